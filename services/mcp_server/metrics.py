@@ -1,0 +1,27 @@
+"""Prometheus metrics of the MCP server."""
+
+from __future__ import annotations
+
+from prometheus_client import Counter, Histogram
+
+from services.telemetry.metrics import LATENCY_BUCKETS
+
+REQUEST_SECONDS = Histogram(
+    "mcp_http_request_duration_seconds",
+    "HTTP request latency by route and outcome.",
+    ["route", "outcome"],
+    buckets=LATENCY_BUCKETS,
+)
+ENCODE_SECONDS = Histogram(
+    "mcp_encode_duration_seconds",
+    "Query encoding (dense + sparse) latency.",
+    buckets=LATENCY_BUCKETS,
+)
+STORE_SECONDS = Histogram(
+    "mcp_store_query_duration_seconds",
+    "Qdrant retrieval latency per search.",
+    buckets=LATENCY_BUCKETS,
+)
+SEARCHES = Counter(
+    "mcp_searches_total", "Searches served, by entry point and outcome.", ["via", "outcome"]
+)

@@ -1,0 +1,56 @@
+"""Request and response shapes shared by the MCP tool and the REST endpoint."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from services.mcp_server.settings import MAX_QUERY_CHARS, MAX_TOP_K
+
+QueryText = Annotated[
+    str,
+    Field(
+        min_length=1,
+        max_length=MAX_QUERY_CHARS,
+        description="Natural-language biomedical or nutrition question, e.g. "
+        "'vitamin D and breast cancer risk'.",
+    ),
+]
+TopK = Annotated[
+    int,
+    Field(ge=1, le=MAX_TOP_K, description=f"How many documents to return (1-{MAX_TOP_K})."),
+]
+
+
+def check_not_blank(query: str) -> str:
+    """Reject a query of whitespace only (it would match nothing meaningful)."""
+    if not query.strip():
+        raise ValueError("query must contain non-whitespace text")
+    return query
+
+
+class SearchRequest(BaseModel):
+    """``POST /search_nfcorpus`` body. Strict: ``"5"`` is not a top_k, ``true`` is not either."""
+
+    model_config = ConfigDict(strict=True, extra="forbid")
+
+    query: QueryText
+    top_k: TopK = 5
+
+    _not_blank = field_validator("query")(check_not_blank)
+
+
+class SearchHit(BaseModel):
+    """One retrieved NFCorpus document."""
+
+    doc_id: str = Field(description="NFCorpus document id, e.g. 'MED-10'.")
+    score: float = Field(description="Fused relevance score; higher is better.")
+    title: str = Field(description="Title of the PubMed article.")
+    text: str = Field(description="Abstract of the article.")
+
+
+class SearchResponse(BaseModel):
+    """Ranked documents, best first."""
+
+    results: list[SearchHit]

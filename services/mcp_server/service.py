@@ -1,0 +1,99 @@
+"""The search service behind both entry points (MCP tool and REST): timing, tracing, counters.
+
+Searches are CPU-bound (the model) and the store client is synchronous, so each search runs in a
+worker thread; a capacity limiter keeps no more searches in flight than there are cores to run
+them, so queueing happens in the event loop instead of as thread contention.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Literal
+
+import anyio
+
+from services.mcp_server.metrics import ENCODE_SECONDS, SEARCHES, STORE_SECONDS
+from services.mcp_server.schemas import SearchHit
+from services.retrieval.search import HybridSearcher
+from services.retrieval.store.base import Store, StoreError
+from services.telemetry.tracing import tracer
+
+_tracer = tracer(__name__)
+
+
+class SearchUnavailableError(RuntimeError):
+    """The store could not answer; the message is safe to show to a caller."""
+
+
+class SearchService:
+    """Runs searches and keeps the counters the AgentBeats evaluator reads."""
+
+    def __init__(
+        self, searcher: HybridSearcher, store: Store, threads: int, ready_cache_s: float
+    ) -> None:
+        """Wrap a searcher; ``threads`` bounds concurrent searches."""
+        self._searcher = searcher
+        self._store = store
+        self._limiter = anyio.CapacityLimiter(threads)
+        self._ready_cache_s = ready_cache_s
+        self._ready_at = -1.0
+        self._ready = (False, "not checked yet")
+        self._lock = threading.Lock()
+        self.search_calls = 0
+        self.store_calls = 0
+
+    def reset_stats(self) -> None:
+        """Zero the evaluator-facing counters."""
+        with self._lock:
+            self.search_calls = 0
+            self.store_calls = 0
+
+    def _search_sync(self, query: str, top_k: int) -> list[SearchHit]:
+        with _tracer.start_as_current_span("search") as span:
+            span.set_attribute("search.top_k", top_k)
+            started = time.perf_counter()
+            with _tracer.start_as_current_span("encode"):
+                encoded = self._searcher.encode(query)
+            encoded_at = time.perf_counter()
+            ENCODE_SECONDS.observe(encoded_at - started)
+            with _tracer.start_as_current_span("qdrant.query"):
+                results = self._searcher.retrieve(encoded, top_k)
+            STORE_SECONDS.observe(time.perf_counter() - encoded_at)
+            span.set_attribute("search.results", len(results))
+        return [
+            SearchHit(doc_id=r.doc_id, score=r.score, title=r.title, text=r.text) for r in results
+        ]
+
+    async def search(self, query: str, top_k: int, via: Literal["tool", "rest"]) -> list[SearchHit]:
+        """Search, counting the call; raises :class:`SearchUnavailableError` on store failure."""
+        with self._lock:
+            self.search_calls += 1
+            self.store_calls += 1
+        try:
+            hits = await anyio.to_thread.run_sync(
+                self._search_sync, query, top_k, limiter=self._limiter
+            )
+        except StoreError as e:
+            SEARCHES.labels(via, "store_error").inc()
+            raise SearchUnavailableError(f"search backend unavailable: {e}") from e
+        SEARCHES.labels(via, "ok").inc()
+        return hits
+
+    def _check_ready(self) -> tuple[bool, str]:
+        try:
+            collection = self._searcher.refresh()
+            points = self._store.count(collection)
+        except StoreError as e:
+            return False, f"store unreachable: {e}"
+        if points == 0:
+            return False, f"collection {collection} is empty"
+        return True, f"collection {collection} holds {points} documents"
+
+    async def ready(self) -> tuple[bool, str]:
+        """Whether the store answers and the collection is populated (cached briefly)."""
+        now = time.monotonic()
+        if now - self._ready_at > self._ready_cache_s:
+            self._ready = await anyio.to_thread.run_sync(self._check_ready)
+            self._ready_at = now
+        return self._ready

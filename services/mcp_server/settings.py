@@ -1,0 +1,38 @@
+"""Settings of the MCP server process (``MCP_`` environment prefix)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import Field, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+MAX_QUERY_CHARS = 2000
+MAX_TOP_K = 100
+
+
+class McpServerSettings(BaseSettings):
+    """Where the server listens and which requests it accepts."""
+
+    model_config = SettingsConfigDict(env_prefix="MCP_", extra="ignore")
+
+    host: str = Field(default="127.0.0.1", description="Interface to bind.")
+    port: int = Field(default=8000, ge=1, le=65535, description="TCP port.")
+    allowed_hosts: Annotated[list[str], NoDecode] = Field(
+        default=["127.0.0.1:*", "localhost:*", "[::1]:*"],
+        description="Host headers the MCP endpoint accepts (comma list; 'host:*' allows any "
+        "port, '*' switches the check off). Others get 421.",
+    )
+    search_threads: int = Field(
+        default=2, ge=1, le=64, description="Searches run at once (each uses one core)."
+    )
+    ready_cache_s: float = Field(
+        default=2.0, ge=0.0, description="How long a readiness answer is reused."
+    )
+
+    @field_validator("allowed_hosts", mode="before")
+    @classmethod
+    def _split(cls, value: object) -> object:
+        if isinstance(value, str):
+            return [h.strip() for h in value.split(",") if h.strip()]
+        return value

@@ -1,0 +1,53 @@
+"""RM3-style pseudo-relevance feedback on the BM25 sparse vectors.
+
+The top ``docs`` documents of a first lexical pass vote for their terms: each document's share of
+the first-pass score times the term's share of that document's BM25 weight. The ``terms`` best
+terms form an expansion model, mixed with the original query as
+``(1 - weight) * query + weight * expansion`` (both normalised to sum 1). The stored vectors hold
+BM25 weights rather than raw counts, so expansion favours terms that are frequent in the feedback
+documents *and* rare in the corpus, which is what RM3 with an IDF-weighted term selection does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from services.retrieval.sparse import SparseVector
+
+
+@dataclass(frozen=True, slots=True)
+class FeedbackParams:
+    """Feedback depth, expansion size and mixing weight (chosen on dev queries)."""
+
+    docs: int = 10
+    terms: int = 20
+    weight: float = 0.5
+
+
+def expand(
+    query: SparseVector,
+    feedback: Sequence[tuple[float, SparseVector]],
+    params: FeedbackParams,
+) -> SparseVector:
+    """The expanded query from ``(first-pass score, document vector)`` pairs."""
+    usable = [(score, doc) for score, doc in feedback if score > 0 and doc.values]
+    if not usable or not query.values:
+        return query
+    total_score = sum(score for score, _ in usable)
+    model: dict[int, float] = {}
+    for score, doc in usable:
+        doc_total = sum(doc.values)
+        share = score / total_score
+        for index, value in zip(doc.indices, doc.values, strict=True):
+            model[index] = model.get(index, 0.0) + share * value / doc_total
+    best = sorted(model.items(), key=lambda kv: -kv[1])[: params.terms]
+    best_total = sum(v for _, v in best)
+    query_total = sum(query.values)
+    mixed: dict[int, float] = {
+        i: (1 - params.weight) * v / query_total
+        for i, v in zip(query.indices, query.values, strict=True)
+    }
+    for index, value in best:
+        mixed[index] = mixed.get(index, 0.0) + params.weight * value / best_total
+    return SparseVector(list(mixed), list(mixed.values()))

@@ -1,0 +1,150 @@
+"""The indexer: NFCorpus -> dense + BM25 vectors -> a versioned Qdrant collection -> alias.
+
+``python -m services.retrieval.index`` (or ``make index``). The collection name carries a version
+hash of everything that shapes the vectors (corpus content, model, BM25 parameters, schema), and
+the service reads an alias. A build fills a fresh versioned collection and moves the alias only
+once every point is in, so a re-index never serves a half-built collection. Point ids are uuid5
+of the doc id: re-running (also after an interruption) overwrites points instead of adding any.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import logging
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import TypeVar
+
+from rich.progress import Progress
+
+from services.retrieval.corpus import Document, corpus_fingerprint, ensure_dataset, load_corpus
+from services.retrieval.dense import DenseEncoder, Matrix, OnnxMiniLM
+from services.retrieval.settings import RetrievalSettings
+from services.retrieval.sparse import Bm25Params, encode_documents
+from services.retrieval.store import open_store
+from services.retrieval.store.base import CollectionSpec, Point, Store, point_id
+from services.retrieval.vector_cache import cached_vectors
+from services.telemetry.logging import setup_logging
+
+log = logging.getLogger(__name__)
+SCHEMA_VERSION = "1"
+UPSERT_BATCH = 128
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class IndexReport:
+    """What a run did."""
+
+    collection: str
+    documents: int
+    built: bool
+
+
+def document_text(doc: Document) -> str:
+    """What the dense model reads: title, then abstract."""
+    return f"{doc.title} {doc.text}".strip()
+
+
+def collection_version(fingerprint: str, model_id: str, bm25: Bm25Params) -> str:
+    """Short hash of everything that shapes the stored vectors."""
+    key = f"{SCHEMA_VERSION}|{fingerprint}|{model_id}|{bm25.k1}|{bm25.b}"
+    return hashlib.sha256(key.encode()).hexdigest()[:12]
+
+
+def _batches(items: Sequence[T], size: int) -> Iterator[Sequence[T]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+def _encode_with_progress(encoder: DenseEncoder, texts: list[str], batch: int) -> Matrix:
+    parts = []
+    with Progress(transient=True) as progress:
+        task = progress.add_task("encoding documents", total=len(texts))
+        for chunk in _batches(texts, batch * 8):
+            parts.append(encoder.encode(chunk, batch_size=batch))
+            progress.advance(task, len(chunk))
+    import numpy as np
+
+    return np.concatenate(parts).astype(np.float32)
+
+
+def build_index(
+    settings: RetrievalSettings, store: Store, encoder: DenseEncoder, force: bool = False
+) -> IndexReport:
+    """Make ``settings.collection`` point at a complete, current collection."""
+    folder = ensure_dataset(settings.data_dir, settings.download_url, settings.download_md5)
+    docs = load_corpus(folder, limit=settings.max_docs)
+    fingerprint = corpus_fingerprint(docs)
+    bm25 = Bm25Params()
+    name = f"{settings.collection}-{collection_version(fingerprint, encoder.model_id, bm25)}"
+    alias = settings.collection
+    current = store.resolve_alias(alias)
+    if not force and current == name and store.count(name) == len(docs):
+        log.info("alias %s already points at complete collection %s", alias, name)
+        return IndexReport(name, len(docs), built=False)
+
+    texts = [document_text(d) for d in docs]
+    dense = cached_vectors(
+        settings.cache_dir / "vectors",
+        f"{encoder.model_id}-{fingerprint}",
+        len(docs),
+        lambda: _encode_with_progress(encoder, texts, settings.encode_batch_size),
+    )
+    sparse = encode_documents(texts, bm25)
+    if not store.collection_exists(name):
+        store.create_collection(name, CollectionSpec(dense_size=encoder.dimension))
+    points = [
+        Point(
+            id=point_id(d.doc_id),
+            dense=dense[i].tolist(),
+            sparse=sparse[i],
+            payload={"doc_id": d.doc_id, "title": d.title, "text": d.text},
+        )
+        for i, d in enumerate(docs)
+    ]
+    with Progress(transient=True) as progress:
+        task = progress.add_task(f"upserting into {name}", total=len(points))
+        for batch in _batches(points, UPSERT_BATCH):
+            store.upsert(name, batch)
+            progress.advance(task, len(batch))
+    stored = store.count(name)
+    if stored != len(docs):
+        raise RuntimeError(f"{name} holds {stored} points after upserting {len(docs)} documents")
+    store.set_alias(alias, name)
+    _drop_old_versions(store, alias, keep={name, current})
+    log.info("alias %s -> %s (%d documents)", alias, name, len(docs))
+    return IndexReport(name, len(docs), built=True)
+
+
+def _drop_old_versions(store: Store, alias: str, keep: set[str | None]) -> None:
+    """Keep the new version and the one it replaced (for a quick rollback), drop the rest."""
+    for name in store.list_collections():
+        if name.startswith(f"{alias}-") and name not in keep:
+            log.info("dropping old collection %s", name)
+            store.delete_collection(name)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """CLI entry point."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--force", action="store_true", help="rebuild even if up to date")
+    parser.add_argument("--max-docs", type=int, help="index only the first N documents")
+    args = parser.parse_args(argv)
+    setup_logging()
+    overrides = {"max_docs": args.max_docs} if args.max_docs else {}
+    settings = RetrievalSettings(**overrides)
+    store = open_store(settings)
+    try:
+        # Indexing is a batch job: give the model every core.
+        encoder = OnnxMiniLM(threads=max(settings.encode_threads, 2))
+        report = build_index(settings, store, encoder, force=args.force)
+    finally:
+        store.close()
+    state = "built" if report.built else "already up to date"
+    print(f"{report.collection}: {report.documents} documents, {state}")
+
+
+if __name__ == "__main__":
+    main()

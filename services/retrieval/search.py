@@ -1,0 +1,95 @@
+"""Hybrid search: MiniLM dense + BM25 sparse candidates from Qdrant, fused, with payloads.
+
+The work is split in two stages, :meth:`HybridSearcher.encode` (CPU: the model) and
+:meth:`HybridSearcher.retrieve` (the store), so callers can time and trace each one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from services.retrieval.dense import DenseEncoder
+from services.retrieval.feedback import FeedbackParams, expand
+from services.retrieval.fusion import fuse
+from services.retrieval.settings import RetrievalSettings
+from services.retrieval.sparse import SparseVector, encode_query
+from services.retrieval.store.base import Hit, Store, VectorQuery
+
+
+@dataclass(frozen=True, slots=True)
+class SearchResult:
+    """One ranked document."""
+
+    doc_id: str
+    score: float
+    title: str
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class EncodedQuery:
+    """A query as both retrievers see it."""
+
+    dense: list[float]
+    sparse: SparseVector
+
+
+class HybridSearcher:
+    """Searches the collection an alias points at (resolved once; :meth:`refresh` re-reads)."""
+
+    def __init__(self, store: Store, encoder: DenseEncoder, settings: RetrievalSettings) -> None:
+        """Bind store, encoder and ranking settings."""
+        self._store = store
+        self._encoder = encoder
+        self._settings = settings
+        self.collection = settings.collection
+        self.refresh()
+
+    def refresh(self) -> str:
+        """Re-resolve the alias (after a re-index) and return the concrete collection."""
+        self.collection = self._store.resolve_alias(self._settings.collection) or (
+            self._settings.collection
+        )
+        return self.collection
+
+    def encode(self, query: str) -> EncodedQuery:
+        """Dense and sparse representations of the query."""
+        dense = self._encoder.encode([query])[0]
+        return EncodedQuery(dense=[float(x) for x in dense], sparse=encode_query(query))
+
+    def retrieve(self, q: EncodedQuery, top_k: int) -> list[SearchResult]:
+        """Top ``top_k`` documents by the configured fusion, with title and text."""
+        s = self._settings
+        limit = max(s.candidates, top_k)
+        queries = [VectorQuery(q.dense, limit)]
+        if q.sparse.indices:  # a query of stopwords only has no lexical side
+            queries.append(VectorQuery(self._with_feedback(q.sparse), limit))
+        if s.fusion == "rrf" or s.fusion == "dbsf":
+            hits = self._store.fused_search(self.collection, queries, s.fusion, top_k)
+            return [_result(h, h.score) for h in hits]
+        lists = self._store.search(self.collection, queries, payload=False)
+        weights = [s.dense_weight, 1.0 - s.dense_weight][: len(lists)]
+        ranked = fuse([{h.id: h.score for h in hits} for hits in lists], weights, s.fusion)
+        top = ranked[:top_k]
+        payloads = {h.id: h for h in self._store.retrieve(self.collection, [i for i, _ in top])}
+        return [_result(payloads[i], score) for i, score in top if i in payloads]
+
+    def _with_feedback(self, sparse: SparseVector) -> SparseVector:
+        """RM3 expansion from a first lexical pass (one extra store call), when switched on."""
+        s = self._settings
+        if s.feedback_docs == 0:
+            return sparse
+        (first,) = self._store.search(
+            self.collection, [VectorQuery(sparse, s.feedback_docs)], payload=False, with_sparse=True
+        )
+        params = FeedbackParams(s.feedback_docs, s.feedback_terms, s.feedback_weight)
+        return expand(sparse, [(h.score, h.sparse) for h in first if h.sparse], params)
+
+    def search(self, query: str, top_k: int) -> list[SearchResult]:
+        """Encode and retrieve in one call."""
+        return self.retrieve(self.encode(query), top_k)
+
+
+def _result(hit: Hit, score: float) -> SearchResult:
+    p = hit.payload
+    return SearchResult(str(p["doc_id"]), float(score), str(p.get("title", "")), str(p["text"]))

@@ -1,0 +1,19 @@
+"""Qdrant access behind one small interface; :func:`open_store` picks the backend."""
+
+from __future__ import annotations
+
+from services.retrieval.settings import RetrievalSettings
+from services.retrieval.store.base import Store
+
+
+def open_store(settings: RetrievalSettings) -> Store:
+    """The backend the settings ask for (edge by default, server in Kubernetes)."""
+    if settings.store == "edge":
+        from services.retrieval.store.edge import EdgeStore
+
+        return EdgeStore(settings.edge_path, private_copy=settings.edge_private_copy)
+    from services.retrieval.store.server import ServerStore
+
+    return ServerStore(
+        url=settings.qdrant_url, api_key=settings.qdrant_api_key, path=settings.qdrant_path
+    )

@@ -1,0 +1,135 @@
+"""The store interface: what the retrieval core needs from Qdrant, and nothing more.
+
+Two backends implement it: :mod:`.edge` (qdrant-edge, the engine embedded in-process) and
+:mod:`.server` (qdrant-client against a Qdrant server, or its local mode in tests). They only
+translate these calls to their client; collection naming, versioning, batching, fusion and ranking
+live above, in code both backends share.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+from services.retrieval.sparse import SparseVector
+
+DENSE = "dense"
+SPARSE = "bm25"
+# Fixed namespace: the same doc id gives the same point id in every collection and every run,
+# which is what makes re-indexing idempotent.
+POINT_NAMESPACE = uuid.UUID("6f1d3c2e-8a4b-4e1f-9c7d-2b5a0e9f4c31")
+
+
+def point_id(key: str) -> str:
+    """Deterministic point id (uuid5) of a document or query id."""
+    return str(uuid.uuid5(POINT_NAMESPACE, key))
+
+
+@dataclass(frozen=True, slots=True)
+class CollectionSpec:
+    """Vectors a collection holds: one dense vector and optionally one sparse vector."""
+
+    dense_size: int
+    sparse: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class Point:
+    """One point to upsert."""
+
+    id: str
+    dense: Sequence[float]
+    payload: dict[str, Any]
+    sparse: SparseVector | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class VectorQuery:
+    """A nearest-neighbour query on one named vector."""
+
+    vector: Sequence[float] | SparseVector
+    limit: int
+
+    @property
+    def using(self) -> str:
+        """The named vector the query runs on."""
+        return SPARSE if isinstance(self.vector, SparseVector) else DENSE
+
+
+@dataclass(frozen=True, slots=True)
+class Hit:
+    """A scored point with (part of) its payload."""
+
+    id: str
+    score: float
+    payload: dict[str, Any] = field(default_factory=dict)
+    sparse: SparseVector | None = None
+
+
+Fusion = Literal["rrf", "dbsf"]
+
+
+class StoreError(RuntimeError):
+    """The store is unreachable or refused an operation."""
+
+
+class Store(Protocol):
+    """What both backends provide. Collection names are concrete; aliases point at them."""
+
+    def collection_exists(self, name: str) -> bool:
+        """Whether a concrete collection exists."""
+        ...
+
+    def create_collection(self, name: str, spec: CollectionSpec) -> None:
+        """Create an empty collection."""
+        ...
+
+    def delete_collection(self, name: str) -> None:
+        """Drop a collection (no error if absent)."""
+        ...
+
+    def list_collections(self) -> list[str]:
+        """Names of the concrete collections."""
+        ...
+
+    def upsert(self, name: str, points: Sequence[Point]) -> None:
+        """Insert or replace points by id."""
+        ...
+
+    def count(self, name: str) -> int:
+        """Number of points."""
+        ...
+
+    def search(
+        self,
+        name: str,
+        queries: Sequence[VectorQuery],
+        payload: Sequence[str] | bool,
+        with_sparse: bool = False,
+    ) -> list[list[Hit]]:
+        """Run several queries at once; one ranked list per query (optionally with sparse vectors)."""
+        ...
+
+    def fused_search(
+        self, name: str, prefetch: Sequence[VectorQuery], fusion: Fusion, limit: int
+    ) -> list[Hit]:
+        """Prefetch candidates with each query and fuse them inside Qdrant."""
+        ...
+
+    def retrieve(self, name: str, ids: Sequence[str]) -> list[Hit]:
+        """Points with full payload, in the order of ``ids`` (missing ids are skipped)."""
+        ...
+
+    def set_alias(self, alias: str, name: str) -> None:
+        """Point ``alias`` at collection ``name`` atomically."""
+        ...
+
+    def resolve_alias(self, alias: str) -> str | None:
+        """The collection ``alias`` points at, if any."""
+        ...
+
+    def close(self) -> None:
+        """Release files and connections."""
+        ...

@@ -1,0 +1,187 @@
+"""Server backend: qdrant-client against a Qdrant server (Kubernetes) or its local mode (tests).
+
+The same class serves both: ``QdrantClient(url=...)`` talks to a server over HTTP,
+``QdrantClient(path=...)`` or ``":memory:"`` runs qdrant-client's local engine, which is how the
+test suite exercises every line of this backend without a server binary.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from qdrant_client import QdrantClient, models
+from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedResponse
+
+from services.retrieval.sparse import SparseVector
+from services.retrieval.store.base import (
+    DENSE,
+    SPARSE,
+    CollectionSpec,
+    Fusion,
+    Hit,
+    Point,
+    StoreError,
+    VectorQuery,
+)
+
+# Local mode raises ValueError for a missing collection; the HTTP client raises the others.
+_ERRORS = (ResponseHandlingException, UnexpectedResponse, ConnectionError, TimeoutError, ValueError)
+
+
+def _vector(v: Sequence[float] | SparseVector) -> Any:
+    if isinstance(v, SparseVector):
+        return models.SparseVector(indices=v.indices, values=v.values)
+    return [float(x) for x in v]
+
+
+def _hit(p: Any) -> Hit:
+    vectors = p.vector if isinstance(p.vector, dict) else {}
+    sparse = vectors.get(SPARSE)
+    return Hit(
+        id=str(p.id),
+        score=float(getattr(p, "score", 0.0)),
+        payload=dict(p.payload or {}),
+        sparse=SparseVector(list(sparse.indices), list(sparse.values)) if sparse else None,
+    )
+
+
+class ServerStore:
+    """The :class:`~services.retrieval.store.base.Store` on qdrant-client."""
+
+    def __init__(
+        self,
+        url: str | None = None,
+        api_key: str | None = None,
+        path: str | None = None,
+        timeout_s: int = 10,
+    ) -> None:
+        """Connect to ``url`` or open local mode at ``path`` (``":memory:"`` for RAM only)."""
+        if url:
+            self._client = QdrantClient(url=url, api_key=api_key, timeout=timeout_s)
+        elif path == ":memory:":
+            self._client = QdrantClient(location=":memory:")
+        elif path:
+            self._client = QdrantClient(path=path)
+        else:
+            raise StoreError("ServerStore needs a url or a path")
+
+    def _call(self, what: str, fn: Any, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except _ERRORS as e:
+            raise StoreError(f"qdrant {what} failed: {e}") from e
+
+    def collection_exists(self, name: str) -> bool:
+        """Whether the collection exists on the server."""
+        return bool(self._call("collection_exists", self._client.collection_exists, name))
+
+    def create_collection(self, name: str, spec: CollectionSpec) -> None:
+        """Cosine dense vector plus an optional plain (dot-product) sparse vector."""
+        self._call(
+            "create_collection",
+            self._client.create_collection,
+            name,
+            vectors_config={
+                DENSE: models.VectorParams(size=spec.dense_size, distance=models.Distance.COSINE)
+            },
+            sparse_vectors_config={SPARSE: models.SparseVectorParams()} if spec.sparse else None,
+        )
+
+    def delete_collection(self, name: str) -> None:
+        """Drop the collection if it exists."""
+        self._call("delete_collection", self._client.delete_collection, name)
+
+    def list_collections(self) -> list[str]:
+        """Names of all collections."""
+        response = self._call("get_collections", self._client.get_collections)
+        return sorted(c.name for c in response.collections)
+
+    def upsert(self, name: str, points: Sequence[Point]) -> None:
+        """Upsert and wait until the batch is applied."""
+        structs = []
+        for p in points:
+            vectors: dict[str, Any] = {DENSE: _vector(p.dense)}
+            if p.sparse is not None:
+                vectors[SPARSE] = _vector(p.sparse)
+            structs.append(models.PointStruct(id=p.id, vector=vectors, payload=p.payload))
+        self._call("upsert", self._client.upsert, name, points=structs, wait=True)
+
+    def count(self, name: str) -> int:
+        """Exact number of points."""
+        return int(self._call("count", self._client.count, name, exact=True).count)
+
+    def search(
+        self,
+        name: str,
+        queries: Sequence[VectorQuery],
+        payload: Sequence[str] | bool,
+        with_sparse: bool = False,
+    ) -> list[list[Hit]]:
+        """One batched request for all queries."""
+        selector = payload if isinstance(payload, bool) else list(payload)
+        requests = [
+            models.QueryRequest(
+                query=_vector(q.vector),
+                using=q.using,
+                limit=q.limit,
+                with_payload=selector,
+                with_vector=[SPARSE] if with_sparse else False,
+            )
+            for q in queries
+        ]
+        responses = self._call(
+            "query_batch_points", self._client.query_batch_points, name, requests=requests
+        )
+        return [[_hit(p) for p in r.points] for r in responses]
+
+    def fused_search(
+        self, name: str, prefetch: Sequence[VectorQuery], fusion: Fusion, limit: int
+    ) -> list[Hit]:
+        """Prefetch with every query, fuse with RRF or DBSF inside Qdrant."""
+        method = models.Fusion.RRF if fusion == "rrf" else models.Fusion.DBSF
+        response = self._call(
+            "query_points",
+            self._client.query_points,
+            name,
+            prefetch=[
+                models.Prefetch(query=_vector(q.vector), using=q.using, limit=q.limit)
+                for q in prefetch
+            ],
+            query=models.FusionQuery(fusion=method),
+            limit=limit,
+            with_payload=True,
+        )
+        return [_hit(p) for p in response.points]
+
+    def retrieve(self, name: str, ids: Sequence[str]) -> list[Hit]:
+        """Points by id, in the order asked."""
+        records = self._call("retrieve", self._client.retrieve, name, ids=list(ids))
+        found = {str(r.id): r for r in records}
+        return [_hit(found[i]) for i in ids if i in found]
+
+    def set_alias(self, alias: str, name: str) -> None:
+        """Create or move the alias in one atomic alias operation."""
+        actions: list[Any] = []
+        if self.resolve_alias(alias) is not None:
+            actions.append(
+                models.DeleteAliasOperation(delete_alias=models.DeleteAlias(alias_name=alias))
+            )
+        actions.append(
+            models.CreateAliasOperation(
+                create_alias=models.CreateAlias(collection_name=name, alias_name=alias)
+            )
+        )
+        self._call("update_collection_aliases", self._client.update_collection_aliases, actions)
+
+    def resolve_alias(self, alias: str) -> str | None:
+        """The collection the alias points at, if any."""
+        response = self._call("get_aliases", self._client.get_aliases)
+        for a in response.aliases:
+            if a.alias_name == alias:
+                return str(a.collection_name)
+        return None
+
+    def close(self) -> None:
+        """Close the client (and the local-mode storage lock)."""
+        self._client.close()

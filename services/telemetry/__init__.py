@@ -1,0 +1,1 @@
+"""Observability shared by every service: Prometheus metrics, OpenTelemetry tracing, logging."""

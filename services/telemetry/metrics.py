@@ -1,0 +1,37 @@
+"""Prometheus helpers shared by the services.
+
+Each service declares its own metrics next to the code they measure; this module only holds the
+common bucket layout and the ``/metrics`` endpoint, which also works under gunicorn: when
+``PROMETHEUS_MULTIPROC_DIR`` is set every worker writes its samples there and the endpoint merges
+them, so a scrape sees the whole pod rather than whichever worker answered.
+"""
+
+from __future__ import annotations
+
+import os
+
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+from prometheus_client.multiprocess import MultiProcessCollector
+from starlette.requests import Request
+from starlette.responses import Response
+
+# Latency buckets in seconds, dense around the 1-50 ms where this service lives.
+LATENCY_BUCKETS = (
+    0.0005, 0.001, 0.002, 0.004, 0.008, 0.016, 0.032, 0.064, 0.128, 0.256, 0.512, 1.0, 2.5, 5.0,
+    10.0, 30.0,
+)  # fmt: skip
+
+
+def _registry() -> CollectorRegistry | None:
+    if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        registry = CollectorRegistry()
+        MultiProcessCollector(registry)  # type: ignore[no-untyped-call]
+        return registry
+    return None
+
+
+async def metrics_endpoint(_: Request) -> Response:
+    """Serve every metric of this process (or of all workers, in multiprocess mode)."""
+    registry = _registry()
+    body = generate_latest(registry) if registry is not None else generate_latest()
+    return Response(body, media_type=CONTENT_TYPE_LATEST)

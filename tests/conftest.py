@@ -1,0 +1,72 @@
+"""Fixtures shared by the suites: a small real index and the real MCP server over it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import pytest
+
+from services.retrieval.dense import OnnxMiniLM
+from services.retrieval.index import build_index
+from services.retrieval.settings import RetrievalSettings
+from services.retrieval.store import open_store
+from tests.support.dataset import make_subset
+from tests.support.servers import ServerProcess
+
+
+@dataclass(frozen=True)
+class SmallIndex:
+    """A BEIR folder with an NFCorpus slice, indexed into an embedded store."""
+
+    settings: RetrievalSettings
+    query_ids: list[str]
+
+    def env(self) -> dict[str, str]:
+        s = self.settings
+        return {
+            "RETRIEVAL_DATA_DIR": str(s.data_dir),
+            "RETRIEVAL_STORE": "edge",
+            "RETRIEVAL_EDGE_PATH": str(s.edge_path),
+            "RETRIEVAL_CACHE_DIR": str(s.cache_dir),
+        }
+
+
+@pytest.fixture(scope="session")
+def encoder() -> OnnxMiniLM:
+    return OnnxMiniLM(threads=2)
+
+
+@pytest.fixture(scope="session")
+def small_index(tmp_path_factory: pytest.TempPathFactory, encoder: OnnxMiniLM) -> SmallIndex:
+    root = tmp_path_factory.mktemp("small-index")
+    query_ids = make_subset(root / "data")
+    # The vector cache lives outside the repo and survives between runs (keyed by content).
+    settings = RetrievalSettings(data_dir=root / "data", edge_path=root / "edge")
+    store = open_store(settings)
+    try:
+        build_index(settings, store, encoder)
+    finally:
+        store.close()
+    return SmallIndex(settings, query_ids)
+
+
+class McpServer(ServerProcess):
+    """The MCP server subprocess; ``mcp_url`` is its MCP endpoint."""
+
+    @property
+    def mcp_url(self) -> str:
+        return self.base_url + "/mcp"
+
+
+@pytest.fixture(scope="session")
+def mcp_server(
+    small_index: SmallIndex, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[McpServer]:
+    log = tmp_path_factory.mktemp("logs") / "mcp_server.log"
+    server = McpServer("services.mcp_server", [], small_index.env(), "/readyz", log)
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()

@@ -1,0 +1,166 @@
+"""The real MCP server (a subprocess on a free loopback port), called with the real MCP client."""
+
+from typing import Any
+
+import httpx
+import pytest
+from mcp import Client
+
+from services.retrieval.corpus import load_corpus, load_queries
+from tests.conftest import McpServer, SmallIndex
+
+
+async def test_lists_the_tool_with_schemas(mcp_server: McpServer) -> None:
+    async with Client(mcp_server.mcp_url) as client:
+        tools = (await client.list_tools()).tools
+    assert [t.name for t in tools] == ["search_nfcorpus"]
+    tool = tools[0]
+    assert "NFCorpus" in (tool.description or "")
+    props = tool.input_schema["properties"]
+    assert props["top_k"]["default"] == 5 and props["top_k"]["maximum"] == 100
+    assert props["query"]["maxLength"] == 2000
+    assert tool.output_schema is not None and "results" in tool.output_schema["properties"]
+
+
+async def test_tool_returns_structured_results(
+    mcp_server: McpServer, small_index: SmallIndex
+) -> None:
+    corpus_ids = {d.doc_id for d in load_corpus(small_index.settings.data_dir)}
+    async with Client(mcp_server.mcp_url) as client:
+        result = await client.call_tool(
+            "search_nfcorpus", {"query": "green tea and prostate cancer", "top_k": 7}
+        )
+    assert not result.is_error
+    hits = result.structured_content["results"]
+    assert len(hits) == 7
+    assert len({h["doc_id"] for h in hits}) == 7 and {h["doc_id"] for h in hits} <= corpus_ids
+    assert [h["score"] for h in hits] == sorted((h["score"] for h in hits), reverse=True)
+    assert all(set(h) == {"doc_id", "score", "title", "text"} and h["text"] for h in hits)
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        ({"query": "x", "top_k": 0}, "greater than or equal to 1"),
+        ({"query": "x", "top_k": 101}, "less than or equal to 100"),
+        ({"query": "x", "top_k": "five"}, "valid integer"),
+        ({"query": ""}, "at least 1 character"),
+        ({"query": "   "}, "query must contain non-whitespace text"),
+        ({"query": "x" * 2001}, "at most 2000 characters"),
+        ({"top_k": 3}, "query"),
+    ],
+)
+async def test_tool_errors_are_error_results(
+    mcp_server: McpServer, arguments: dict[str, Any], message: str
+) -> None:
+    async with Client(mcp_server.mcp_url) as client:
+        result = await client.call_tool("search_nfcorpus", arguments)
+        assert result.is_error
+        assert message in result.content[0].text  # type: ignore[union-attr]
+        # ...and the server keeps serving.
+        ok = await client.call_tool("search_nfcorpus", {"query": "fish oil", "top_k": 1})
+        assert not ok.is_error
+
+
+def test_rest_search_matches_the_tool_contract(mcp_server: McpServer) -> None:
+    response = httpx.post(
+        f"{mcp_server.base_url}/search_nfcorpus", json={"query": "vitamin D", "top_k": 4}
+    )
+    assert response.status_code == 200
+    results = response.json()["results"]
+    assert len(results) == 4 and set(results[0]) == {"doc_id", "score", "title", "text"}
+    default = httpx.post(f"{mcp_server.base_url}/search_nfcorpus", json={"query": "vitamin D"})
+    assert len(default.json()["results"]) == 5
+
+
+@pytest.mark.parametrize(
+    ("body", "field", "message"),
+    [
+        (b'{"query": "", "top_k": 5}', "query", "at least 1 character"),
+        (b'{"query": "   "}', "query", "non-whitespace"),
+        (('{"query": "' + "a" * 2001 + '"}').encode(), "query", "at most 2000 characters"),
+        (b'{"query": "x", "top_k": 0}', "top_k", "greater than or equal to 1"),
+        (b'{"query": "x", "top_k": 101}', "top_k", "less than or equal to 100"),
+        (b'{"query": "x", "top_k": "5"}', "top_k", "valid integer"),
+        (b'{"query": "x", "top_k": 2.5}', "top_k", "valid integer"),
+        (b'{"query": "x", "top_k": true}', "top_k", "valid integer"),
+        (b'{"query": 42}', "query", "valid string"),
+        (b'{"top_k": 3}', "query", "Field required"),
+        (b'{"query": "x", "k": 3}', "k", "Extra inputs are not permitted"),
+        (b"not json", "body", "JSON object"),
+        (b"[1, 2]", "body", "JSON object"),
+        (b"\xff\xfe", "body", "JSON object"),
+    ],
+)
+def test_rest_rejects_bad_input_with_422(
+    mcp_server: McpServer, body: bytes, field: str, message: str
+) -> None:
+    response = httpx.post(
+        f"{mcp_server.base_url}/search_nfcorpus",
+        content=body,
+        headers={"content-type": "application/json"},
+    )
+    assert response.status_code == 422
+    payload = response.json()
+    assert payload["error"] == "invalid request"
+    assert any(d["field"] == field and message in d["message"] for d in payload["detail"]), payload
+    assert httpx.get(f"{mcp_server.base_url}/healthz").status_code == 200
+
+
+def test_health_readiness_and_metrics(mcp_server: McpServer) -> None:
+    base = mcp_server.base_url
+    assert httpx.get(f"{base}/healthz").json() == {"status": "ok"}
+    ready = httpx.get(f"{base}/readyz")
+    assert ready.status_code == 200 and "documents" in ready.json()["reason"]
+    httpx.post(f"{base}/search_nfcorpus", json={"query": "soy", "top_k": 2})
+    metrics = httpx.get(f"{base}/metrics").text
+    for name in (
+        'mcp_http_request_duration_seconds_bucket{le="0.001",outcome="ok",route="/search_nfcorpus"}',
+        "mcp_encode_duration_seconds_count",
+        "mcp_store_query_duration_seconds_count",
+        'mcp_searches_total{outcome="ok",via="rest"}',
+    ):
+        assert name in metrics
+
+
+async def test_evaluator_stats_endpoints_count_searches(mcp_server: McpServer) -> None:
+    async with httpx.AsyncClient(base_url=mcp_server.base_url) as http:
+        assert (await http.post("/stats/reset")).status_code == 200
+        assert (await http.get("/stats")).json() == {"search_call_count": 0}
+        await http.post("/search_nfcorpus", json={"query": "coffee"})
+        async with Client(mcp_server.mcp_url) as client:
+            await client.call_tool("search_nfcorpus", {"query": "coffee"})
+        assert (await http.get("/stats")).json() == {"search_call_count": 2}
+        check = (await http.post("/health_check")).json()
+    assert check["status"] == "ok" and check["qdrant_calls_total"] >= 2
+
+
+def test_unknown_host_header_gets_421(mcp_server: McpServer) -> None:
+    response = httpx.post(
+        mcp_server.mcp_url,
+        headers={"host": "evil.example:80", "accept": "application/json, text/event-stream"},
+        json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+    )
+    assert response.status_code == 421
+
+
+def test_rest_results_equal_the_in_process_searcher(
+    mcp_server: McpServer, small_index: SmallIndex, encoder: Any
+) -> None:
+    from services.retrieval.search import HybridSearcher
+    from services.retrieval.store import open_store
+
+    settings = small_index.settings.model_copy(update={"edge_private_copy": True})
+    store = open_store(settings)
+    try:
+        searcher = HybridSearcher(store, encoder, settings)
+        queries = load_queries(settings.data_dir)
+        for query_id in small_index.query_ids[:5]:
+            direct = [r.doc_id for r in searcher.search(queries[query_id], 10)]
+            served = httpx.post(
+                f"{mcp_server.base_url}/search_nfcorpus",
+                json={"query": queries[query_id], "top_k": 10},
+            ).json()["results"]
+            assert [r["doc_id"] for r in served] == direct
+    finally:
+        store.close()
