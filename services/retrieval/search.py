@@ -16,6 +16,9 @@ from services.retrieval.sparse import SparseVector, encode_query
 from services.retrieval.store.base import Hit, Store, VectorQuery
 
 
+TIE_MARGIN = 10
+
+
 @dataclass(frozen=True, slots=True)
 class SearchResult:
     """One ranked document."""
@@ -65,8 +68,13 @@ class HybridSearcher:
         if q.sparse.indices:  # a query of stopwords only has no lexical side
             queries.append(VectorQuery(self._with_feedback(q.sparse), limit))
         if s.fusion == "rrf" or s.fusion == "dbsf":
-            hits = self._store.fused_search(self.collection, queries, s.fusion, top_k)
-            return [_result(h, h.score) for h in hits]
+            # NFCorpus holds duplicate documents, which tie exactly; the engine orders ties
+            # arbitrarily, so fetch a few more and break ties by doc id: same query, same answer.
+            hits = self._store.fused_search(self.collection, queries, s.fusion, top_k + TIE_MARGIN)
+            results = sorted(
+                (_result(h, h.score) for h in hits), key=lambda r: (-r.score, r.doc_id)
+            )
+            return results[:top_k]
         lists = self._store.search(self.collection, queries, payload=False)
         weights = [s.dense_weight, 1.0 - s.dense_weight][: len(lists)]
         ranked = fuse([{h.id: h.score for h in hits} for hits in lists], weights, s.fusion)
@@ -80,7 +88,7 @@ class HybridSearcher:
         if s.feedback_docs == 0:
             return sparse
         (first,) = self._store.search(
-            self.collection, [VectorQuery(sparse, s.feedback_docs)], payload=False, with_sparse=True
+            self.collection, [VectorQuery(sparse, s.feedback_docs, with_sparse=True)], payload=False
         )
         params = FeedbackParams(s.feedback_docs, s.feedback_terms, s.feedback_weight)
         return expand(sparse, [(h.score, h.sparse) for h in first if h.sparse], params)

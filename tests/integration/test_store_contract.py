@@ -90,7 +90,7 @@ def test_search_can_return_sparse_vectors(store: Store) -> None:
     store.create_collection("c", SPEC)
     store.upsert("c", POINTS)
     (hits,) = store.search(
-        "c", [VectorQuery(SparseVector([7], [1.0]), 1)], payload=False, with_sparse=True
+        "c", [VectorQuery(SparseVector([7], [1.0]), 1, with_sparse=True)], payload=False
     )
     assert hits[0].sparse == SparseVector([7], [2.0])
 

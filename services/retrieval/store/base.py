@@ -51,6 +51,8 @@ class VectorQuery:
 
     vector: Sequence[float] | SparseVector
     limit: int
+    #: Return each hit's sparse vector too (RM3 feedback reads the top documents' terms).
+    with_sparse: bool = False
 
     @property
     def using(self) -> str:
@@ -107,9 +109,8 @@ class Store(Protocol):
         name: str,
         queries: Sequence[VectorQuery],
         payload: Sequence[str] | bool,
-        with_sparse: bool = False,
     ) -> list[list[Hit]]:
-        """Run several queries at once; one ranked list per query (optionally with sparse vectors)."""
+        """Run several queries at once; one ranked list per query."""
         ...
 
     def fused_search(

@@ -141,7 +141,6 @@ class EdgeStore:
         name: str,
         queries: Sequence[VectorQuery],
         payload: Sequence[str] | bool,
-        with_sparse: bool = False,
     ) -> list[list[Hit]]:
         """One batched request for all queries."""
         selector = _payload_selector(payload)
@@ -150,7 +149,7 @@ class EdgeStore:
                 limit=q.limit,
                 query=_query(q),
                 with_payload=selector,
-                with_vector=[SPARSE] if with_sparse else False,
+                with_vector=[SPARSE] if q.with_sparse else False,
             )
             for q in queries
         ]

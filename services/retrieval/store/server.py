@@ -116,7 +116,6 @@ class ServerStore:
         name: str,
         queries: Sequence[VectorQuery],
         payload: Sequence[str] | bool,
-        with_sparse: bool = False,
     ) -> list[list[Hit]]:
         """One batched request for all queries."""
         selector = payload if isinstance(payload, bool) else list(payload)
@@ -126,7 +125,7 @@ class ServerStore:
                 using=q.using,
                 limit=q.limit,
                 with_payload=selector,
-                with_vector=[SPARSE] if with_sparse else False,
+                with_vector=[SPARSE] if q.with_sparse else False,
             )
             for q in queries
         ]

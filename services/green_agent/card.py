@@ -1,0 +1,46 @@
+"""The green agent's card: an NFCorpus retrieval evaluator reachable over A2A 1.0 and 0.3."""
+
+from __future__ import annotations
+
+from a2a.types import AgentCapabilities, AgentCard, AgentInterface, AgentProvider, AgentSkill
+from a2a.utils.constants import PROTOCOL_VERSION_0_3, PROTOCOL_VERSION_1_0
+
+EXAMPLE = (
+    '{"participants": {"retrieval_agent": "http://127.0.0.1:9010/"}, '
+    '"config": {"num_queries": 50, "top_k": 5, "random_seed": 42}}'
+)
+
+
+def build_card(url: str) -> AgentCard:
+    """Build the evaluator's card announcing ``url``."""
+    skill = AgentSkill(
+        id="nfcorpus_assessment",
+        name="NFCorpus retrieval assessment",
+        description=(
+            "Samples NFCorpus test queries with a seed, sends each to the participant "
+            "'retrieval_agent' over A2A, checks every reply against the answer contract and "
+            "reports NDCG@5/@10 (trec_eval), MRR, precision, recall, latency and failures."
+        ),
+        tags=["evaluation", "retrieval", "nfcorpus", "agentbeats"],
+        examples=[EXAMPLE],
+        input_modes=["text/plain", "application/json"],
+        output_modes=["text/plain", "application/json"],
+    )
+    return AgentCard(
+        name="NFCorpus retrieval evaluator",
+        description="Green agent: evaluates a retrieval agent on the NFCorpus test split.",
+        version="0.1.0",
+        provider=AgentProvider(organization="nfcorpus-retrieval", url=url),
+        supported_interfaces=[
+            AgentInterface(
+                url=url, protocol_binding="JSONRPC", protocol_version=PROTOCOL_VERSION_1_0
+            ),
+            AgentInterface(
+                url=url, protocol_binding="JSONRPC", protocol_version=PROTOCOL_VERSION_0_3
+            ),
+        ],
+        capabilities=AgentCapabilities(streaming=True, push_notifications=False),
+        default_input_modes=["text/plain", "application/json"],
+        default_output_modes=["text/plain", "application/json"],
+        skills=[skill],
+    )

@@ -1,0 +1,176 @@
+"""Command line of the green agent: ``eval``, ``load`` and ``serve``.
+
+``eval`` exits 1 when any query failed (unreachable agent, failed task or broken contract), so it
+can gate a pipeline; ``load`` exits 0 whatever the error count (read the report).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import sys
+from pathlib import Path
+
+import uvicorn
+from pydantic import BaseModel
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from services.green_agent.app import create_app
+from services.green_agent.client import Protocol_, TransportFailure, connect
+from services.green_agent.dataset import load_test_set, sample_query_ids
+from services.green_agent.evaluator import QueryOutcome, evaluate
+from services.green_agent.load import build_load_report, run_load
+from services.green_agent.render import eval_tables, load_table
+from services.green_agent.report import build_report
+from services.green_agent.settings import GreenSettings
+from services.retrieval.settings import RetrievalSettings
+from services.telemetry.logging import setup_logging
+from services.telemetry.tracing import setup_tracing
+
+MAX_LOAD_SECONDS = 3600.0
+# Per-request INFO lines from the HTTP and A2A clients would drown the progress bar.
+QUIET_LOGGERS = ("httpx", "httpx2", "a2a.client")
+
+
+def _write(report: BaseModel, out: Path | None) -> None:
+    if out is not None:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(report.model_dump_json(indent=2) + "\n", encoding="utf-8")
+
+
+async def _eval(args: argparse.Namespace, settings: GreenSettings) -> int:
+    test_set = load_test_set(args.data_dir)
+    query_ids = sample_query_ids(test_set.query_ids, args.num_queries, args.seed)
+    client = await connect(args.agent, args.protocol, settings.timeout_s, args.concurrency)
+    stderr = Console(stderr=True)
+    columns = (TextColumn("queries"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    try:
+        with Progress(*columns, console=stderr) as progress:
+            bar = progress.add_task("queries", total=len(query_ids))
+
+            async def advance(_: QueryOutcome) -> None:
+                progress.advance(bar)
+
+            outcomes, wall_s = await evaluate(
+                client,
+                test_set,
+                query_ids,
+                args.top_k,
+                args.concurrency,
+                legacy=args.protocol == "0.3",
+                on_result=advance,
+            )
+    finally:
+        await client.aclose()
+    report = build_report(
+        outcomes,
+        test_set.qrels,
+        agent=args.agent,
+        protocol=args.protocol,
+        top_k=args.top_k,
+        seed=args.seed,
+        wall_s=wall_s,
+    )
+    _write(report, args.out)
+    Console().print(eval_tables(report))
+    return 1 if report.failed else 0
+
+
+async def _load(args: argparse.Namespace, settings: GreenSettings) -> int:
+    test_set = load_test_set(args.data_dir)
+    query_ids = sample_query_ids(test_set.query_ids, None, args.seed)
+    queries = [(q, test_set.queries[q]) for q in query_ids]
+    connections = args.concurrency or args.max_in_flight
+    client = await connect(args.agent, args.protocol, settings.timeout_s, connections)
+    try:
+        outcomes, dropped, wall_s = await run_load(
+            client,
+            queries,
+            test_set.doc_ids,
+            top_k=args.top_k,
+            duration_s=args.duration,
+            concurrency=args.concurrency,
+            rate=args.rate,
+            max_in_flight=args.max_in_flight,
+            drain_timeout_s=settings.timeout_s,
+            legacy=args.protocol == "0.3",
+        )
+    finally:
+        await client.aclose()
+    report = build_load_report(
+        outcomes,
+        dropped,
+        wall_s,
+        agent=args.agent,
+        protocol=args.protocol,
+        duration_s=args.duration,
+        concurrency=args.concurrency,
+        rate=args.rate,
+    )
+    _write(report, args.out)
+    Console().print(load_table(report))
+    return 0
+
+
+def _parser(settings: GreenSettings) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m services.green_agent", description=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    def client_options(sub: argparse.ArgumentParser) -> None:
+        sub.add_argument("--agent", required=True, help="base URL of the retrieval agent")
+        sub.add_argument("--top-k", type=int, default=5, choices=range(1, 101), metavar="1..100")
+        sub.add_argument("--seed", type=int, default=42, help="sampling seed")
+        protocols: list[Protocol_] = ["1.0", "0.3"]
+        sub.add_argument("--protocol", choices=protocols, default=settings.protocol)
+        sub.add_argument("--out", type=Path, help="write the JSON report here")
+        sub.add_argument("--data-dir", type=Path, default=RetrievalSettings().data_dir)
+
+    run_eval = commands.add_parser("eval", help="evaluate an agent on sampled test queries")
+    client_options(run_eval)
+    run_eval.add_argument("--num-queries", type=int, help="queries to sample (default: all 323)")
+    run_eval.add_argument("--concurrency", type=int, default=settings.concurrency)
+
+    run_load = commands.add_parser("load", help="load an agent for a fixed duration")
+    client_options(run_load)
+    pace = run_load.add_mutually_exclusive_group(required=True)
+    pace.add_argument("--concurrency", type=int, help="closed loop: requests in flight")
+    pace.add_argument("--rate", type=float, help="open loop: requests started per second")
+    run_load.add_argument("--duration", type=float, required=True, help="seconds of load")
+    run_load.add_argument("--max-in-flight", type=int, default=256, help="open-loop cap")
+
+    serve = commands.add_parser("serve", help="serve the evaluator over A2A")
+    serve.add_argument("--host", default=settings.host)
+    serve.add_argument("--port", type=int, default=settings.port)
+    serve.add_argument("--card-url", default=settings.card_url)
+    serve.add_argument("--data-dir", type=Path, default=RetrievalSettings().data_dir)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run one command; returns the exit status."""
+    settings = GreenSettings()
+    parser = _parser(settings)
+    args = parser.parse_args(argv)
+    setup_logging()
+    for name in QUIET_LOGGERS:
+        logging.getLogger(name).setLevel(logging.WARNING)
+    if args.command == "serve":
+        served = settings.model_copy(
+            update={"host": args.host, "port": args.port, "card_url": args.card_url}
+        )
+        app = create_app(served, args.data_dir)
+        uvicorn.run(app, host=args.host, port=args.port, access_log=False)
+        return 0
+    if args.command == "load" and not 0 < args.duration <= MAX_LOAD_SECONDS:
+        parser.error(f"--duration must be within (0, {MAX_LOAD_SECONDS:g}] seconds")
+    if args.command == "load" and (args.concurrency or args.rate or 0) <= 0:
+        parser.error("--concurrency and --rate must be positive")
+    setup_tracing("green-agent")
+    runner = _eval if args.command == "eval" else _load
+    try:
+        return asyncio.run(runner(args, settings))
+    except (TransportFailure, ValueError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2

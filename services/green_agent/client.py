@@ -1,0 +1,200 @@
+"""A2A clients that send one retrieval request and return the final task as a :class:`Reply`.
+
+``1.0``: the a2a-sdk client (card resolved once, ``SendMessage`` over a pooled connection).
+``0.3``: what a green agent built on a2a-sdk 0.3 sends: fetch the card before every query, post
+``message/send`` (no ``A2A-Version`` header) to the card's ``url``, read the task from the JSON-RPC
+result. (That agent also builds a new HTTP client per query; here the connection is pooled, so
+latency measures the agent rather than TLS-context set-up on the evaluator's side.)
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from typing import Any, Literal, Protocol
+
+import httpx
+from a2a.client import A2ACardResolver, ClientConfig, create_client
+from a2a.client.client import Client
+from a2a.helpers import get_data_parts
+from a2a.types import Message, Part, Role, SendMessageRequest, Task, TaskState
+
+from services.green_agent.contract import Reply, ReplyPart
+from services.telemetry.tracing import inject_headers
+
+Protocol_ = Literal["1.0", "0.3"]
+CARD_PATH = "/.well-known/agent-card.json"
+
+
+class TransportFailure(Exception):
+    """No task came back: the agent was unreachable, too slow, or answered a JSON-RPC error."""
+
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
+class AgentClient(Protocol):
+    """Sends one retrieval request."""
+
+    async def ask(self, query: str, top_k: int) -> Reply:
+        """Send ``{"query", "top_k"}`` and return the final task."""
+        ...
+
+    async def aclose(self) -> None:
+        """Release connections."""
+        ...
+
+
+def request_text(query: str, top_k: int) -> str:
+    """Return the message text of a retrieval request."""
+    return json.dumps({"query": query, "top_k": top_k})
+
+
+async def _inject_trace(request: httpx.Request) -> None:
+    request.headers.update(inject_headers())
+
+
+def _failure(error: Exception) -> TransportFailure:
+    if isinstance(error, TransportFailure):
+        return error
+    text = str(error) or type(error).__name__
+    timed_out = (
+        isinstance(error, httpx.TimeoutException) or "timeout" in type(error).__name__.lower()
+    )
+    if timed_out:
+        return TransportFailure("timeout", f"no reply in time ({text})")
+    return TransportFailure("transport", f"{type(error).__name__}: {text}")
+
+
+def _proto_parts(parts: Any) -> list[ReplyPart]:
+    out: list[ReplyPart] = []
+    for part in parts:
+        if part.HasField("text"):
+            out.append(ReplyPart("text", part.text))
+        elif part.HasField("data"):
+            out.append(ReplyPart("data", get_data_parts([part])[0]))
+        else:
+            out.append(ReplyPart("other"))
+    return out
+
+
+def reply_from_task(task: Task) -> Reply:
+    """Convert a 1.0 task into a :class:`Reply`."""
+    state = TaskState.Name(task.status.state).removeprefix("TASK_STATE_").lower()
+    status = _proto_parts(task.status.message.parts) if task.status.HasField("message") else []
+    return Reply(state, status, [_proto_parts(a.parts) for a in task.artifacts])
+
+
+def _json_parts(parts: list[dict[str, Any]]) -> list[ReplyPart]:
+    kinds: dict[str, Literal["text", "data"]] = {"text": "text", "data": "data"}
+    return [
+        ReplyPart(kinds.get(p.get("kind", ""), "other"), p.get(p.get("kind", ""))) for p in parts
+    ]
+
+
+def reply_from_v03_result(result: dict[str, Any]) -> Reply:
+    """Convert a 0.3 ``message/send`` result (a task or a message) into a :class:`Reply`."""
+    if result.get("kind") == "message":
+        return Reply("message", _json_parts(result.get("parts", [])))
+    status = result.get("status", {})
+    message = status.get("message") or {}
+    artifacts = [_json_parts(a.get("parts", [])) for a in result.get("artifacts", [])]
+    return Reply(str(status.get("state")), _json_parts(message.get("parts", [])), artifacts)
+
+
+class SdkAgentClient:
+    """Protocol 1.0 through the a2a-sdk client."""
+
+    def __init__(self, http: httpx.AsyncClient, client: Client) -> None:
+        self._http = http
+        self._client = client
+
+    @classmethod
+    async def connect(cls, url: str, timeout_s: float, max_connections: int) -> SdkAgentClient:
+        """Resolve the agent card once and build a client over a pooled connection."""
+        http = httpx.AsyncClient(
+            timeout=timeout_s,
+            limits=httpx.Limits(max_connections=max_connections),
+            event_hooks={"request": [_inject_trace]},
+        )
+        try:
+            card = await A2ACardResolver(http, url).get_agent_card()
+            client = await create_client(card, ClientConfig(httpx_client=http, streaming=False))
+        except Exception as e:
+            await http.aclose()
+            raise _failure(e) from e
+        return cls(http, client)
+
+    async def ask(self, query: str, top_k: int) -> Reply:
+        """Send one request with ``SendMessage``."""
+        message = Message(
+            role=Role.ROLE_USER,
+            message_id=uuid.uuid4().hex,
+            parts=[Part(text=request_text(query, top_k))],
+        )
+        try:
+            async for event in self._client.send_message(SendMessageRequest(message=message)):
+                if event.HasField("task"):
+                    return reply_from_task(event.task)
+                if event.HasField("message"):
+                    return Reply("message", _proto_parts(event.message.parts))
+        except Exception as e:
+            raise _failure(e) from e
+        raise TransportFailure("transport", "the agent sent no task")
+
+    async def aclose(self) -> None:
+        """Close the client and its connections."""
+        await self._client.close()
+        await self._http.aclose()
+
+
+class LegacyAgentClient:
+    """Protocol 0.3 exactly as an a2a-sdk 0.3 green agent speaks it."""
+
+    def __init__(self, url: str, timeout_s: float, max_connections: int) -> None:
+        self._url = url.rstrip("/")
+        self._http = httpx.AsyncClient(
+            timeout=timeout_s,
+            limits=httpx.Limits(max_connections=max_connections),
+            event_hooks={"request": [_inject_trace]},
+        )
+
+    async def ask(self, query: str, top_k: int) -> Reply:
+        """Fetch the card, post ``message/send`` to its ``url``, read the task."""
+        payload = {
+            "id": uuid.uuid4().hex,
+            "jsonrpc": "2.0",
+            "method": "message/send",
+            "params": {
+                "configuration": {"acceptedOutputModes": [], "blocking": True},
+                "message": {
+                    "kind": "message",
+                    "messageId": uuid.uuid4().hex,
+                    "parts": [{"kind": "text", "text": request_text(query, top_k)}],
+                    "role": "user",
+                },
+            },
+        }
+        try:
+            card = (await self._http.get(self._url + CARD_PATH)).raise_for_status().json()
+            response = await self._http.post(card["url"], json=payload)
+            body = response.raise_for_status().json()
+        except Exception as e:
+            raise _failure(e) from e
+        if "error" in body:
+            raise TransportFailure("jsonrpc_error", f"JSON-RPC error {body['error']}")
+        return reply_from_v03_result(body.get("result") or {})
+
+    async def aclose(self) -> None:
+        """Close the connections."""
+        await self._http.aclose()
+
+
+async def connect(
+    url: str, protocol: Protocol_, timeout_s: float = 60.0, max_connections: int = 100
+) -> AgentClient:
+    """Open a client of the agent at ``url`` speaking ``protocol``."""
+    if protocol == "0.3":
+        return LegacyAgentClient(url, timeout_s, max_connections)
+    return await SdkAgentClient.connect(url, timeout_s, max_connections)

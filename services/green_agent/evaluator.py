@@ -1,0 +1,88 @@
+"""Send sampled test queries to a retrieval agent and check every reply against the contract."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+
+from services.green_agent.client import AgentClient, TransportFailure
+from services.green_agent.contract import ContractViolation, check_reply
+from services.green_agent.dataset import TestSet
+from services.telemetry.tracing import tracer
+
+_tracer = tracer(__name__)
+
+
+@dataclass(frozen=True)
+class QueryOutcome:
+    """What happened to one query: the ids returned, or why there are none."""
+
+    query_id: str
+    latency_s: float
+    doc_ids: list[str] | None = None
+    reason: str | None = None
+    error: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        """Whether the reply met the contract."""
+        return self.doc_ids is not None
+
+
+async def ask_and_check(
+    client: AgentClient,
+    query_id: str,
+    query: str,
+    top_k: int,
+    valid_ids: frozenset[str],
+    *,
+    legacy: bool,
+) -> QueryOutcome:
+    """Send one query and check its reply; never raises for a failed or broken reply."""
+    started = time.perf_counter()
+    with _tracer.start_as_current_span("green.query") as span:
+        span.set_attribute("query.id", query_id)
+        try:
+            reply = await client.ask(query, top_k)
+            doc_ids = check_reply(reply, top_k, valid_ids, legacy=legacy)
+        except (TransportFailure, ContractViolation) as e:
+            return QueryOutcome(query_id, time.perf_counter() - started, None, e.reason, str(e))
+    return QueryOutcome(query_id, time.perf_counter() - started, doc_ids)
+
+
+async def evaluate(
+    client: AgentClient,
+    test_set: TestSet,
+    query_ids: Sequence[str],
+    top_k: int,
+    concurrency: int,
+    *,
+    legacy: bool = False,
+    on_result: Callable[[QueryOutcome], Awaitable[None]] | None = None,
+) -> tuple[list[QueryOutcome], float]:
+    """Ask every query with at most ``concurrency`` in flight.
+
+    Returns:
+        The outcomes in ``query_ids`` order, and the wall time of the run in seconds.
+
+    """
+    pending = iter(enumerate(query_ids))
+    outcomes: list[QueryOutcome | None] = [None] * len(query_ids)
+
+    async def worker() -> None:
+        for index, query_id in pending:
+            outcome = await ask_and_check(
+                client, query_id, test_set.queries[query_id], top_k, test_set.doc_ids, legacy=legacy
+            )
+            outcomes[index] = outcome
+            if on_result is not None:
+                await on_result(outcome)
+
+    started = time.perf_counter()
+    async with asyncio.TaskGroup() as group:
+        for _ in range(max(1, min(concurrency, len(query_ids)))):
+            group.create_task(worker())
+    wall_s = time.perf_counter() - started
+    return [o for o in outcomes if o is not None], wall_s

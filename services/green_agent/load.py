@@ -1,0 +1,159 @@
+"""Load generation: the evaluator's client at a fixed concurrency or a fixed rate, for a duration.
+
+Closed loop (``concurrency``): that many workers send back to back. Open loop (``rate``): requests
+start on a fixed schedule whatever the latency, up to ``max_in_flight`` outstanding; a request the
+schedule cannot start is counted as ``dropped``, so an overloaded agent shows up as drops rather
+than as unbounded memory. Both stop starting requests after ``duration_s`` and wait at most the
+client timeout for those in flight; the run always ends by itself.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import time
+from collections import Counter
+from collections.abc import Sequence
+
+from pydantic import BaseModel
+
+from services.green_agent.client import AgentClient
+from services.green_agent.evaluator import QueryOutcome, ask_and_check
+from services.green_agent.report import LatencyStats, latency_stats
+
+
+class LoadReport(BaseModel):
+    """What one load run measured."""
+
+    agent: str
+    protocol: str
+    mode: str
+    concurrency: int | None
+    target_rate: float | None
+    duration_s: float
+    wall_s: float
+    requests: int
+    ok: int
+    errors: int
+    dropped: int
+    throughput_rps: float
+    latency: LatencyStats
+    errors_by_reason: dict[str, int]
+    error_samples: list[str]
+
+
+class _Run:
+    def __init__(self, client: AgentClient, queries: Sequence[tuple[str, str]], top_k: int) -> None:
+        self.client = client
+        self.queries = itertools.cycle(queries)
+        self.top_k = top_k
+        self.outcomes: list[QueryOutcome] = []
+        self.dropped = 0
+
+    async def one(self, valid_ids: frozenset[str], legacy: bool) -> None:
+        query_id, text = next(self.queries)
+        outcome = await ask_and_check(
+            self.client, query_id, text, self.top_k, valid_ids, legacy=legacy
+        )
+        self.outcomes.append(outcome)
+
+
+async def _finish(tasks: set[asyncio.Task[None]], timeout_s: float) -> None:
+    """Wait for ``tasks`` at most ``timeout_s``, cancel the rest, surface unexpected errors."""
+    if not tasks:
+        return
+    done, late = await asyncio.wait(tasks, timeout=timeout_s)
+    for task in late:
+        task.cancel()
+    await asyncio.gather(*late, return_exceptions=True)
+    for task in done:
+        task.result()
+
+
+async def run_load(
+    client: AgentClient,
+    queries: Sequence[tuple[str, str]],
+    valid_ids: frozenset[str],
+    *,
+    top_k: int,
+    duration_s: float,
+    concurrency: int | None = None,
+    rate: float | None = None,
+    max_in_flight: int = 256,
+    drain_timeout_s: float = 60.0,
+    legacy: bool = False,
+) -> tuple[list[QueryOutcome], int, float]:
+    """Run one load test.
+
+    Returns:
+        Every outcome, the number of dropped (never started) requests, and the wall time.
+
+    Raises:
+        ValueError: Neither or both of ``concurrency`` and ``rate`` were given.
+
+    """
+    if (concurrency is None) == (rate is None):
+        raise ValueError("give exactly one of concurrency or rate")
+    run = _Run(client, queries, top_k)
+    started = time.perf_counter()
+    stop_at = started + duration_s
+    if concurrency is not None:
+
+        async def worker() -> None:
+            while time.perf_counter() < stop_at:
+                await run.one(valid_ids, legacy)
+
+        workers = {asyncio.create_task(worker()) for _ in range(concurrency)}
+        await _finish(workers, duration_s + drain_timeout_s)
+    else:
+        assert rate is not None
+        in_flight: set[asyncio.Task[None]] = set()
+        for n in itertools.count():
+            due = started + n / rate
+            if due >= stop_at:
+                break
+            await asyncio.sleep(max(0.0, due - time.perf_counter()))
+            if len(in_flight) >= max_in_flight:
+                run.dropped += 1
+                continue
+            task = asyncio.create_task(run.one(valid_ids, legacy))
+            in_flight.add(task)
+            task.add_done_callback(in_flight.discard)
+        # The window is the whole duration, even if the last request started and ended early.
+        await asyncio.sleep(max(0.0, stop_at - time.perf_counter()))
+        await _finish(set(in_flight), drain_timeout_s)
+    return run.outcomes, run.dropped, time.perf_counter() - started
+
+
+def build_load_report(
+    outcomes: Sequence[QueryOutcome],
+    dropped: int,
+    wall_s: float,
+    *,
+    agent: str,
+    protocol: str,
+    duration_s: float,
+    concurrency: int | None,
+    rate: float | None,
+) -> LoadReport:
+    """Summarise a load run; latency percentiles cover successful requests only."""
+    ok = [o for o in outcomes if o.ok]
+    errors = [o for o in outcomes if not o.ok]
+    samples = list(dict.fromkeys(f"{o.reason}: {o.error}" for o in errors))[:10]
+    return LoadReport(
+        agent=agent,
+        protocol=protocol,
+        mode="closed-loop" if concurrency is not None else "open-loop",
+        concurrency=concurrency,
+        target_rate=rate,
+        duration_s=duration_s,
+        wall_s=wall_s,
+        requests=len(outcomes),
+        ok=len(ok),
+        errors=len(errors),
+        dropped=dropped,
+        throughput_rps=len(ok) / wall_s if wall_s > 0 else 0.0,
+        latency=latency_stats([o.latency_s for o in ok]),
+        errors_by_reason=dict(Counter(o.reason or "unknown" for o in errors)),
+        error_samples=samples,
+    )

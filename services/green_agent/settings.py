@@ -1,0 +1,35 @@
+"""Settings of the green agent (env prefix ``GREEN_``).
+
+The data folder is the retrieval core's ``RETRIEVAL_DATA_DIR``.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class GreenSettings(BaseSettings):
+    """Configuration of the evaluator, as a CLI or as an A2A server."""
+
+    model_config = SettingsConfigDict(env_prefix="GREEN_", extra="ignore")
+
+    host: str = Field(default="127.0.0.1", description="Interface the A2A server binds to.")
+    port: int = Field(default=9009, ge=0, le=65535, description="Port the A2A server binds to.")
+    card_url: str | None = Field(
+        default=None, description="URL in the agent card (default http://{host}:{port}/)."
+    )
+    timeout_s: float = Field(
+        default=60.0, gt=0, description="Per-request timeout towards the evaluated agent."
+    )
+    concurrency: int = Field(default=4, ge=1, le=256, description="Queries in flight at once.")
+    protocol: Literal["1.0", "0.3"] = Field(
+        default="1.0", description="A2A protocol the evaluator speaks to the agent."
+    )
+
+    @property
+    def public_url(self) -> str:
+        """The URL the agent card announces."""
+        return self.card_url or f"http://{self.host}:{self.port}/"

@@ -1,0 +1,33 @@
+"""Run the purple agent: ``python -m services.purple_agent --host H --port P --card-url URL``.
+
+Command-line values override the ``PURPLE_*`` environment; production runs ``asgi:app`` under
+gunicorn instead.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+import uvicorn
+
+from services.purple_agent.app import create_app
+from services.purple_agent.settings import PurpleSettings
+from services.telemetry.logging import setup_logging
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Parse the command line, build settings and app, serve."""
+    parser = argparse.ArgumentParser(prog="python -m services.purple_agent", description=__doc__)
+    parser.add_argument("--host", help="bind address (PURPLE_HOST, default 127.0.0.1)")
+    parser.add_argument("--port", type=int, help="bind port (PURPLE_PORT, default 9010)")
+    parser.add_argument("--card-url", help="URL in the agent card (PURPLE_CARD_URL)")
+    parser.add_argument("--mcp-url", help="MCP endpoint (PURPLE_MCP_URL)")
+    args = parser.parse_args(argv)
+    overrides = {k: v for k, v in vars(args).items() if v is not None}
+    settings = PurpleSettings(**overrides)
+    setup_logging()
+    uvicorn.run(create_app(settings), host=settings.host, port=settings.port, access_log=False)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,206 @@
+"""The purple agent's logic: parse and validate the request, call the MCP tool, rank.
+
+The contract: the request is ``{"query": str, "top_k": int = 5}`` (as message text, or as a data
+part); the answer is at most ``top_k`` unique valid corpus ids, best first, within one deadline.
+Every failure is an :class:`AgentFailure` whose message says what went wrong.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+from collections.abc import Mapping
+from typing import Any, Protocol
+
+from a2a.helpers import get_data_parts, get_text_parts
+from a2a.types import Message
+from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
+from pydantic_core import PydanticCustomError
+
+from services.purple_agent.mcp_client import McpCallError
+from services.purple_agent.metrics import FAILURES, IN_FLIGHT, REQUEST_SECONDS
+from services.purple_agent.ranking import Candidate, RankingPolicy
+from services.purple_agent.settings import MAX_QUERY_CHARS, MAX_TOP_K
+
+log = logging.getLogger(__name__)
+
+EXPECTED = '{"query": "<text>", "top_k": <1..100, default 5>}'
+
+
+def _kind(value: object) -> str:
+    """How a wrong value is named in a failure message."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return repr(value)
+    if isinstance(value, str):
+        shown = value if len(value) <= 20 else value[:20] + "..."
+        return f"the string {json.dumps(shown)}"
+    if isinstance(value, list):
+        return "a list"
+    return "an object" if isinstance(value, dict) else type(value).__name__
+
+
+class RetrievalRequest(BaseModel):
+    """A validated request. Unknown fields are ignored."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    query: str
+    top_k: int = 5
+
+    @field_validator("query", mode="before")
+    @classmethod
+    def _check_query(cls, value: object) -> str:
+        if not isinstance(value, str):
+            raise PydanticCustomError(
+                "query_type", "must be a string, got {kind}", {"kind": _kind(value)}
+            )
+        if not value.strip():
+            raise PydanticCustomError("query_empty", "must not be empty")
+        if len(value) > MAX_QUERY_CHARS:
+            raise PydanticCustomError(
+                "query_length",
+                "must be at most {limit} characters, got {length}",
+                {"limit": MAX_QUERY_CHARS, "length": len(value)},
+            )
+        return value
+
+    @field_validator("top_k", mode="before")
+    @classmethod
+    def _check_top_k(cls, value: object) -> int:
+        # Data parts carry every number as a float: 5.0 is 5, but 5.5, "5" or true are not.
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, int | float)
+            or (isinstance(value, float) and not value.is_integer())
+        ):
+            raise PydanticCustomError(
+                "top_k_type", "must be an integer, got {kind}", {"kind": _kind(value)}
+            )
+        top_k = int(value)
+        if not 1 <= top_k <= MAX_TOP_K:
+            raise PydanticCustomError(
+                "top_k_range",
+                "must be between 1 and {limit}, got {value}",
+                {"limit": MAX_TOP_K, "value": top_k},
+            )
+        return top_k
+
+
+class AgentFailure(Exception):
+    """The request cannot be answered; ``reason`` labels the metric, the message is for the user."""
+
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
+def _invalid(detail: str) -> AgentFailure:
+    return AgentFailure("invalid_request", f"invalid request: {detail}; expected {EXPECTED}")
+
+
+def validate_payload(payload: object) -> RetrievalRequest:
+    """Validate a decoded payload, naming every problem in the failure message."""
+    if not isinstance(payload, Mapping):
+        raise _invalid(f"the payload must be a JSON object, got {_kind(payload)}")
+    try:
+        return RetrievalRequest.model_validate(dict(payload))
+    except ValidationError as e:
+        problems = []
+        for error in e.errors(include_url=False):
+            field = ".".join(str(p) for p in error["loc"]) or "payload"
+            text = "is required" if error["type"] == "missing" else error["msg"]
+            problems.append(f"{field} {text}")
+        raise _invalid("; ".join(problems)) from None
+
+
+def parse_message(message: Message | None) -> RetrievalRequest:
+    """Return the request an A2A message carries: its first data part, else its JSON text."""
+    if message is None:
+        raise _invalid("no message")
+    data: list[Any] = get_data_parts(message.parts)
+    if data:
+        return validate_payload(data[0])
+    texts = get_text_parts(message.parts)
+    if not texts:
+        raise _invalid("the message has no text or data part")
+    text = "".join(texts)
+    try:
+        payload = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise _invalid(f"the message text is not JSON ({e.msg} at position {e.pos})") from None
+    return validate_payload(payload)
+
+
+class Searcher(Protocol):
+    """What the agent needs from the MCP client."""
+
+    url: str
+
+    async def search(self, query: str, top_k: int, deadline: float) -> list[Candidate]:
+        """Candidates for ``query``, best first, before ``deadline`` (``time.monotonic()``)."""
+        ...
+
+
+class RetrievalAgent:
+    """Answers one retrieval request within the deadline."""
+
+    def __init__(self, searcher: Searcher, policy: RankingPolicy, deadline_s: float) -> None:
+        self._searcher = searcher
+        self._policy = policy
+        self._deadline_s = deadline_s
+
+    async def _retrieve(self, request: RetrievalRequest) -> list[str]:
+        deadline = time.monotonic() + self._deadline_s
+        try:
+            async with asyncio.timeout(self._deadline_s):
+                wanted = self._policy.candidates(request.top_k)
+                candidates = await self._searcher.search(request.query, wanted, deadline)
+                return self._policy.rank(request.query, candidates, request.top_k)
+        except TimeoutError:
+            failure = McpCallError(
+                "deadline",
+                f"no answer from the MCP server at {self._searcher.url}",
+                transient=False,
+            )
+        except McpCallError as e:
+            failure = e
+        if failure.reason == "mcp_tool_error":
+            raise AgentFailure(failure.reason, f"retrieval failed: {failure}")
+        if failure.reason == "deadline" or time.monotonic() >= deadline - 0.05:
+            raise AgentFailure(
+                "deadline", f"deadline of {self._deadline_s:g} s exceeded: {failure}"
+            )
+        raise AgentFailure(failure.reason, f"retrieval failed: {failure}")
+
+    async def answer(self, message: Message | None) -> list[str]:
+        """Return the ranked document ids answering ``message``.
+
+        Raises:
+            AgentFailure: The request is invalid, or retrieval failed or ran out of time.
+
+        """
+        started = time.perf_counter()
+        IN_FLIGHT.inc()
+        try:
+            doc_ids = await self._retrieve(parse_message(message))
+        except Exception as e:
+            failure = (
+                e
+                if isinstance(e, AgentFailure)
+                else AgentFailure("internal", f"internal error: {e!r}")
+            )
+            FAILURES.labels(failure.reason).inc()
+            REQUEST_SECONDS.labels("failed").observe(time.perf_counter() - started)
+            if failure is not e:
+                log.exception("unexpected error while answering")
+            raise failure from None
+        finally:
+            IN_FLIGHT.dec()
+        REQUEST_SECONDS.labels("completed").observe(time.perf_counter() - started)
+        return doc_ids

@@ -1,0 +1,61 @@
+"""The purple agent's card: who it is, what it takes and returns, where to reach it.
+
+Two JSON-RPC interfaces on the same URL: protocol 1.0 for current clients and 0.3 for green agents
+built on a2a-sdk 0.3 (with it, the served card also carries the legacy ``url``,
+``preferredTransport`` and ``protocolVersion`` fields those clients require).
+"""
+
+from __future__ import annotations
+
+from a2a.types import AgentCapabilities, AgentCard, AgentInterface, AgentProvider, AgentSkill
+from a2a.utils.constants import PROTOCOL_VERSION_0_3, PROTOCOL_VERSION_1_0
+
+from services.purple_agent.settings import MAX_QUERY_CHARS, MAX_TOP_K, PurpleSettings
+
+AGENT_NAME = "NFCorpus retrieval agent"
+AGENT_VERSION = "0.1.0"
+SKILL_ID = "nfcorpus_retrieval"
+
+
+def build_card(settings: PurpleSettings) -> AgentCard:
+    """Build the agent card announcing the URL of ``settings``."""
+    url = settings.public_url
+    skill = AgentSkill(
+        id=SKILL_ID,
+        name="NFCorpus document retrieval",
+        description=(
+            'Send {"query": "<text>", "top_k": <1..100, default 5>} as JSON text (or as a data '
+            f"part); the query has at most {MAX_QUERY_CHARS} characters. The task completes with "
+            'one artifact "retrieval_results" holding one data part {"doc_ids": [...]}: exactly '
+            "top_k unique NFCorpus document ids (fewer only if fewer exist), best first."
+        ),
+        tags=["retrieval", "search", "nfcorpus", "medical", "nutrition"],
+        examples=[
+            '{"query": "Do statins cause breast cancer?", "top_k": 5}',
+            '{"query": "vitamin D and depression", "top_k": 10}',
+        ],
+        input_modes=["text/plain", "application/json"],
+        output_modes=["application/json"],
+    )
+    return AgentCard(
+        name=AGENT_NAME,
+        description=(
+            "Answers NFCorpus retrieval queries with a ranked list of document ids, using the "
+            f"search tool of an MCP retrieval server. top_k is 1..{MAX_TOP_K}; every request is "
+            f"answered or failed with a clear message within {settings.deadline_s:g} s."
+        ),
+        version=AGENT_VERSION,
+        provider=AgentProvider(organization="nfcorpus-retrieval", url=url),
+        supported_interfaces=[
+            AgentInterface(
+                url=url, protocol_binding="JSONRPC", protocol_version=PROTOCOL_VERSION_1_0
+            ),
+            AgentInterface(
+                url=url, protocol_binding="JSONRPC", protocol_version=PROTOCOL_VERSION_0_3
+            ),
+        ],
+        capabilities=AgentCapabilities(streaming=True, push_notifications=False),
+        default_input_modes=["text/plain", "application/json"],
+        default_output_modes=["application/json"],
+        skills=[skill],
+    )

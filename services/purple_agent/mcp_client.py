@@ -1,0 +1,227 @@
+"""Calls the ``search_nfcorpus`` MCP tool over one pooled HTTP client, with timeouts and retries.
+
+Each call opens a light MCP client session over the shared ``httpx2`` connection pool: a long-lived
+session dies with its transport on the first connection error (and cancels every call in flight
+on it), while a per-call session isolates failures and costs no extra round trip once the protocol
+version is known. The version is negotiated once (``server/discover``) and then adopted; it is
+negotiated again after a failure, in case the server was replaced by another version.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from typing import Any
+
+import httpx2
+import mcp_types
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from opentelemetry.trace import SpanKind, StatusCode
+from pydantic import BaseModel, ValidationError
+
+from services.purple_agent.metrics import MCP_CALL_SECONDS, MCP_RETRIES
+from services.purple_agent.ranking import Candidate
+from services.telemetry.tracing import inject_headers, tracer
+
+log = logging.getLogger(__name__)
+_tracer = tracer(__name__)
+
+TOOL_NAME = "search_nfcorpus"
+# JSON-RPC errors the transport synthesizes for conditions worth another attempt.
+_TRANSIENT_CODES = {
+    mcp_types.CONNECTION_CLOSED,
+    mcp_types.REQUEST_TIMEOUT,
+    mcp_types.INTERNAL_ERROR,
+}
+
+
+class SearchOutput(BaseModel):
+    """Structured output of the tool."""
+
+    results: list[Candidate]
+
+
+class McpCallError(Exception):
+    """An MCP call failed; ``reason`` is a short label, the message says what happened."""
+
+    def __init__(self, reason: str, message: str, *, transient: bool) -> None:
+        super().__init__(message)
+        self.reason = reason
+        self.transient = transient
+
+
+def _leaf(error: BaseException) -> BaseException:
+    """Unwrap task-group exception groups down to the first real error."""
+    while isinstance(error, BaseExceptionGroup) and error.exceptions:
+        error = error.exceptions[0]
+    return error
+
+
+def _classify(error: BaseException, url: str) -> McpCallError:
+    leaf = _leaf(error)
+    if isinstance(leaf, McpCallError):
+        return leaf
+    if isinstance(leaf, TimeoutError | httpx2.TimeoutException):
+        return McpCallError(
+            "mcp_timeout", f"MCP server at {url} did not answer in time", transient=True
+        )
+    if isinstance(leaf, httpx2.TransportError):
+        return McpCallError(
+            "mcp_unavailable",
+            f"MCP server at {url} is unreachable ({type(leaf).__name__}: {leaf})",
+            transient=True,
+        )
+    if isinstance(leaf, MCPError):
+        transient = leaf.code in _TRANSIENT_CODES
+        reason = "mcp_unavailable" if transient else "mcp_error"
+        return McpCallError(
+            reason,
+            f"MCP server at {url} answered error {leaf.code}: {leaf.message}",
+            transient=transient,
+        )
+    if isinstance(leaf, ValidationError):
+        return McpCallError(
+            "mcp_bad_response", f"MCP server at {url} sent a malformed result", transient=False
+        )
+    return McpCallError(
+        "mcp_error", f"MCP call to {url} failed ({type(leaf).__name__}: {leaf})", transient=False
+    )
+
+
+async def _inject_trace_context(request: httpx2.Request) -> None:
+    # Runs in the calling task's context (the transport carries it over), so the current span
+    # is the MCP call's span.
+    request.headers.update(inject_headers())
+
+
+class McpSearchClient:
+    """Pooled client of the MCP search tool."""
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        timeout_s: float,
+        retries: int,
+        backoff_s: float,
+        max_connections: int,
+    ) -> None:
+        self.url = url
+        self._timeout_s = timeout_s
+        self._retries = retries
+        self._backoff_s = backoff_s
+        self._limits = httpx2.Limits(
+            max_connections=max_connections, max_keepalive_connections=max_connections
+        )
+        self._http: httpx2.AsyncClient | None = None
+        self._mode: str | None = None
+        self._discover: mcp_types.DiscoverResult | None = None
+        self._negotiate_lock = asyncio.Lock()
+
+    @property
+    def http(self) -> httpx2.AsyncClient:
+        """The shared HTTP client, created on first use inside the running event loop."""
+        if self._http is None:
+            self._http = httpx2.AsyncClient(
+                timeout=httpx2.Timeout(self._timeout_s),
+                limits=self._limits,
+                event_hooks={"request": [_inject_trace_context]},
+            )
+        return self._http
+
+    async def aclose(self) -> None:
+        """Close the connection pool."""
+        if self._http is not None:
+            await self._http.aclose()
+            self._http = None
+
+    def _session(self, mode: str, discover: mcp_types.DiscoverResult | None) -> Client:
+        transport = streamable_http_client(self.url, http_client=self.http)
+        return Client(transport, mode=mode, prior_discover=discover, cache=None)
+
+    async def _negotiate(self) -> tuple[str, mcp_types.DiscoverResult | None]:
+        async with self._negotiate_lock:
+            if self._mode is None:
+                async with self._session("auto", None) as client:
+                    if client.protocol_version in MODERN_PROTOCOL_VERSIONS:
+                        self._discover = await client.session.discover()
+                        self._mode = client.protocol_version
+                    else:  # a handshake-era server: every session initializes
+                        self._discover, self._mode = None, "legacy"
+                log.info("MCP server at %s speaks protocol %s", self.url, self._mode)
+            return self._mode, self._discover
+
+    async def _call_once(self, arguments: dict[str, Any], timeout_s: float) -> SearchOutput:
+        async with asyncio.timeout(timeout_s):
+            mode, discover = await self._negotiate()
+            async with self._session(mode, discover) as client:
+                request = mcp_types.CallToolRequest(
+                    params=mcp_types.CallToolRequestParams(name=TOOL_NAME, arguments=arguments)
+                )
+                result = await client.session.send_request(
+                    request, mcp_types.CallToolResult, request_read_timeout_seconds=timeout_s
+                )
+        if result.is_error:
+            text = " ".join(c.text for c in result.content if isinstance(c, mcp_types.TextContent))
+            raise McpCallError("mcp_tool_error", f"search tool error: {text}", transient=False)
+        return SearchOutput.model_validate(result.structured_content)
+
+    async def search(self, query: str, top_k: int, deadline: float) -> list[Candidate]:
+        """Candidates for ``query``, best first.
+
+        Args:
+            query: The query text.
+            top_k: How many candidates to ask for.
+            deadline: ``time.monotonic()`` by which the answer is needed.
+
+        Raises:
+            McpCallError: The call failed and retries (within the deadline) did not help.
+
+        """
+        arguments = {"query": query, "top_k": top_k}
+        attempt = 0
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise McpCallError(
+                    "deadline", "deadline reached before the MCP call", transient=False
+                )
+            started = time.perf_counter()
+            name = f"tools/call {TOOL_NAME}"
+            with _tracer.start_as_current_span(name, kind=SpanKind.CLIENT) as span:
+                try:
+                    output = await self._call_once(arguments, min(self._timeout_s, remaining))
+                except Exception as e:
+                    error = _classify(e, self.url)
+                    span.set_status(StatusCode.ERROR, str(error))
+                else:
+                    MCP_CALL_SECONDS.labels("ok").observe(time.perf_counter() - started)
+                    return output.results
+            MCP_CALL_SECONDS.labels(error.reason.removeprefix("mcp_")).observe(
+                time.perf_counter() - started
+            )
+            if error.reason != "mcp_tool_error":
+                self._mode = None  # negotiate again: the server may have been replaced
+            delay = self._backoff_s * 2**attempt
+            if not error.transient or attempt >= self._retries:
+                raise error
+            if time.monotonic() + delay >= deadline:
+                raise error
+            attempt += 1
+            MCP_RETRIES.inc()
+            log.warning("MCP call failed (%s), retry %d in %.2fs", error, attempt, delay)
+            await asyncio.sleep(delay)
+
+    async def ready(self, health_url: str, timeout_s: float) -> tuple[bool, str]:
+        """Whether the MCP server answers its health endpoint, and a short explanation."""
+        try:
+            response = await self.http.get(health_url, timeout=timeout_s)
+        except httpx2.HTTPError as e:
+            return False, f"MCP server unreachable at {health_url}: {type(e).__name__}"
+        if response.status_code != 200:
+            return False, f"MCP server health {health_url} answered {response.status_code}"
+        return True, "ok"

@@ -1,0 +1,37 @@
+"""Prometheus metrics of the purple agent (served at ``/metrics``).
+
+Declared once per process at import time: the app factory may run several times in one process
+(tests), and a metric registered twice is an error.
+"""
+
+from __future__ import annotations
+
+from prometheus_client import Counter, Gauge, Histogram
+
+from services.telemetry.metrics import LATENCY_BUCKETS
+
+REQUEST_SECONDS = Histogram(
+    "purple_request_duration_seconds",
+    "Time to answer one A2A retrieval request, by outcome (completed or failed).",
+    ["outcome"],
+    buckets=LATENCY_BUCKETS,
+)
+MCP_CALL_SECONDS = Histogram(
+    "purple_mcp_call_duration_seconds",
+    "Time of one MCP tool call attempt, by outcome (ok, tool_error, timeout, unavailable, error).",
+    ["outcome"],
+    buckets=LATENCY_BUCKETS,
+)
+IN_FLIGHT = Gauge(
+    "purple_requests_in_flight",
+    "A2A retrieval requests being answered now.",
+    multiprocess_mode="livesum",
+)
+FAILURES = Counter(
+    "purple_request_failures_total",
+    "Requests answered with a failed task, by reason.",
+    ["reason"],
+)
+MCP_RETRIES = Counter(
+    "purple_mcp_retries_total", "MCP tool call attempts repeated after a transient error."
+)

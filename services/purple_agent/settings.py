@@ -1,0 +1,88 @@
+"""Settings of the purple agent: where it listens, which MCP server it calls and its time budget.
+
+Every field is read from the environment with the ``PURPLE_`` prefix (``PURPLE_MCP_URL``,
+``PURPLE_DEADLINE_S``, ``PURPLE_CARD_URL``, ...); ``__main__`` overrides some of them from the
+command line and passes the one instance down.
+"""
+
+from __future__ import annotations
+
+from urllib.parse import urljoin
+
+from pydantic import Field, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+#: Longest query accepted, in characters; the MCP server applies the same limit.
+MAX_QUERY_CHARS = 2000
+#: Largest top_k the contract (and the MCP tool) accepts.
+MAX_TOP_K = 100
+#: A green agent gives up after 60 s; the agent must always answer well before that.
+HARD_DEADLINE_S = 60.0
+
+
+class PurpleSettings(BaseSettings):
+    """Configuration of one purple agent process."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="PURPLE_", env_nested_delimiter="__", extra="ignore"
+    )
+
+    host: str = Field(default="127.0.0.1", description="Interface the server binds to.")
+    port: int = Field(default=9010, ge=0, le=65535, description="Port the server binds to.")
+    card_url: str | None = Field(
+        default=None,
+        description="Public URL announced in the agent card (default http://{host}:{port}/).",
+    )
+    mcp_url: str = Field(
+        default="http://127.0.0.1:8000/mcp", description="MCP streamable HTTP endpoint."
+    )
+    mcp_health_url: str | None = Field(
+        default=None, description="Probed by /readyz (default: healthz next to the MCP endpoint)."
+    )
+    deadline_s: float = Field(
+        default=30.0, gt=0, description="Overall time budget of one request, in seconds (< 60)."
+    )
+    mcp_timeout_s: float = Field(
+        default=10.0,
+        gt=0,
+        description="Timeout of one MCP call attempt (capped by what is left of the deadline).",
+    )
+    mcp_retries: int = Field(
+        default=2, ge=0, le=5, description="Retries of a failed MCP call (transient errors only)."
+    )
+    mcp_backoff_s: float = Field(
+        default=0.1, ge=0, le=5, description="First retry delay; doubles on each retry."
+    )
+    mcp_max_connections: int = Field(
+        default=100, ge=1, le=10_000, description="Size of the pooled HTTP connection set."
+    )
+    candidates: int = Field(
+        default=20,
+        ge=1,
+        le=MAX_TOP_K,
+        description="Candidates asked from the MCP server: max(top_k, candidates).",
+    )
+    max_tasks: int = Field(
+        default=10_000, ge=1, description="Finished tasks kept in memory (oldest dropped first)."
+    )
+    readiness_timeout_s: float = Field(
+        default=2.0, gt=0, le=30, description="Timeout of the MCP probe behind /readyz."
+    )
+
+    @model_validator(mode="after")
+    def _check_budget(self) -> PurpleSettings:
+        if self.deadline_s >= HARD_DEADLINE_S:
+            raise ValueError(
+                f"deadline_s must stay below {HARD_DEADLINE_S:.0f} s (got {self.deadline_s})"
+            )
+        return self
+
+    @property
+    def public_url(self) -> str:
+        """The URL the agent card announces."""
+        return self.card_url or f"http://{self.host}:{self.port}/"
+
+    @property
+    def health_url(self) -> str:
+        """The MCP server's liveness endpoint (sibling of the MCP endpoint)."""
+        return self.mcp_health_url or urljoin(self.mcp_url, "healthz")

@@ -1,0 +1,130 @@
+"""The green agent's CLI and A2A server against the purple agent and the real MCP server.
+
+Every process is real (``python -m ...``) and talks over loopback HTTP.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from a2a.client import A2ACardResolver, ClientConfig, create_client
+from a2a.helpers import get_data_parts, get_text_parts
+from a2a.types import Message, Part, Role, SendMessageRequest, TaskState
+
+from services.green_agent.dataset import load_test_set
+from services.purple_agent.ranking import Candidate, ServerOrder
+from services.purple_agent.settings import PurpleSettings
+from services.retrieval.metrics import ndcg_at_k
+from services.retrieval.settings import RetrievalSettings
+from tests.e2e.conftest import AgentProcess
+from tests.support.servers import REPO
+
+CLI_TIMEOUT_S = 120
+
+
+def _green(*args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    command = [sys.executable, "-m", "services.green_agent", *args]
+    return subprocess.run(
+        command, cwd=REPO, env=env, capture_output=True, text=True, timeout=CLI_TIMEOUT_S
+    )
+
+
+def test_eval_matches_the_mcp_server_called_directly(
+    purple_agent: AgentProcess, mcp_server: Any, tmp_path: Path
+) -> None:
+    out = tmp_path / "report.json"
+    args = ["--agent", purple_agent.url, "--num-queries", "40", "--top-k", "10", "--seed", "42"]
+    run = _green("eval", *args, "--out", str(out))
+    assert run.returncode == 0, run.stdout + run.stderr + purple_agent.log()
+    report = json.loads(out.read_text())
+    assert (report["num_queries"], report["answered"], report["failed"]) == (40, 40, 0)
+    assert "ndcg@10" in run.stdout  # the human-readable table
+
+    # The same retrieval without A2A: the MCP server's REST twin, asked for the same candidates,
+    # cut by the same policy.
+    test_set = load_test_set(RetrievalSettings().data_dir)
+    policy = ServerOrder(PurpleSettings().candidates)
+    direct: dict[str, list[str]] = {}
+    with httpx.Client(base_url=mcp_server.base_url, timeout=30) as http:
+        for q in report["queries"]:
+            body = {"query": test_set.queries[q["query_id"]], "top_k": policy.candidates(10)}
+            hits = http.post("/search_nfcorpus", json=body).raise_for_status().json()["results"]
+            direct[q["query_id"]] = policy.rank("", [Candidate(**h) for h in hits], 10)
+    assert {q["query_id"]: q["doc_ids"] for q in report["queries"]} == direct
+    for k in (5, 10):
+        scores = [ndcg_at_k(ids, test_set.qrels[q], k) for q, ids in direct.items()]
+        assert report["metrics"][f"ndcg@{k}"] == pytest.approx(sum(scores) / len(scores), abs=1e-12)
+    assert report["metrics"]["ndcg@10"] > 0.0
+    assert report["latency"]["p50_s"] > 0 and report["throughput_qps"] > 0
+
+
+def test_eval_over_0_3_meets_the_contract(purple_agent: AgentProcess, tmp_path: Path) -> None:
+    out = tmp_path / "report.json"
+    args = ["--agent", purple_agent.url, "--num-queries", "30", "--protocol", "0.3"]
+    run = _green("eval", *args, "--seed", "7", "--out", str(out))
+    assert run.returncode == 0, run.stdout + run.stderr
+    report = json.loads(out.read_text())
+    assert (report["protocol"], report["answered"], report["failed"]) == ("0.3", 30, 0)
+
+
+def test_eval_against_nothing_fails_with_a_clear_error(tmp_path: Path) -> None:
+    run = _green("eval", "--agent", "http://127.0.0.1:9", "--num-queries", "1")
+    assert run.returncode == 2
+    assert run.stderr.startswith("error: ")
+
+
+@pytest.mark.parametrize("pace", [["--concurrency", "4"], ["--rate", "20"]])
+def test_load_runs_for_its_duration_and_reports(
+    purple_agent: AgentProcess, tmp_path: Path, pace: list[str]
+) -> None:
+    out = tmp_path / "load.json"
+    args = ["--agent", purple_agent.url, *pace, "--duration", "1.5", "--out", str(out)]
+    run = _green("load", *args)
+    assert run.returncode == 0, run.stdout + run.stderr
+    report = json.loads(out.read_text())
+    assert report["errors"] == 0 and report["dropped"] == 0, report["error_samples"]
+    assert report["ok"] == report["requests"] > 0
+    assert 1.5 <= report["wall_s"] < 1.5 + 10
+    if "--rate" in pace:
+        assert abs(report["requests"] - 30) <= 1
+    assert report["latency"]["p99_s"] >= report["latency"]["p50_s"] > 0
+
+
+async def test_green_a2a_server_runs_an_assessment(
+    green_agent: AgentProcess, purple_agent: AgentProcess
+) -> None:
+    request = {
+        "participants": {"retrieval_agent": purple_agent.url},
+        "config": {"num_queries": 30, "top_k": 5, "random_seed": 3},
+    }
+    message = Message(
+        role=Role.ROLE_USER, message_id=uuid.uuid4().hex, parts=[Part(text=json.dumps(request))]
+    )
+    async with httpx.AsyncClient(timeout=60) as http:
+        card = await A2ACardResolver(http, green_agent.url).get_agent_card()
+        client = await create_client(card, ClientConfig(httpx_client=http, streaming=True))
+        events = [e async for e in client.send_message(SendMessageRequest(message=message))]
+    updates = [e.status_update for e in events if e.HasField("status_update")]
+    progress = [
+        " ".join(get_text_parts(u.status.message.parts))
+        for u in updates
+        if u.status.state == TaskState.TASK_STATE_WORKING
+    ]
+    assert any("queries done" in p for p in progress), progress
+    assert updates[-1].status.state == TaskState.TASK_STATE_COMPLETED
+    (artifact,) = [e.artifact_update.artifact for e in events if e.HasField("artifact_update")]
+    assert artifact.name == "results"
+    (summary,) = get_text_parts(artifact.parts)
+    (data,) = get_data_parts(artifact.parts)
+    assert "NDCG@5" in summary and "30 answered" in summary
+    assert (data["num_queries"], data["answered"], data["top_k"]) == (30, 30, 5)
+    assert set(data["metrics"]) >= {"ndcg@5", "ndcg@10", "agentbeats_ndcg@5", "mrr"}

@@ -1,0 +1,71 @@
+"""The purple agent's card and settings."""
+
+from __future__ import annotations
+
+import os
+
+import httpx
+import pytest
+from pydantic import ValidationError
+
+from services.purple_agent.app import CARD_PATHS, create_app
+from services.purple_agent.card import build_card
+from services.purple_agent.settings import PurpleSettings
+
+
+def test_card_describes_skill_modes_and_both_interfaces() -> None:
+    card = build_card(PurpleSettings(host="10.0.0.7", port=9123))
+    assert card.name and card.description and card.version
+    assert [(i.url, i.protocol_binding, i.protocol_version) for i in card.supported_interfaces] == [
+        ("http://10.0.0.7:9123/", "JSONRPC", "1.0"),
+        ("http://10.0.0.7:9123/", "JSONRPC", "0.3"),
+    ]
+    (skill,) = card.skills
+    assert skill.examples and all('"query"' in e and '"top_k"' in e for e in skill.examples)
+    assert "application/json" in card.default_output_modes
+    assert "text/plain" in card.default_input_modes
+    assert "doc_ids" in skill.description
+
+
+async def test_card_is_served_at_every_path_with_the_legacy_fields() -> None:
+    settings = PurpleSettings(card_url="https://purple.example/")
+    transport = httpx.ASGITransport(app=create_app(settings))
+    async with httpx.AsyncClient(transport=transport, base_url="http://purple") as client:
+        cards = [(await client.get(path)).json() for path in CARD_PATHS]
+    assert all(card == cards[0] for card in cards)
+    card = cards[0]
+    # What a 0.3 client reads: the legacy url / transport / version fields.
+    assert card["url"] == "https://purple.example/"
+    assert card["preferredTransport"] == "JSONRPC"
+    assert card["protocolVersion"] == "0.3"
+    assert {i["protocolVersion"] for i in card["supportedInterfaces"]} == {"1.0", "0.3"}
+
+
+def test_settings_come_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PURPLE_MCP_URL", "http://mcp:8000/mcp")
+    monkeypatch.setenv("PURPLE_DEADLINE_S", "12.5")
+    monkeypatch.setenv("PURPLE_CARD_URL", "http://purple.svc:9010/")
+    monkeypatch.setenv("PURPLE_CANDIDATES", "40")
+    settings = PurpleSettings()
+    assert settings.mcp_url == "http://mcp:8000/mcp"
+    assert settings.deadline_s == 12.5
+    assert settings.public_url == "http://purple.svc:9010/"
+    assert settings.candidates == 40
+    assert settings.health_url == "http://mcp:8000/healthz"
+
+
+def test_settings_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in [n for n in os.environ if n.startswith("PURPLE_")]:
+        monkeypatch.delenv(name)
+    settings = PurpleSettings()
+    assert settings.port == 9010
+    assert settings.public_url == "http://127.0.0.1:9010/"
+    assert settings.mcp_url == "http://127.0.0.1:8000/mcp"
+    assert settings.deadline_s == 30.0
+    assert PurpleSettings(mcp_url="http://h/x/mcp").health_url == "http://h/x/healthz"
+
+
+@pytest.mark.parametrize("deadline", [60, 61, 0, -1])
+def test_deadline_must_stay_below_sixty_seconds(deadline: float) -> None:
+    with pytest.raises(ValidationError, match="deadline_s"):
+        PurpleSettings(deadline_s=deadline)

@@ -1,0 +1,60 @@
+"""The purple agent's ranking policy: server order, unique valid ids, cut to top_k."""
+
+from __future__ import annotations
+
+import pytest
+
+from services.purple_agent.ranking import Candidate, ServerOrder, is_valid_doc_id
+
+
+def _hits(*ids: str) -> list[Candidate]:
+    return [Candidate(doc_id=d, score=float(-i)) for i, d in enumerate(ids)]
+
+
+def test_keeps_server_order_and_cuts_to_top_k() -> None:
+    policy = ServerOrder(min_candidates=10)
+    assert policy.rank("q", _hits("MED-3", "MED-1", "MED-2"), 2) == ["MED-3", "MED-1"]
+
+
+def test_drops_duplicates_and_malformed_ids_and_refills_from_later_candidates() -> None:
+    hits = _hits("MED-1", "MED-1", "med-2", "MED-", "PLAIN-3", " MED-4", "MED-5", "MED-6")
+    assert ServerOrder(10).rank("q", hits, 3) == ["MED-1", "MED-5", "MED-6"]
+
+
+def test_returns_fewer_only_when_fewer_valid_candidates_exist() -> None:
+    assert ServerOrder(10).rank("q", _hits("MED-1", "MED-1", "x"), 5) == ["MED-1"]
+    assert ServerOrder(10).rank("q", [], 5) == []
+
+
+def test_does_not_reorder_by_score() -> None:
+    hits = [Candidate(doc_id="MED-1", score=0.1), Candidate(doc_id="MED-2", score=9.0)]
+    assert ServerOrder(5).rank("q", hits, 2) == ["MED-1", "MED-2"]
+
+
+@pytest.mark.parametrize(
+    ("minimum", "top_k", "asked"), [(20, 5, 20), (20, 50, 50), (20, 100, 100), (1, 7, 7)]
+)
+def test_asks_for_max_of_top_k_and_minimum_capped_at_100(
+    minimum: int, top_k: int, asked: int
+) -> None:
+    assert ServerOrder(minimum, max_candidates=100).candidates(top_k) == asked
+
+
+@pytest.mark.parametrize(
+    ("doc_id", "valid"),
+    [("MED-10", True), ("MED-5381", True), ("MED-", False), ("MED-1a", False), ("PLAIN-1", False)],
+)
+def test_doc_id_form(doc_id: str, valid: bool) -> None:
+    assert is_valid_doc_id(doc_id) is valid
+
+
+def test_exact_ties_are_put_in_doc_id_order_without_crossing_other_scores() -> None:
+    hits = [
+        Candidate(doc_id="MED-9", score=3.0),
+        Candidate(doc_id="MED-7", score=2.0),
+        Candidate(doc_id="MED-5", score=2.0),
+        Candidate(doc_id="MED-6", score=1.0),
+        Candidate(doc_id="MED-1", score=2.0),  # equal score but not adjacent: stays put
+    ]
+    assert ServerOrder(5).rank("q", hits, 5) == ["MED-9", "MED-5", "MED-7", "MED-6", "MED-1"]
+    assert ServerOrder(5).rank("q", list(reversed(hits[1:3])), 2) == ["MED-5", "MED-7"]

@@ -1,0 +1,149 @@
+"""Request validation of the purple agent: every rule, with its exact failure message.
+
+The app runs in-process over ``httpx.ASGITransport``; invalid requests fail before any MCP call,
+so no MCP server is needed (the configured one is a closed port).
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx
+import pytest
+from a2a.helpers import new_data_part, new_text_part
+from a2a.types import Message, Part, Role
+
+from services.purple_agent.agent import EXPECTED, AgentFailure, parse_message
+from services.purple_agent.app import create_app
+from services.purple_agent.settings import MAX_QUERY_CHARS, PurpleSettings
+
+
+def _msg(*parts: Part) -> Message:
+    return Message(role=Role.ROLE_USER, message_id="m", parts=list(parts))
+
+
+def _fail(detail: str) -> str:
+    return f"invalid request: {detail}; expected {EXPECTED}"
+
+
+LONG = "a" * (MAX_QUERY_CHARS + 1)
+
+# (message text, exact failure message)
+BAD_TEXTS = [
+    ("not json", _fail("the message text is not JSON (Expecting value at position 0)")),
+    ('{"query": ', _fail("the message text is not JSON (Expecting value at position 10)")),
+    ('{"query": ""}', _fail("query must not be empty")),
+    ('{"query": "  \\n\\t "}', _fail("query must not be empty")),
+    (json.dumps({"query": LONG}), _fail("query must be at most 2000 characters, got 2001")),
+    ('{"query": "x", "top_k": 0}', _fail("top_k must be between 1 and 100, got 0")),
+    ('{"query": "x", "top_k": 101}', _fail("top_k must be between 1 and 100, got 101")),
+    ('{"query": "x", "top_k": -3}', _fail("top_k must be between 1 and 100, got -3")),
+    ('{"query": "x", "top_k": "5"}', _fail('top_k must be an integer, got the string "5"')),
+    ('{"query": "x", "top_k": 5.5}', _fail("top_k must be an integer, got 5.5")),
+    ('{"query": "x", "top_k": true}', _fail("top_k must be an integer, got true")),
+    ('{"query": "x", "top_k": null}', _fail("top_k must be an integer, got null")),
+    ('{"query": 42}', _fail("query must be a string, got 42")),
+    ('{"query": ["a"]}', _fail("query must be a string, got a list")),
+    ('{"top_k": 5}', _fail("query is required")),
+    ("{}", _fail("query is required")),
+    (
+        '{"query": 1, "top_k": 0}',
+        _fail("query must be a string, got 1; top_k must be between 1 and 100, got 0"),
+    ),
+    ("[1, 2]", _fail("the payload must be a JSON object, got a list")),
+    ('"breast cancer"', _fail('the payload must be a JSON object, got the string "breast cancer"')),
+    ("7", _fail("the payload must be a JSON object, got 7")),
+]
+
+
+@pytest.mark.parametrize(("text", "message"), BAD_TEXTS)
+def test_parse_message_rejects_bad_text(text: str, message: str) -> None:
+    with pytest.raises(AgentFailure) as failure:
+        parse_message(_msg(new_text_part(text)))
+    assert str(failure.value) == message
+    assert failure.value.reason == "invalid_request"
+
+
+def test_parse_message_accepts_text_and_defaults_top_k() -> None:
+    request = parse_message(_msg(new_text_part('{"query": "vitamin D"}')))
+    assert (request.query, request.top_k) == ("vitamin D", 5)
+
+
+def test_parse_message_accepts_longest_query_and_ignores_unknown_fields() -> None:
+    text = json.dumps({"query": "b" * MAX_QUERY_CHARS, "top_k": 100, "query_id": "PLAIN-1"})
+    request = parse_message(_msg(new_text_part(text)))
+    assert (len(request.query), request.top_k) == (MAX_QUERY_CHARS, 100)
+
+
+def test_parse_message_reads_a_data_part_whose_numbers_are_floats() -> None:
+    request = parse_message(_msg(new_data_part({"query": "statins", "top_k": 7})))
+    assert (request.query, request.top_k) == ("statins", 7)
+    assert isinstance(request.top_k, int)
+
+
+def test_parse_message_prefers_the_data_part_and_joins_split_text() -> None:
+    data = _msg(new_text_part("ignored"), new_data_part({"query": "from data"}))
+    assert parse_message(data).query == "from data"
+    split = _msg(new_text_part('{"query": "sp'), new_text_part('lit", "top_k": 2}'))
+    assert (parse_message(split).query, parse_message(split).top_k) == ("split", 2)
+
+
+def test_parse_message_rejects_a_bad_data_part_and_no_parts() -> None:
+    with pytest.raises(AgentFailure, match=r"top_k must be between 1 and 100, got 0"):
+        parse_message(_msg(new_data_part({"query": "x", "top_k": 0})))
+    with pytest.raises(AgentFailure) as failure:
+        parse_message(_msg())
+    assert str(failure.value) == _fail("the message has no text or data part")
+
+
+@pytest.fixture(scope="module")
+async def purple() -> AsyncIterator[httpx.AsyncClient]:
+    # Port 9 (discard) on loopback is closed: nothing here may reach an MCP server.
+    app = create_app(PurpleSettings(mcp_url="http://127.0.0.1:9/mcp", deadline_s=5))
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://purple") as client:
+        yield client
+
+
+async def _send_v1(client: httpx.AsyncClient, parts: list[dict[str, object]]) -> dict[str, Any]:
+    body = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "SendMessage",
+        "params": {"message": {"role": "ROLE_USER", "messageId": uuid.uuid4().hex, "parts": parts}},
+    }
+    response = await client.post("/", json=body, headers={"A2A-Version": "1.0"})
+    assert response.status_code == 200
+    reply: dict[str, Any] = response.json()
+    return reply
+
+
+@pytest.mark.parametrize(("text", "message"), BAD_TEXTS)
+async def test_bad_request_fails_the_task_with_the_exact_message(
+    purple: httpx.AsyncClient, text: str, message: str
+) -> None:
+    reply = await _send_v1(purple, [{"text": text}])
+    task = reply["result"]["task"]
+    assert task["status"]["state"] == "TASK_STATE_FAILED"
+    assert task["status"]["message"]["parts"] == [{"text": message}]
+    assert "artifacts" not in task
+
+
+async def test_bad_data_part_fails_the_task(purple: httpx.AsyncClient) -> None:
+    reply = await _send_v1(purple, [{"data": {"query": "x", "top_k": 1000}}])
+    status = reply["result"]["task"]["status"]
+    assert status["state"] == "TASK_STATE_FAILED"
+    assert status["message"]["parts"] == [
+        {"text": _fail("top_k must be between 1 and 100, got 1000")}
+    ]
+
+
+async def test_empty_text_part_fails_the_task(purple: httpx.AsyncClient) -> None:
+    reply = await _send_v1(purple, [{"text": ""}])
+    status = reply["result"]["task"]["status"]
+    assert status["state"] == "TASK_STATE_FAILED"
+    expected = _fail("the message text is not JSON (Expecting value at position 0)")
+    assert status["message"]["parts"] == [{"text": expected}]
