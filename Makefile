@@ -7,7 +7,7 @@ PY := OPENBLAS_NUM_THREADS=1 PYTHONPATH=$(CURDIR) $(BIN)/python
 STAMP := $(VENV)/.installed
 REPORTS := reports
 
-.PHONY: install run test test-fast lint format index eval eval-rest eval-a2a bench lock clean
+.PHONY: install run test test-fast lint format index eval eval-rest eval-a2a eval-quality bench lock clean
 
 install: $(STAMP)  ## create .venv and install everything (idempotent)
 
@@ -25,7 +25,7 @@ index: install  ## build (or confirm) the NFCorpus index in the configured store
 run: index  ## MCP server (8000) + purple agent (9010) on the embedded store; Ctrl-C stops both
 	$(PY) scripts/stack.py
 
-test: install lint  ## the whole suite (what CI runs)
+test: install lint lint-k8s  ## lint, offline Kubernetes checks and the whole suite (what CI runs)
 	$(PY) -m pytest -q
 
 test-fast: install  ## tests that need no full-corpus index
@@ -43,13 +43,15 @@ format: install
 eval: eval-rest eval-a2a  ## all quality reports (dev + test), written under reports/
 
 eval-rest: index  ## hybrid NDCG@5/@10 on dev and test straight through POST /search_nfcorpus
-	$(PY) scripts/stack.py --only mcp --then "$(PY) -m services.retrieval.evaluate --url {mcp} --splits dev,test --out $(REPORTS)/rest_eval.json"
+	$(PY) scripts/stack.py --only mcp --then "$(BIN)/python -m services.retrieval.evaluate --url {mcp} --splits dev,test --out $(REPORTS)/rest_eval.json"
 
 eval-a2a: index  ## the green agent over A2A on all 323 test queries
-	$(PY) scripts/stack.py --then "$(PY) -m services.green_agent eval --agent {purple} --num-queries 323 --top-k 10 --seed 42 --concurrency 4 --out $(REPORTS)/a2a_eval.json"
+	$(PY) scripts/stack.py --then "$(BIN)/python -m services.green_agent eval --agent {purple} --num-queries 323 --top-k 10 --seed 42 --concurrency 4 --out $(REPORTS)/a2a_eval.json"
 
 bench: index  ## latency benchmarks, written to reports/bench.json and reports/bench.md
 	$(PY) scripts/bench.py --out $(REPORTS)/bench
+
+include mk/k8s.mk
 
 lock:  ## re-resolve constraints.txt from pyproject.toml in a scratch venv
 	rm -rf /tmp/nfc-lock && $(PYTHON) -m venv /tmp/nfc-lock
@@ -58,4 +60,4 @@ lock:  ## re-resolve constraints.txt from pyproject.toml in a scratch venv
 	  /tmp/nfc-lock/bin/pip freeze | grep -v '^nfcorpus-retrieval' ) > constraints.txt
 
 clean:
-	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache var $(REPORTS)
+	rm -rf $(VENV) .tools .mypy_cache .ruff_cache .pytest_cache var $(REPORTS)

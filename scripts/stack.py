@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import shlex
 import signal
 import socket
 import subprocess
@@ -92,7 +91,7 @@ def main() -> int:
             print(f"{name} ready at http://{args.host}:{port}/", flush=True)
         if args.then:
             command = args.then.format(mcp=mcp, purple=purple)
-            return subprocess.call(shlex.split(command), env=env, cwd=REPO)
+            return subprocess.call(["bash", "-c", command], env=env, cwd=REPO)
         print(
             "\nTry:\n"
             f"  curl -s -X POST {mcp}/search_nfcorpus -H 'content-type: application/json' "

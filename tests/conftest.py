@@ -42,7 +42,10 @@ def small_index(tmp_path_factory: pytest.TempPathFactory, encoder: OnnxMiniLM) -
     root = tmp_path_factory.mktemp("small-index")
     query_ids = make_subset(root / "data")
     # The vector cache lives outside the repo and survives between runs (keyed by content).
-    settings = RetrievalSettings(data_dir=root / "data", edge_path=root / "edge")
+    # A slice of the training queries keeps the ranker's training to seconds.
+    settings = RetrievalSettings(
+        data_dir=root / "data", edge_path=root / "edge", max_train_queries=500
+    )
     store = open_store(settings)
     try:
         build_index(settings, store, encoder)

@@ -12,7 +12,7 @@ from services.mcp_server.service import SearchService
 from services.mcp_server.settings import McpServerSettings
 from services.mcp_server.tools import register_tools
 from services.retrieval.dense import OnnxMiniLM
-from services.retrieval.search import HybridSearcher
+from services.retrieval.pipeline import RankingPipeline
 from services.retrieval.settings import RetrievalSettings
 from services.retrieval.store import open_store
 from services.telemetry.http import RequestTelemetry
@@ -44,7 +44,7 @@ def create_app(
     retrieval = retrieval or RetrievalSettings()
     setup_tracing("nfcorpus-mcp-server")
     store = open_store(retrieval)
-    searcher = HybridSearcher(store, OnnxMiniLM(threads=retrieval.encode_threads), retrieval)
+    searcher = RankingPipeline(store, OnnxMiniLM(threads=retrieval.encode_threads), retrieval)
     service = SearchService(searcher, store, settings.search_threads, settings.ready_cache_s)
 
     mcp = MCPServer(name="nfcorpus-retrieval", version="0.1.0", instructions=INSTRUCTIONS)

@@ -15,7 +15,7 @@ import anyio
 
 from services.mcp_server.metrics import ENCODE_SECONDS, SEARCHES, STORE_SECONDS
 from services.mcp_server.schemas import SearchHit
-from services.retrieval.search import HybridSearcher
+from services.retrieval.pipeline import RankingPipeline
 from services.retrieval.store.base import Store, StoreError
 from services.telemetry.tracing import tracer
 
@@ -30,7 +30,7 @@ class SearchService:
     """Runs searches and keeps the counters the AgentBeats evaluator reads."""
 
     def __init__(
-        self, searcher: HybridSearcher, store: Store, threads: int, ready_cache_s: float
+        self, searcher: RankingPipeline, store: Store, threads: int, ready_cache_s: float
     ) -> None:
         """Wrap a searcher; ``threads`` bounds concurrent searches."""
         self._searcher = searcher

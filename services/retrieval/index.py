@@ -20,10 +20,20 @@ from rich.progress import Progress
 
 from services.retrieval.corpus import Document, corpus_fingerprint, ensure_dataset, load_corpus
 from services.retrieval.dense import DenseEncoder, Matrix, OnnxMiniLM
+from services.retrieval.features import FEATURES
+from services.retrieval.pipeline import ranker_collection
+from services.retrieval.ranker import PARAMS
 from services.retrieval.settings import RetrievalSettings
 from services.retrieval.sparse import Bm25Params, encode_documents
 from services.retrieval.store import open_store
 from services.retrieval.store.base import CollectionSpec, Point, Store, point_id
+from services.retrieval.text import analyze
+from services.retrieval.training import (
+    TrainingData,
+    build_supervised,
+    load_training_data,
+    train_votes,
+)
 from services.retrieval.vector_cache import cached_vectors
 from services.telemetry.logging import setup_logging
 
@@ -47,10 +57,22 @@ def document_text(doc: Document) -> str:
     return f"{doc.title} {doc.text}".strip()
 
 
-def collection_version(fingerprint: str, model_id: str, bm25: Bm25Params) -> str:
-    """Short hash of everything that shapes the stored vectors."""
-    key = f"{SCHEMA_VERSION}|{fingerprint}|{model_id}|{bm25.k1}|{bm25.b}"
+def collection_version(*parts: object) -> str:
+    """Short hash of everything that shapes the stored vectors and the trained ranker."""
+    key = "|".join(str(p) for p in (SCHEMA_VERSION, *parts))
     return hashlib.sha256(key.encode()).hexdigest()[:12]
+
+
+def _supervised_config(settings: RetrievalSettings, data: TrainingData | None) -> str:
+    """What the kNN collection and ranker depend on beyond the documents."""
+    if data is None:
+        return "zero-shot"
+    s = settings
+    return (
+        f"{data.fingerprint()}|{FEATURES}|{sorted(PARAMS.items())}|{s.knn_neighbours}|"
+        f"{s.knn_power}|{s.vote_depth}|{s.candidates}|{s.feedback_docs}|{s.feedback_terms}|"
+        f"{s.feedback_weight}"
+    )
 
 
 def _batches(items: Sequence[T], size: int) -> Iterator[Sequence[T]]:
@@ -76,12 +98,21 @@ def build_index(
     """Make ``settings.collection`` point at a complete, current collection."""
     folder = ensure_dataset(settings.data_dir, settings.download_url, settings.download_md5)
     docs = load_corpus(folder, limit=settings.max_docs)
+    data = (
+        load_training_data(folder, settings.max_train_queries) if settings.mode == "full" else None
+    )
     fingerprint = corpus_fingerprint(docs)
     bm25 = Bm25Params()
-    name = f"{settings.collection}-{collection_version(fingerprint, encoder.model_id, bm25)}"
+    version = collection_version(
+        fingerprint, encoder.model_id, bm25.k1, bm25.b, _supervised_config(settings, data)
+    )
+    name = f"{settings.collection}-{version}"
     alias = settings.collection
     current = store.resolve_alias(alias)
-    if not force and current == name and store.count(name) == len(docs):
+    complete = store.collection_exists(name) and store.count(name) == len(docs)
+    if data is not None:
+        complete = complete and store.collection_exists(ranker_collection(name))
+    if not force and current == name and complete:
         log.info("alias %s already points at complete collection %s", alias, name)
         return IndexReport(name, len(docs), built=False)
 
@@ -95,12 +126,21 @@ def build_index(
     sparse = encode_documents(texts, bm25)
     if not store.collection_exists(name):
         store.create_collection(name, CollectionSpec(dense_size=encoder.dimension))
+    votes = train_votes(data.train) if data is not None else {}
     points = [
         Point(
             id=point_id(d.doc_id),
             dense=dense[i].tolist(),
             sparse=sparse[i],
-            payload={"doc_id": d.doc_id, "title": d.title, "text": d.text},
+            payload={
+                "doc_id": d.doc_id,
+                "title": d.title,
+                "text": d.text,
+                # Ranker features: analyzed title terms, and how many training queries
+                # mark the document relevant (the query-independent prior).
+                "title_terms": analyze(d.title),
+                "train_votes": votes.get(d.doc_id, 0),
+            },
         )
         for i, d in enumerate(docs)
     ]
@@ -112,6 +152,8 @@ def build_index(
     stored = store.count(name)
     if stored != len(docs):
         raise RuntimeError(f"{name} holds {stored} points after upserting {len(docs)} documents")
+    if data is not None:
+        build_supervised(store, name, encoder, data, settings)
     store.set_alias(alias, name)
     _drop_old_versions(store, alias, keep={name, current})
     log.info("alias %s -> %s (%d documents)", alias, name, len(docs))
@@ -119,9 +161,14 @@ def build_index(
 
 
 def _drop_old_versions(store: Store, alias: str, keep: set[str | None]) -> None:
-    """Keep the new version and the one it replaced (for a quick rollback), drop the rest."""
+    """Keep the new version and the one it replaced (for a quick rollback), drop the rest.
+
+    A version is its documents collection plus ``<name>-knn`` and ``<name>-ranker``.
+    """
+    kept = tuple(k for k in keep if k)
     for name in store.list_collections():
-        if name.startswith(f"{alias}-") and name not in keep:
+        mine = any(name == k or name.startswith(f"{k}-") for k in kept)
+        if name.startswith(f"{alias}-") and not mine:
             log.info("dropping old collection %s", name)
             store.delete_collection(name)
 

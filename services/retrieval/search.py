@@ -15,7 +15,6 @@ from services.retrieval.settings import RetrievalSettings
 from services.retrieval.sparse import SparseVector, encode_query
 from services.retrieval.store.base import Hit, Store, VectorQuery
 
-
 TIE_MARGIN = 10
 
 
@@ -35,10 +34,15 @@ class EncodedQuery:
 
     dense: list[float]
     sparse: SparseVector
+    text: str
 
 
 class HybridSearcher:
-    """Searches the collection an alias points at (resolved once; :meth:`refresh` re-reads)."""
+    """Dense + BM25 (+RM3) candidates fused in Qdrant, on the collection the alias points at.
+
+    The alias is resolved once; :meth:`refresh` re-reads it. ``retrieve`` also takes the
+    collection explicitly, for callers that pin one version across several calls.
+    """
 
     def __init__(self, store: Store, encoder: DenseEncoder, settings: RetrievalSettings) -> None:
         """Bind store, encoder and ranking settings."""
@@ -58,37 +62,40 @@ class HybridSearcher:
     def encode(self, query: str) -> EncodedQuery:
         """Dense and sparse representations of the query."""
         dense = self._encoder.encode([query])[0]
-        return EncodedQuery(dense=[float(x) for x in dense], sparse=encode_query(query))
+        return EncodedQuery([float(x) for x in dense], encode_query(query), query)
 
-    def retrieve(self, q: EncodedQuery, top_k: int) -> list[SearchResult]:
+    def retrieve(
+        self, q: EncodedQuery, top_k: int, collection: str | None = None
+    ) -> list[SearchResult]:
         """Top ``top_k`` documents by the configured fusion, with title and text."""
         s = self._settings
+        collection = collection or self.collection
         limit = max(s.candidates, top_k)
         queries = [VectorQuery(q.dense, limit)]
         if q.sparse.indices:  # a query of stopwords only has no lexical side
-            queries.append(VectorQuery(self._with_feedback(q.sparse), limit))
+            queries.append(VectorQuery(self._with_feedback(q.sparse, collection), limit))
         if s.fusion == "rrf" or s.fusion == "dbsf":
             # NFCorpus holds duplicate documents, which tie exactly; the engine orders ties
             # arbitrarily, so fetch a few more and break ties by doc id: same query, same answer.
-            hits = self._store.fused_search(self.collection, queries, s.fusion, top_k + TIE_MARGIN)
+            hits = self._store.fused_search(collection, queries, s.fusion, top_k + TIE_MARGIN)
             results = sorted(
                 (_result(h, h.score) for h in hits), key=lambda r: (-r.score, r.doc_id)
             )
             return results[:top_k]
-        lists = self._store.search(self.collection, queries, payload=False)
+        lists = self._store.search(collection, queries, payload=False)
         weights = [s.dense_weight, 1.0 - s.dense_weight][: len(lists)]
         ranked = fuse([{h.id: h.score for h in hits} for hits in lists], weights, s.fusion)
         top = ranked[:top_k]
-        payloads = {h.id: h for h in self._store.retrieve(self.collection, [i for i, _ in top])}
+        payloads = {h.id: h for h in self._store.retrieve(collection, [i for i, _ in top])}
         return [_result(payloads[i], score) for i, score in top if i in payloads]
 
-    def _with_feedback(self, sparse: SparseVector) -> SparseVector:
+    def _with_feedback(self, sparse: SparseVector, collection: str) -> SparseVector:
         """RM3 expansion from a first lexical pass (one extra store call), when switched on."""
         s = self._settings
         if s.feedback_docs == 0:
             return sparse
         (first,) = self._store.search(
-            self.collection, [VectorQuery(sparse, s.feedback_docs, with_sparse=True)], payload=False
+            collection, [VectorQuery(sparse, s.feedback_docs, with_sparse=True)], payload=False
         )
         params = FeedbackParams(s.feedback_docs, s.feedback_terms, s.feedback_weight)
         return expand(sparse, [(h.score, h.sparse) for h in first if h.sparse], params)

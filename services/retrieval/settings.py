@@ -73,6 +73,28 @@ class RetrievalSettings(BaseSettings):
     feedback_weight: float = Field(
         default=0.5, ge=0.0, le=1.0, description="Weight of the expansion in the RM3 query."
     )
+    mode: Literal["full", "zero-shot"] = Field(
+        default="full",
+        description="full: kNN votes of training queries + learned ranker; zero-shot: hybrid only.",
+    )
+    use_ranker: bool = Field(
+        default=True, description="Rank with the learned model (else fuse hybrid and kNN votes)."
+    )
+    knn_neighbours: int = Field(default=20, ge=1, le=200, description="Training queries that vote.")
+    knn_power: float = Field(
+        default=5.0, ge=0.0, le=20.0, description="Vote weight = similarity ** power."
+    )
+    knn_weight: float = Field(
+        default=0.5, ge=0.0, le=1.0, description="Weight of votes when fused without the ranker."
+    )
+    vote_depth: int = Field(
+        default=100, ge=0, le=1000, description="Most-voted documents added to the candidates."
+    )
+    max_train_queries: int | None = Field(
+        default=None,
+        ge=10,
+        description="Use only the first N training queries (tests, smoke runs).",
+    )
     max_docs: int | None = Field(
         default=None, ge=1, description="Index only the first N documents (tests, smoke runs)."
     )

@@ -1,16 +1,20 @@
+import builtins
 import subprocess
 import sys
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 import pytest
 
+from services.retrieval import ranker
 from services.retrieval.dense import OnnxMiniLM
 from services.retrieval.index import build_index
+from services.retrieval.pipeline import RankingPipeline, knn_collection, ranker_collection
 from services.retrieval.settings import RetrievalSettings
 from services.retrieval.store import open_store
 from services.retrieval.store.base import CollectionSpec, Store
+from tests.support.dataset import make_subset
 from tests.support.servers import REPO
 
 DOCS = 30
@@ -19,7 +23,9 @@ DOCS = 30
 def _settings(
     tmp_path: Path, store: Literal["edge", "server"], max_docs: int = DOCS
 ) -> RetrievalSettings:
+    # Zero-shot: these tests are about the documents collection; the supervised build has its own.
     return RetrievalSettings(
+        mode="zero-shot",
         store=store,
         edge_path=tmp_path / "edge",
         qdrant_path=str(tmp_path / "local") if store == "server" else None,
@@ -96,6 +102,7 @@ def test_cli_runs_twice_without_duplicates(tmp_path: Path) -> None:
         "PYTHONPATH": str(REPO),
         "RETRIEVAL_EDGE_PATH": str(tmp_path / "edge"),
         "RETRIEVAL_CACHE_DIR": str(tmp_path / "cache"),
+        "RETRIEVAL_MODE": "zero-shot",
     }
     cmd = [sys.executable, "-m", "services.retrieval.index", "--max-docs", "12"]
     first = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300, check=True)
@@ -112,3 +119,62 @@ def test_cli_runs_twice_without_duplicates(tmp_path: Path) -> None:
 def test_server_store_needs_a_location() -> None:
     with pytest.raises(ValueError, match="RETRIEVAL_STORE=server needs"):
         RetrievalSettings(store="server")
+
+
+def test_supervised_build_adds_knn_and_ranker_and_rotates_them(
+    tmp_path: Path, encoder: OnnxMiniLM
+) -> None:
+    settings = _settings(tmp_path, "edge", max_docs=40).model_copy(
+        update={"mode": "full", "max_train_queries": 60}
+    )
+    store = open_store(settings)
+    try:
+        first = build_index(settings, store, encoder)
+        name = first.collection
+        assert store.count(knn_collection(name)) == 60
+        model = ranker.load(store, ranker_collection(name))
+        assert model.meta["train_queries"] > 0 and model.meta["rounds"] >= 1
+        assert not build_index(settings, store, encoder).built  # idempotent, model included
+
+        pipeline = RankingPipeline(store, encoder, settings)
+        assert pipeline.supervised and pipeline.ranker is not None
+        results = pipeline.search("vitamin D and cancer", 7)
+        assert len(results) == 7 and len({r.doc_id for r in results}) == 7
+
+        # Two newer versions later, the first version's three collections are all gone.
+        for n in (61, 62):
+            build_index(settings.model_copy(update={"max_train_queries": n}), store, encoder)
+        left = store.list_collections()
+        assert not any(c.startswith(name) for c in left)
+        assert len(left) == 6  # two versions x (documents, knn, ranker)
+    finally:
+        store.close()
+
+
+def test_training_never_opens_the_test_qrels(
+    tmp_path: Path, encoder: OnnxMiniLM, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    data = tmp_path / "data"
+    make_subset(data)
+    (data / "qrels" / "test.tsv").unlink()  # absent: training cannot depend on it
+    opened: list[str] = []
+    real_open = builtins.open
+
+    def guarded_open(file: Any, *args: Any, **kwargs: Any) -> Any:
+        opened.append(str(file))
+        if str(file).endswith("test.tsv"):
+            raise AssertionError(f"training opened the test qrels: {file}")
+        return real_open(file, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "open", guarded_open)
+    settings = _settings(tmp_path, "edge", max_docs=40).model_copy(
+        update={"mode": "full", "max_train_queries": 30, "data_dir": data}
+    )
+    store = open_store(settings)
+    try:
+        report = build_index(settings, store, encoder)
+    finally:
+        store.close()
+    assert report.built
+    assert any(p.endswith("train.tsv") for p in opened)
+    assert not any(p.endswith("test.tsv") for p in opened)

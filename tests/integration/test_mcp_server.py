@@ -147,13 +147,14 @@ def test_unknown_host_header_gets_421(mcp_server: McpServer) -> None:
 def test_rest_results_equal_the_in_process_searcher(
     mcp_server: McpServer, small_index: SmallIndex, encoder: Any
 ) -> None:
-    from services.retrieval.search import HybridSearcher
+    from services.retrieval.pipeline import RankingPipeline
     from services.retrieval.store import open_store
 
     settings = small_index.settings.model_copy(update={"edge_private_copy": True})
     store = open_store(settings)
     try:
-        searcher = HybridSearcher(store, encoder, settings)
+        searcher = RankingPipeline(store, encoder, settings)
+        assert searcher.supervised and searcher.ranker is not None
         queries = load_queries(settings.data_dir)
         for query_id in small_index.query_ids[:5]:
             direct = [r.doc_id for r in searcher.search(queries[query_id], 10)]

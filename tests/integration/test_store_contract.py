@@ -117,6 +117,14 @@ def test_retrieve_keeps_the_requested_order(store: Store) -> None:
     assert hits[0].payload == {"doc_id": "D3", "title": "t3", "text": "x3"}
 
 
+def test_scroll_returns_every_point(store: Store) -> None:
+    store.create_collection("c", SPEC)
+    store.upsert("c", POINTS)
+    hits = store.scroll("c", payload=["doc_id"], page=2)
+    assert sorted(_ids(hits)) == ["D1", "D2", "D3"]
+    assert all(set(h.payload) == {"doc_id"} for h in hits)
+
+
 def test_alias_switches_atomically_and_old_data_stays(store: Store) -> None:
     assert store.resolve_alias("docs") is None
     for name in ("docs-v1", "docs-v2"):

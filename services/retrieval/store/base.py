@@ -11,6 +11,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any, Literal, Protocol
 
 from services.retrieval.sparse import SparseVector
@@ -22,6 +23,7 @@ SPARSE = "bm25"
 POINT_NAMESPACE = uuid.UUID("6f1d3c2e-8a4b-4e1f-9c7d-2b5a0e9f4c31")
 
 
+@lru_cache(maxsize=65536)
 def point_id(key: str) -> str:
     """Deterministic point id (uuid5) of a document or query id."""
     return str(uuid.uuid5(POINT_NAMESPACE, key))
@@ -119,8 +121,14 @@ class Store(Protocol):
         """Prefetch candidates with each query and fuse them inside Qdrant."""
         ...
 
-    def retrieve(self, name: str, ids: Sequence[str]) -> list[Hit]:
+    def retrieve(
+        self, name: str, ids: Sequence[str], payload: Sequence[str] | bool = True
+    ) -> list[Hit]:
         """Points with full payload, in the order of ``ids`` (missing ids are skipped)."""
+        ...
+
+    def scroll(self, name: str, payload: Sequence[str] | bool, page: int = 1000) -> list[Hit]:
+        """Every point of the collection (small collections only), in pages of ``page``."""
         ...
 
     def set_alias(self, alias: str, name: str) -> None:

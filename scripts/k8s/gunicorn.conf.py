@@ -1,0 +1,43 @@
+"""gunicorn settings of the image's web services (installed as /etc/nfcorpus/gunicorn.conf.py).
+
+Bind address and worker count come from the command line (the Helm chart sets them); this file
+holds what every deployment shares: uvicorn workers, timeouts that fit the 60 s A2A deadline, a
+scratch directory on the writable /tmp volume, and Prometheus multi-process mode so that /metrics
+adds up every worker of the pod instead of answering for whichever worker got the scrape.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+worker_class = "uvicorn_worker.UvicornWorker"
+# The root file system is read-only; gunicorn's heartbeat files go to the /tmp volume.
+worker_tmp_dir = "/tmp"
+# A worker silent this long is restarted; above the purple agent's 60 s hard deadline.
+timeout = 75
+# Time a stopping worker gets to finish in-flight requests (below terminationGracePeriodSeconds).
+graceful_timeout = 25
+# Longer than the idle timeout of typical L7 proxies, so they close first and never hit a dead socket.
+keepalive = 75
+accesslog = None
+errorlog = "-"
+loglevel = os.environ.get("LOG_LEVEL", "info").lower()
+
+# Set here, before any worker imports prometheus_client, so every worker writes its samples to files.
+metrics_dir = Path(os.environ.setdefault("PROMETHEUS_MULTIPROC_DIR", "/tmp/prometheus-multiproc"))
+
+
+def on_starting(server: Any) -> None:
+    """Start with an empty metrics directory: files of a previous container would be summed in."""
+    shutil.rmtree(metrics_dir, ignore_errors=True)
+    metrics_dir.mkdir(parents=True)
+
+
+def child_exit(server: Any, worker: Any) -> None:
+    """Drop a dead worker's live gauges (in-flight requests) from the pod's totals."""
+    from prometheus_client import multiprocess
+
+    multiprocess.mark_process_dead(worker.pid)

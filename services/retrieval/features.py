@@ -1,0 +1,134 @@
+"""Features of (query, candidate document) pairs for the learned ranker.
+
+Candidates are the union of the dense, BM25 and RM3 lists and the documents the nearest training
+queries vote for most. A document missing from a list gets NaN for that list's score (LightGBM
+learns where missing values go) and ``depth + 1`` for its rank.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Container, Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from services.retrieval.evidence import Evidence
+from services.retrieval.knn import Vote, tally_votes
+from services.retrieval.store.base import Hit
+
+FEATURES = (
+    "dense_score", "dense_rank", "dense_z",
+    "bm25_score", "bm25_rank",
+    "rm3_score", "rm3_rank", "rm3_z",
+    "vote", "vote_rank", "vote_share", "voters", "vote_best_sim", "vote_nearest_rank",
+    "vote_max_grade", "nearest_sim", "prior", "query_terms", "title_overlap",
+)  # fmt: skip
+NAN = math.nan
+
+
+@dataclass(frozen=True, slots=True)
+class DocInfo:
+    """Query-independent features of a document, loaded once per index version."""
+
+    title_terms: frozenset[str]
+    train_votes: int
+
+
+@dataclass(frozen=True, slots=True)
+class CandidateSet:
+    """Candidate doc ids and their feature rows (``features[i]`` describes ``doc_ids[i]``)."""
+
+    doc_ids: list[str]
+    features: npt.NDArray[np.float32]
+    votes: dict[str, Vote]
+
+
+def _list_features(hits: Sequence[Hit]) -> dict[str, tuple[float, int, float]]:
+    scores = [h.score for h in hits]
+    mean = float(np.mean(scores)) if scores else 0.0
+    spread = float(np.std(scores)) if scores else 0.0
+    out: dict[str, tuple[float, int, float]] = {}
+    for rank, h in enumerate(hits, start=1):
+        doc_id = str(h.payload["doc_id"])
+        if doc_id not in out:
+            z = (h.score - mean) / spread if spread > 0 else 0.0
+            out[doc_id] = (h.score, rank, z)
+    return out
+
+
+def candidates(
+    evidence: Evidence,
+    knn_k: int,
+    knn_power: float,
+    vote_depth: int,
+    corpus: Container[str],
+    exclude_query: str | None = None,
+) -> tuple[list[str], dict[str, Vote]]:
+    """Union of the retrievers' lists and the ``vote_depth`` most-voted documents.
+
+    Votes for documents outside ``corpus`` (judged once, since removed) are dropped.
+    """
+    votes = tally_votes(evidence.neighbours, knn_k, knn_power, exclude_query)
+    votes = {d: v for d, v in votes.items() if d in corpus}
+    voted = sorted(votes, key=lambda d: (-votes[d].score, d))[:vote_depth]
+    seen: dict[str, None] = {}
+    for hits in (evidence.dense, evidence.bm25, evidence.rm3):
+        for h in hits:
+            seen.setdefault(str(h.payload["doc_id"]), None)
+    for d in voted:
+        seen.setdefault(d, None)
+    return list(seen), votes
+
+
+def build_features(
+    evidence: Evidence,
+    doc_ids: Sequence[str],
+    votes: Mapping[str, Vote],
+    doc_info: Mapping[str, DocInfo],
+    query_terms: Sequence[str],
+    depth: int,
+    own_judgements: Mapping[str, int] | None = None,
+) -> npt.NDArray[np.float32]:
+    """One row of :data:`FEATURES` per candidate.
+
+    ``doc_info`` maps doc id to its static features (:class:`DocInfo`);
+    ``own_judgements`` (training only) are removed from the prior, as the query is from the
+    neighbours (leave-one-out).
+    """
+    dense = _list_features(evidence.dense)
+    bm25 = _list_features(evidence.bm25)
+    rm3 = _list_features(evidence.rm3)
+    vote_order = {d: r for r, d in enumerate(sorted(votes, key=lambda d: (-votes[d].score, d)), 1)}
+    top_vote = max((v.score for v in votes.values()), default=0.0)
+    # How close the nearest (non-excluded) training query is: how much to trust the votes.
+    nearest = max((v.best_similarity for v in votes.values()), default=NAN)
+    terms = set(query_terms)
+    missing = (NAN, depth + 1, NAN)
+    rows = np.empty((len(doc_ids), len(FEATURES)), dtype=np.float32)
+    for i, d in enumerate(doc_ids):
+        ds, dr, dz = dense.get(d, missing)
+        bs, br, _ = bm25.get(d, missing)
+        rs, rr, rz = rm3.get(d, missing)
+        vote = votes.get(d)
+        info = doc_info.get(d)
+        prior = float(info.train_votes) if info else 0.0
+        if own_judgements and d in own_judgements:
+            prior -= 1
+        overlap = len(terms & info.title_terms) / len(terms) if terms and info else NAN
+        rows[i] = (
+            ds, dr, dz, bs, br, rs, rr, rz,
+            vote.score if vote else 0.0,
+            vote_order.get(d, len(vote_order) + 1),
+            vote.score / top_vote if vote and top_vote > 0 else 0.0,
+            vote.voters if vote else 0,
+            vote.best_similarity if vote else NAN,
+            vote.nearest_rank if vote else NAN,
+            vote.max_grade if vote else 0,
+            nearest,
+            math.log1p(max(prior, 0.0)),
+            len(query_terms),
+            overlap,
+        )  # fmt: skip
+    return rows

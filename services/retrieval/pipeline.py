@@ -1,0 +1,163 @@
+"""What ``search_nfcorpus`` serves: hybrid candidates, kNN votes and the learned ranker.
+
+``mode=zero-shot`` (or an index built without training data) serves the plain hybrid search;
+``mode=full`` gathers :mod:`evidence <services.retrieval.evidence>`, turns it into
+:mod:`features <services.retrieval.features>` and orders candidates with the
+:mod:`ranker <services.retrieval.ranker>` (or, with ``use_ranker=false``, by a z-score fusion of
+hybrid scores and votes: the ablation step between the two).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from services.retrieval import ranker as ranker_store
+from services.retrieval.dense import DenseEncoder
+from services.retrieval.evidence import gather, nearest_queries
+from services.retrieval.features import CandidateSet, DocInfo, build_features, candidates
+from services.retrieval.fusion import fuse
+from services.retrieval.knn import tally_votes
+from services.retrieval.ranker import Ranker
+from services.retrieval.search import EncodedQuery, HybridSearcher, SearchResult
+from services.retrieval.settings import RetrievalSettings
+from services.retrieval.store.base import Store, StoreError, point_id
+from services.retrieval.text import analyze
+
+log = logging.getLogger(__name__)
+DOC_INFO = ["doc_id", "title_terms", "train_votes"]
+
+
+def knn_collection(docs: str) -> str:
+    """Name of the training-query collection built with documents collection ``docs``."""
+    return f"{docs}-knn"
+
+
+def ranker_collection(docs: str) -> str:
+    """Name of the one-point collection holding the ranker trained on ``docs``."""
+    return f"{docs}-ranker"
+
+
+@dataclass(frozen=True, slots=True)
+class _Version:
+    """Everything one index version serves with, swapped in as a whole by ``refresh``."""
+
+    docs: str
+    knn: str | None = None
+    ranker: Ranker | None = None
+    doc_info: Mapping[str, DocInfo] = field(default_factory=dict)
+
+
+class RankingPipeline:
+    """The served ranking; same ``encode``/``retrieve`` stages as :class:`HybridSearcher`."""
+
+    def __init__(self, store: Store, encoder: DenseEncoder, settings: RetrievalSettings) -> None:
+        """Bind the store and settings; :meth:`refresh` finds the collections and model."""
+        self._store = store
+        self._settings = settings
+        self._hybrid = HybridSearcher(store, encoder, settings)
+        self._version = _Version(self._hybrid.collection)
+        self.refresh()
+
+    @property
+    def collection(self) -> str:
+        """The documents collection being served."""
+        return self._version.docs
+
+    @property
+    def supervised(self) -> bool:
+        """Whether kNN votes take part in the ranking."""
+        return self._version.knn is not None
+
+    @property
+    def ranker(self) -> Ranker | None:
+        """The learned model, when one is loaded."""
+        return self._version.ranker
+
+    def refresh(self) -> str:
+        """Re-resolve the alias; on a new version load its kNN collection, model and doc table.
+
+        Searches in flight keep the version they started with: the new one replaces the old
+        in one assignment.
+        """
+        docs = self._hybrid.refresh()
+        wants = self._settings.mode == "full"
+        if docs != self._version.docs or (wants and self._version.knn is None):
+            self._version = self._load(docs) if wants else _Version(docs)
+        return docs
+
+    def _load(self, docs: str) -> _Version:
+        knn = knn_collection(docs)
+        if not (self._store.collection_exists(docs) and self._store.collection_exists(knn)):
+            log.warning("%s has no training-query collection: serving zero-shot", docs)
+            return _Version(docs)
+        doc_info = {
+            str(h.payload["doc_id"]): DocInfo(
+                frozenset(h.payload.get("title_terms", ())), int(h.payload.get("train_votes", 0))
+            )
+            for h in self._store.scroll(docs, payload=DOC_INFO)
+        }
+        model = None
+        if self._settings.use_ranker:
+            try:
+                model = ranker_store.load(self._store, ranker_collection(docs))
+            except StoreError as e:
+                log.warning("no ranker for %s (%s): fusing votes without it", docs, e)
+        return _Version(docs, knn, model, doc_info)
+
+    def encode(self, query: str) -> EncodedQuery:
+        """Dense and sparse representations of the query."""
+        return self._hybrid.encode(query)
+
+    def candidate_set(
+        self,
+        q: EncodedQuery,
+        exclude_query: str | None = None,
+        own_judgements: Mapping[str, int] | None = None,
+    ) -> CandidateSet:
+        """Candidates and feature rows for one query (training passes the leave-one-out args)."""
+        s, v = self._settings, self._version
+        evidence = gather(self._store, v.docs, v.knn, q, s, exclude_query)
+        doc_ids, votes = candidates(
+            evidence, s.knn_neighbours, s.knn_power, s.vote_depth, v.doc_info, exclude_query
+        )
+        rows = build_features(
+            evidence, doc_ids, votes, v.doc_info, analyze(q.text), s.candidates, own_judgements
+        )
+        return CandidateSet(doc_ids, rows, votes)
+
+    def retrieve(self, q: EncodedQuery, top_k: int) -> list[SearchResult]:
+        """Top ``top_k`` documents with title and text."""
+        v = self._version
+        if v.knn is None:
+            return self._hybrid.retrieve(q, top_k, v.docs)
+        if v.ranker is not None:
+            cs = self.candidate_set(q)
+            scores = (float(x) for x in v.ranker.score(cs.features))
+            scored = dict(zip(cs.doc_ids, scores, strict=True))
+        else:
+            scored = self._fuse_votes(v, v.knn, q, top_k)
+        top = sorted(scored.items(), key=lambda kv: (-kv[1], kv[0]))[:top_k]
+        hits = self._store.retrieve(v.docs, [point_id(d) for d, _ in top])
+        by_id = {str(h.payload["doc_id"]): h.payload for h in hits}
+        return [
+            SearchResult(d, score, str(by_id[d].get("title", "")), str(by_id[d]["text"]))
+            for d, score in top
+            if d in by_id
+        ]
+
+    def search(self, query: str, top_k: int) -> list[SearchResult]:
+        """Encode and retrieve in one call."""
+        return self.retrieve(self.encode(query), top_k)
+
+    def _fuse_votes(self, v: _Version, knn: str, q: EncodedQuery, top_k: int) -> dict[str, float]:
+        """Ablation step without the model: z-score fusion of hybrid scores and votes."""
+        s = self._settings
+        depth = max(s.candidates, top_k)
+        hybrid = {r.doc_id: r.score for r in self._hybrid.retrieve(q, depth, v.docs)}
+        neighbours = nearest_queries(self._store, knn, q, s.knn_neighbours)
+        votes = tally_votes(neighbours, s.knn_neighbours, s.knn_power)
+        voted = {d: vote.score for d, vote in votes.items() if d in v.doc_info}
+        weights = [1 - s.knn_weight, s.knn_weight]
+        return dict(fuse([hybrid, voted], weights, "zscore"))

@@ -1,0 +1,138 @@
+"""Supervised signals, built by the indexer: the training-query collection and the ranker.
+
+Reads the **train** and **dev** qrels only: training queries vote (kNN collection) and teach the
+ranker; dev queries pick the number of boosting rounds. The test qrels are never opened here (a
+test holds this code path to that).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+from rich.progress import Progress
+
+from services.retrieval import ranker as ranker_store
+from services.retrieval.corpus import Qrels, load_qrels, load_queries
+from services.retrieval.dense import DenseEncoder, Matrix
+from services.retrieval.knn import knn_points, upsert_knn
+from services.retrieval.pipeline import RankingPipeline, knn_collection, ranker_collection
+from services.retrieval.ranker import Ranker, group_rows
+from services.retrieval.search import EncodedQuery
+from services.retrieval.settings import RetrievalSettings
+from services.retrieval.sparse import encode_query
+from services.retrieval.store.base import Store
+from services.retrieval.vector_cache import cached_vectors
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class TrainingData:
+    """Queries and judgements the supervised stages learn from."""
+
+    queries: dict[str, str]
+    train: Qrels
+    dev: Qrels
+
+    def fingerprint(self) -> str:
+        """Hash of the judgements and query texts: part of the index version."""
+        digest = hashlib.sha256()
+        for split in (self.train, self.dev):
+            for q in sorted(split):
+                digest.update(
+                    f"{q}\t{self.queries.get(q, '')}\t{sorted(split[q].items())}\n".encode()
+                )
+        return digest.hexdigest()[:16]
+
+
+def load_training_data(folder: Path, max_train_queries: int | None = None) -> TrainingData:
+    """Train and dev judgements with their query texts (never the test split)."""
+    queries = load_queries(folder)
+    judged = load_qrels(folder, "train")
+    train_ids = sorted(q for q in judged if q in queries)[:max_train_queries]
+    train = {q: judged[q] for q in train_ids}
+    dev = {q: j for q, j in load_qrels(folder, "dev").items() if q in queries}
+    return TrainingData(queries, train, dev)
+
+
+def train_votes(train: Qrels) -> dict[str, int]:
+    """How many training queries mark each document relevant (the query-independent prior)."""
+    counts: dict[str, int] = {}
+    for judged in train.values():
+        for doc_id in judged:
+            counts[doc_id] = counts.get(doc_id, 0) + 1
+    return counts
+
+
+def _encode(
+    encoder: DenseEncoder, data: TrainingData, ids: Sequence[str], cache_dir: Path, batch: int
+) -> Matrix:
+    texts = [data.queries[q] for q in ids]
+    key = hashlib.sha256("\n".join(texts).encode()).hexdigest()[:16]
+    return cached_vectors(
+        cache_dir,
+        f"queries-{encoder.model_id}-{key}",
+        len(ids),
+        lambda: encoder.encode(texts, batch),
+    )
+
+
+def _feature_rows(
+    pipeline: RankingPipeline,
+    data: TrainingData,
+    ids: Sequence[str],
+    vectors: Matrix,
+    judgements: Qrels,
+    leave_one_out: bool,
+    label: str,
+) -> list[tuple[npt.NDArray[np.float32], list[str], Mapping[str, int]]]:
+    out: list[tuple[npt.NDArray[np.float32], list[str], Mapping[str, int]]] = []
+    with Progress(transient=True) as progress:
+        task = progress.add_task(label, total=len(ids))
+        for i, q in enumerate(ids):
+            text = data.queries[q]
+            encoded = EncodedQuery([float(x) for x in vectors[i]], encode_query(text), text)
+            cs = pipeline.candidate_set(
+                encoded,
+                exclude_query=q if leave_one_out else None,
+                own_judgements=judgements[q] if leave_one_out else None,
+            )
+            out.append((cs.features, cs.doc_ids, judgements[q]))
+            progress.advance(task)
+    return out
+
+
+def build_supervised(
+    store: Store,
+    docs: str,
+    encoder: DenseEncoder,
+    data: TrainingData,
+    settings: RetrievalSettings,
+) -> Ranker:
+    """Fill ``<docs>-knn`` with the training queries, train the ranker, store it."""
+    cache = settings.cache_dir / "vectors"
+    train_ids, dev_ids = sorted(data.train), sorted(data.dev)
+    train_vectors = _encode(encoder, data, train_ids, cache, settings.encode_batch_size)
+    dev_vectors = _encode(encoder, data, dev_ids, cache, settings.encode_batch_size)
+    knn = knn_collection(docs)
+    upsert_knn(store, knn, knn_points(train_ids, train_vectors, data.train))
+    if store.count(knn) != len(train_ids):
+        raise RuntimeError(f"{knn} holds {store.count(knn)} points, expected {len(train_ids)}")
+
+    # The pipeline, pointed at the collections being built, computes features exactly as served.
+    local = settings.model_copy(update={"collection": docs, "mode": "full", "use_ranker": False})
+    pipeline = RankingPipeline(store, encoder, local)
+    train_rows = _feature_rows(
+        pipeline, data, train_ids, train_vectors, data.train, True, "train features"
+    )
+    dev_rows = _feature_rows(pipeline, data, dev_ids, dev_vectors, data.dev, False, "dev features")
+    model = ranker_store.train(group_rows(train_rows), group_rows(dev_rows))
+    log.info("ranker: %s", model.meta)
+    ranker_store.save(store, ranker_collection(docs), model)
+    return model

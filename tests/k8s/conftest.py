@@ -1,0 +1,19 @@
+"""tests/k8s need the real helm and kubectl from `make tools-k8s`; without them every test fails."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.k8s.rendering import ToolMissing, tool
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _k8s_tools() -> None:
+    problem = None
+    try:
+        tool("helm")
+        tool("kubectl")
+    except ToolMissing as e:
+        problem = str(e)
+    if problem:
+        pytest.fail(problem, pytrace=False)

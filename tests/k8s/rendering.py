@@ -1,0 +1,143 @@
+"""Render the chart (or a kustomize overlay) with the project's own helm/kubectl and query the YAML."""
+
+from __future__ import annotations
+
+import functools
+import subprocess
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+CHART = ROOT / "helm" / "nfcorpus-retrieval"
+TOOLS = ROOT / ".tools" / "bin"
+RELEASE = "nfcorpus-retrieval"
+NAMESPACE = "nfcorpus-retrieval"
+WORKLOAD_KINDS = ("Deployment", "StatefulSet", "Job", "Pod")
+
+Doc = dict[str, Any]
+
+
+class ToolMissing(RuntimeError):
+    """helm or kubectl is not installed under .tools/."""
+
+
+def tool(name: str) -> Path:
+    """Path of a tool installed by `make tools-k8s`; a clear error when it is missing."""
+    path = TOOLS / name
+    if not path.is_file():
+        raise ToolMissing(
+            f"{path} is missing: run 'make tools-k8s' (tests/k8s need the real {name})"
+        )
+    return path
+
+
+@dataclass(frozen=True)
+class Rendered:
+    """The documents of one render, with lookups the tests share."""
+
+    docs: tuple[Doc, ...]
+
+    def of_kind(self, kind: str) -> list[Doc]:
+        return [d for d in self.docs if d["kind"] == kind]
+
+    def get(self, kind: str, name: str) -> Doc:
+        found = [d for d in self.of_kind(kind) if d["metadata"]["name"] == name]
+        assert len(found) == 1, f"expected one {kind}/{name}, found {len(found)}"
+        return found[0]
+
+    def component(self, kind: str, component: str) -> list[Doc]:
+        return [
+            d
+            for d in self.of_kind(kind)
+            if labels(d).get("app.kubernetes.io/component") == component
+        ]
+
+    def workloads(self) -> list[Doc]:
+        return [d for d in self.docs if d["kind"] in WORKLOAD_KINDS]
+
+
+def labels(doc: Mapping[str, Any]) -> dict[str, str]:
+    return dict(doc["metadata"].get("labels") or {})
+
+
+def pod_spec(workload: Doc) -> Doc:
+    spec: Doc = workload["spec"] if workload["kind"] == "Pod" else _template(workload)["spec"]
+    return spec
+
+
+def pod_labels(workload: Doc) -> dict[str, str]:
+    if workload["kind"] == "Pod":
+        return labels(workload)
+    return dict(_template(workload)["metadata"].get("labels") or {})
+
+
+def _template(workload: Doc) -> Doc:
+    spec = workload["spec"]
+    template: Doc = (
+        spec["template"] if "template" in spec else spec["jobTemplate"]["spec"]["template"]
+    )
+    return template
+
+
+def containers(workload: Doc, init: bool = True) -> Iterator[Doc]:
+    spec = pod_spec(workload)
+    yield from spec.get("containers", [])
+    if init:
+        yield from spec.get("initContainers", [])
+
+
+def env(container: Doc) -> dict[str, Any]:
+    """Container env by name: the literal value, or the valueFrom mapping."""
+    return {e["name"]: e.get("value", e.get("valueFrom")) for e in container.get("env", [])}
+
+
+def matches(selector: Mapping[str, str], pod: Mapping[str, str]) -> bool:
+    return all(pod.get(k) == v for k, v in selector.items())
+
+
+def _parse(text: str) -> Rendered:
+    return Rendered(tuple(d for d in yaml.safe_load_all(text) if d))
+
+
+@functools.cache
+def _render(values_files: tuple[str, ...], sets: tuple[tuple[str, str], ...]) -> Rendered:
+    cmd = [str(tool("helm")), "template", RELEASE, str(CHART), "--namespace", NAMESPACE]
+    for f in values_files:
+        cmd += ["--values", str(CHART / f)]
+    for key, value in sets:
+        cmd += ["--set", f"{key}={value}"]
+    result = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    if result.returncode != 0:
+        raise RenderError(result.stderr.strip())
+    return _parse(result.stdout)
+
+
+class RenderError(RuntimeError):
+    """helm template refused the values."""
+
+
+def render(*values_files: str, **sets: object) -> Rendered:
+    """`helm template` with chart-relative values files and --set pairs (dots as `__`)."""
+    pairs = tuple(
+        sorted(
+            (k.replace("__", "."), str(v).lower() if isinstance(v, bool) else str(v))
+            for k, v in sets.items()
+        )
+    )
+    return _render(tuple(values_files), pairs)
+
+
+@functools.cache
+def kustomize(overlay: str) -> Rendered:
+    """`kubectl kustomize k8s/overlays/<overlay>`."""
+    cmd = [str(tool("kubectl")), "kustomize", str(ROOT / "k8s" / "overlays" / overlay)]
+    return _parse(subprocess.run(cmd, capture_output=True, text=True, check=True).stdout)
+
+
+def scenarios() -> list[str]:
+    """The chart's ci/*-values.yaml files, relative to the chart."""
+    return sorted(f"ci/{p.name}" for p in (CHART / "ci").glob("*-values.yaml"))

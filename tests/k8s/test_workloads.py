@@ -1,0 +1,288 @@
+"""Workloads of every ci scenario: probes, hardening, scaling, selectors, ports, wiring."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.k8s.rendering import (
+    Rendered,
+    containers,
+    env,
+    labels,
+    matches,
+    pod_labels,
+    pod_spec,
+    render,
+    scenarios,
+)
+
+SCENARIOS = scenarios()
+# Container port each long-running component listens on, by port name.
+PORTS = {
+    "purple-agent": {"http": 9009},
+    "mcp-server": {"http": 8000},
+    "qdrant": {"http": 6333, "grpc": 6334, "p2p": 6335},
+}
+PROBE_PATHS = {
+    "purple-agent": ("/healthz", "/readyz", "/healthz"),
+    "mcp-server": ("/healthz", "/readyz", "/healthz"),
+    "qdrant": ("/livez", "/readyz", "/livez"),
+}
+
+
+@pytest.fixture(params=SCENARIOS)
+def rendered(request: pytest.FixtureRequest) -> Rendered:
+    return render(request.param)
+
+
+def test_every_scenario_renders_the_core_components() -> None:
+    assert SCENARIOS == [
+        "ci/cluster-values.yaml",
+        "ci/default-values.yaml",
+        "ci/external-qdrant-values.yaml",
+        "ci/full-values.yaml",
+    ]
+    for scenario in SCENARIOS:
+        r = render(scenario)
+        for component in ("purple-agent", "mcp-server"):
+            assert len(r.component("Deployment", component)) == 1, (scenario, component)
+            assert len(r.component("Service", component)) == 1, (scenario, component)
+        assert len(r.component("Job", "indexer")) == 1
+
+
+def test_long_running_containers_have_all_three_probes(rendered: Rendered) -> None:
+    long_running = rendered.of_kind("Deployment") + rendered.of_kind("StatefulSet")
+    assert long_running
+    for workload in long_running:
+        component = labels(workload)["app.kubernetes.io/component"]
+        for c in containers(workload, init=False):
+            kinds = ("startupProbe", "readinessProbe", "livenessProbe")
+            missing = [k for k in kinds if not c.get(k)]
+            assert not missing, f"{workload['metadata']['name']}/{c['name']} misses {missing}"
+            probes = [c[k] for k in kinds]
+            assert tuple(p["httpGet"]["path"] for p in probes) == PROBE_PATHS[component]
+            port_names = {p["name"] for p in c["ports"]}
+            assert {p["httpGet"]["port"] for p in probes} <= port_names
+
+
+def test_every_container_is_hardened_and_bounded(rendered: Rendered) -> None:
+    for workload in rendered.workloads():
+        spec = pod_spec(workload)
+        name = workload["metadata"]["name"]
+        assert spec["securityContext"]["runAsNonRoot"] is True, name
+        assert spec["securityContext"]["seccompProfile"]["type"] == "RuntimeDefault", name
+        assert spec["automountServiceAccountToken"] is False, name
+        for c in containers(workload):
+            sc = c["securityContext"]
+            assert sc["readOnlyRootFilesystem"] is True, (name, c["name"])
+            assert sc["allowPrivilegeEscalation"] is False, (name, c["name"])
+            assert sc["capabilities"]["drop"] == ["ALL"], (name, c["name"])
+            assert "add" not in sc["capabilities"], (name, c["name"])
+            for kind in ("requests", "limits"):
+                assert {"cpu", "memory"} <= set(c["resources"][kind]), (name, c["name"], kind)
+
+
+def test_read_only_containers_get_writable_volumes_where_they_write(rendered: Rendered) -> None:
+    for workload in rendered.workloads():
+        spec = pod_spec(workload)
+        volumes = {v["name"]: v for v in spec.get("volumes", [])}
+        for c in containers(workload, init=False):
+            mounts = {m["mountPath"]: m["name"] for m in c.get("volumeMounts", [])}
+            if workload["kind"] == "Pod":  # the helm test pod only runs a stdlib script
+                continue
+            assert "/tmp" in mounts, (workload["metadata"]["name"], c["name"])
+            assert "emptyDir" in volumes[mounts["/tmp"]]
+            cache = env(c).get("RETRIEVAL_CACHE_DIR")
+            if cache is not None:
+                assert any(cache.startswith(path) for path in mounts), (c["name"], cache)
+
+
+def test_replicas_are_left_to_the_hpa_when_it_is_on(rendered: Rendered) -> None:
+    hpas = {
+        h["spec"]["scaleTargetRef"]["name"]: h for h in rendered.of_kind("HorizontalPodAutoscaler")
+    }
+    for deployment in rendered.of_kind("Deployment"):
+        name = deployment["metadata"]["name"]
+        if name in hpas:
+            assert "replicas" not in deployment["spec"], name
+            spec = hpas[name]["spec"]
+            assert spec["scaleTargetRef"]["kind"] == "Deployment"
+            assert 1 <= spec["minReplicas"] <= spec["maxReplicas"]
+            assert spec["metrics"], name
+        else:
+            assert deployment["spec"]["replicas"] >= 1, name
+    assert set(hpas) <= {d["metadata"]["name"] for d in rendered.of_kind("Deployment")}
+
+
+def test_hpa_off_renders_replicas_and_no_hpa() -> None:
+    r = render("ci/external-qdrant-values.yaml")
+    assert r.of_kind("HorizontalPodAutoscaler") == []
+    assert r.component("Deployment", "purple-agent")[0]["spec"]["replicas"] == 3
+    assert r.component("Deployment", "mcp-server")[0]["spec"]["replicas"] == 2
+
+
+def test_custom_metric_hpa() -> None:
+    (hpa,) = render("ci/full-values.yaml").component("HorizontalPodAutoscaler", "purple-agent")
+    by_type = {m["type"]: m for m in hpa["spec"]["metrics"]}
+    assert by_type["Resource"]["resource"]["name"] == "cpu"
+    assert by_type["Pods"]["pods"]["metric"]["name"] == "purple_requests_in_flight"
+    assert by_type["Pods"]["pods"]["target"] == {"type": "AverageValue", "averageValue": "4"}
+
+
+def test_selectors_match_pod_labels(rendered: Rendered) -> None:
+    workloads = [w for w in rendered.workloads() if w["kind"] != "Pod"]
+    for w in workloads:
+        if w["kind"] == "Job":
+            continue  # Jobs select their pods by generated uid
+        selector = w["spec"]["selector"]["matchLabels"]
+        assert matches(selector, pod_labels(w)), w["metadata"]["name"]
+        for constraint in pod_spec(w).get("topologySpreadConstraints", []):
+            assert constraint["labelSelector"]["matchLabels"] == selector
+    for kind in ("Service", "PodDisruptionBudget"):
+        for obj in rendered.of_kind(kind):
+            selector = obj["spec"]["selector"]
+            selector = selector.get("matchLabels", selector)
+            selected = [w for w in workloads if matches(selector, pod_labels(w))]
+            assert len(selected) == 1, f"{kind}/{obj['metadata']['name']} selects {len(selected)}"
+
+
+def test_services_target_the_right_container_ports(rendered: Rendered) -> None:
+    workloads = [w for w in rendered.workloads() if w["kind"] in ("Deployment", "StatefulSet")]
+    for service in rendered.of_kind("Service"):
+        component = labels(service)["app.kubernetes.io/component"]
+        (workload,) = [w for w in workloads if matches(service["spec"]["selector"], pod_labels(w))]
+        declared = {
+            p["name"]: p["containerPort"] for c in containers(workload) for p in c.get("ports", [])
+        }
+        for port in service["spec"]["ports"]:
+            assert port["targetPort"] in declared, (service["metadata"]["name"], port)
+            assert declared[port["targetPort"]] == PORTS[component][port["targetPort"]]
+
+
+def test_headless_qdrant_service_serves_the_statefulset() -> None:
+    r = render("ci/cluster-values.yaml")
+    (statefulset,) = r.of_kind("StatefulSet")
+    headless = r.get("Service", statefulset["spec"]["serviceName"])
+    assert headless["spec"]["clusterIP"] == "None"
+    assert headless["spec"]["publishNotReadyAddresses"] is True
+    assert {p["port"] for p in headless["spec"]["ports"]} == {6333, 6334, 6335}
+
+
+def test_purple_agent_reaches_mcp_through_its_service_and_allowed_host(rendered: Rendered) -> None:
+    (purple,) = containers(rendered.component("Deployment", "purple-agent")[0])
+    (mcp,) = containers(rendered.component("Deployment", "mcp-server")[0])
+    (mcp_service,) = rendered.component("Service", "mcp-server")
+    url = env(purple)["PURPLE_MCP_URL"]
+    host = url.removeprefix("http://").split("/")[0]
+    assert host == f"{mcp_service['metadata']['name']}:{mcp_service['spec']['ports'][0]['port']}"
+    assert url.endswith("/mcp")
+    assert host in env(mcp)["MCP_ALLOWED_HOSTS"].split(",")
+
+
+def test_card_url_is_the_service_url_or_the_ingress_host() -> None:
+    default = render("ci/default-values.yaml")
+    (purple,) = containers(default.component("Deployment", "purple-agent")[0])
+    assert env(purple)["PURPLE_CARD_URL"] == "http://nfcorpus-retrieval-purple-agent:9009/"
+    full = render("ci/full-values.yaml")
+    (purple,) = containers(full.component("Deployment", "purple-agent")[0])
+    assert env(purple)["PURPLE_CARD_URL"] == "https://retrieval.example.com/"
+    (ingress,) = full.of_kind("Ingress")
+    backend = ingress["spec"]["rules"][0]["http"]["paths"][0]["backend"]["service"]
+    assert backend == {"name": "nfcorpus-retrieval-purple-agent", "port": {"name": "http"}}
+
+
+def test_mcp_server_and_indexer_share_the_qdrant_settings(rendered: Rendered) -> None:
+    (mcp,) = containers(rendered.component("Deployment", "mcp-server")[0])
+    indexer_job = rendered.component("Job", "indexer")[0]
+    indexer = next(c for c in containers(indexer_job, init=False))
+    wait = next(c for c in pod_spec(indexer_job)["initContainers"])
+    keys = (
+        "RETRIEVAL_STORE",
+        "RETRIEVAL_QDRANT_URL",
+        "RETRIEVAL_QDRANT_API_KEY",
+        "RETRIEVAL_COLLECTION",
+    )
+    assert [env(mcp)[k] for k in keys] == [env(indexer)[k] for k in keys]
+    assert env(mcp)["RETRIEVAL_STORE"] == "server"
+    assert env(wait)["RETRIEVAL_QDRANT_URL"] == env(mcp)["RETRIEVAL_QDRANT_URL"]
+
+
+def test_otel_settings_reach_every_service_container() -> None:
+    r = render("ci/full-values.yaml")
+    for workload in r.of_kind("Deployment") + r.of_kind("Job"):
+        for c in containers(workload, init=False):
+            e = env(c)
+            assert (
+                e["OTEL_EXPORTER_OTLP_ENDPOINT"] == "http://otel-collector.observability.svc:4317"
+            )
+            assert e["OTEL_SERVICE_NAME"].startswith("nfcorpus-")
+            assert e["OTEL_RESOURCE_ATTRIBUTES"] == "deployment.environment=staging"
+    (mcp,) = containers(render("ci/default-values.yaml").component("Deployment", "mcp-server")[0])
+    assert "OTEL_EXPORTER_OTLP_ENDPOINT" not in env(mcp)
+
+
+def test_indexer_is_a_hook_in_helm_and_a_plain_job_in_k8s() -> None:
+    (job,) = render("ci/default-values.yaml").component("Job", "indexer")
+    annotations = job["metadata"]["annotations"]
+    assert annotations["helm.sh/hook"] == "post-install,post-upgrade"
+    assert "before-hook-creation" in annotations["helm.sh/hook-delete-policy"]
+    assert pod_spec(job)["restartPolicy"] == "Never"
+    (indexer,) = containers(job, init=False)
+    assert env(indexer)["OMP_NUM_THREADS"] == "2"  # a batch job uses its CPU limit
+    volumes = {v["name"]: v for v in pod_spec(job)["volumes"]}
+    assert "emptyDir" in volumes["data"]
+    (plain,) = render("ci/default-values.yaml", indexer__hook=False).component("Job", "indexer")
+    assert "annotations" not in plain["metadata"]
+
+
+def test_indexer_can_read_the_dataset_from_an_existing_claim() -> None:
+    (job,) = render("ci/external-qdrant-values.yaml").component("Job", "indexer")
+    volumes = {v["name"]: v for v in pod_spec(job)["volumes"]}
+    assert volumes["data"]["persistentVolumeClaim"]["claimName"] == "nfcorpus-data"
+    (indexer,) = containers(job, init=False)
+    data_mount = next(m for m in indexer["volumeMounts"] if m["name"] == "data")
+    assert data_mount == {"name": "data", "mountPath": "/data", "subPath": "beir"}
+    assert env(indexer)["RETRIEVAL_DATA_DIR"].startswith("/data/")
+
+
+def test_helm_test_pod_queries_the_purple_agent_service() -> None:
+    r = render("ci/default-values.yaml")
+    (pod,) = r.of_kind("Pod")
+    assert pod["metadata"]["annotations"]["helm.sh/hook"] == "test"
+    (c,) = containers(pod)
+    assert c["command"][:2] == ["python", "-c"]
+    assert "message/send" in c["command"][2]
+    args = dict(zip(c["command"][3::2], c["command"][4::2], strict=True))
+    assert args["--url"] == "http://nfcorpus-retrieval-purple-agent:9009/"
+    assert args["--top-k"] == "5"
+    assert render("ci/default-values.yaml", tests__enabled=False).of_kind("Pod") == []
+
+
+def test_service_monitors_select_the_services_and_their_ports() -> None:
+    r = render("ci/full-values.yaml")
+    monitors = r.of_kind("ServiceMonitor")
+    assert {labels(m)["app.kubernetes.io/component"] for m in monitors} == {
+        "purple-agent",
+        "mcp-server",
+        "qdrant",
+    }
+    for monitor in monitors:
+        assert labels(monitor)["release"] == "kube-prometheus-stack"
+        component = labels(monitor)["app.kubernetes.io/component"]
+        (service,) = [s for s in r.component("Service", component) if "clusterIP" not in s["spec"]]
+        assert matches(monitor["spec"]["selector"]["matchLabels"], labels(service))
+        port_names = {p["name"] for p in service["spec"]["ports"]}
+        assert {e["port"] for e in monitor["spec"]["endpoints"]} <= port_names
+    qdrant = next(m for m in monitors if labels(m)["app.kubernetes.io/component"] == "qdrant")
+    assert (
+        qdrant["spec"]["endpoints"][0]["authorization"]["credentials"]["name"]
+        == "nfcorpus-retrieval-qdrant-api-key"
+    )
+    assert render("ci/default-values.yaml").of_kind("ServiceMonitor") == []
+
+
+def test_dashboard_configmap_carries_the_sidecar_label() -> None:
+    (cm,) = render("ci/full-values.yaml").component("ConfigMap", "dashboard")
+    assert labels(cm)["grafana_dashboard"] == "1"
+    assert list(cm["data"]) == ["nfcorpus-retrieval.json"]
+    assert render("ci/default-values.yaml").component("ConfigMap", "dashboard") == []
