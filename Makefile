@@ -48,6 +48,9 @@ eval-rest: index  ## hybrid NDCG@5/@10 on dev and test straight through POST /se
 eval-a2a: index  ## the green agent over A2A on all 323 test queries
 	$(PY) scripts/stack.py --then "$(BIN)/python -m services.green_agent eval --agent {purple} --num-queries 323 --top-k 10 --seed 42 --concurrency 4 --out $(REPORTS)/a2a_eval.json"
 
+eval-quality: install  ## ablation table of the ranking stages (dev + test, real servers) -> docs/quality.md
+	$(PY) scripts/eval_quality.py
+
 bench: index  ## latency benchmarks, written to reports/bench.json and reports/bench.md
 	$(PY) scripts/bench.py --out $(REPORTS)/bench
 

@@ -12,6 +12,7 @@ answers and the ranker would learn to trust votes far more than they deserve.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from services.retrieval.feedback import FeedbackParams, expand
@@ -19,17 +20,24 @@ from services.retrieval.search import EncodedQuery
 from services.retrieval.settings import RetrievalSettings
 from services.retrieval.store.base import Hit, Store, VectorQuery
 
-LIST_PAYLOAD = ["doc_id"]
+#: (document or query id, score), best first.
+Ranked = list[tuple[str, float]]
 
 
 @dataclass(frozen=True, slots=True)
 class Evidence:
-    """Ranked lists for one query (each hit's payload holds at least ``doc_id``)."""
+    """Ranked lists for one query: documents by id, and the nearest voting queries by id."""
 
-    dense: list[Hit]
-    bm25: list[Hit]
-    rm3: list[Hit]
-    neighbours: list[Hit]
+    dense: Ranked
+    bm25: Ranked
+    rm3: Ranked
+    neighbours: Ranked
+
+
+def _named(hits: list[Hit], names: Mapping[str, str]) -> Ranked:
+    # Payloads stay in Qdrant: point ids map to doc/query ids through the version's table,
+    # which spares converting hundreds of payloads per query.
+    return [(names[h.id], h.score) for h in hits if h.id in names]
 
 
 def gather(
@@ -38,9 +46,13 @@ def gather(
     knn: str | None,
     q: EncodedQuery,
     settings: RetrievalSettings,
+    names: Mapping[str, str],
     exclude_query: str | None = None,
 ) -> Evidence:
-    """Collect the lists; ``knn`` None skips the collaborative signal (zero-shot)."""
+    """Collect the lists; ``knn`` None skips the collaborative signal (zero-shot).
+
+    ``names`` maps point ids to document and query ids.
+    """
     depth = settings.candidates
     batch = [VectorQuery(q.dense, depth)]
     lexical = bool(q.sparse.indices)  # a query of stopwords only has no lexical side
@@ -49,25 +61,21 @@ def gather(
         batch.append(VectorQuery(q.sparse, depth))
     if feedback:
         batch.append(VectorQuery(q.sparse, settings.feedback_docs, with_sparse=True))
-    lists = store.search(docs, batch, payload=LIST_PAYLOAD)
-    dense = lists[0]
-    bm25 = lists[1] if lexical else []
+    lists = store.search(docs, batch, payload=False)
+    dense = _named(lists[0], names)
+    bm25 = _named(lists[1], names) if lexical else []
     rm3 = bm25
     if feedback:
         params = FeedbackParams(
             settings.feedback_docs, settings.feedback_terms, settings.feedback_weight
         )
         expanded = expand(q.sparse, [(h.score, h.sparse) for h in lists[2] if h.sparse], params)
-        (rm3,) = store.search(docs, [VectorQuery(expanded, depth)], payload=LIST_PAYLOAD)
-    neighbours: list[Hit] = []
+        (hits,) = store.search(docs, [VectorQuery(expanded, depth)], payload=False)
+        rm3 = _named(hits, names)
+    neighbours: Ranked = []
     if knn is not None:
         # One extra neighbour so that leaving the query itself out still leaves k.
         want = settings.knn_neighbours + (1 if exclude_query else 0)
-        neighbours = nearest_queries(store, knn, q, want)
+        (hits,) = store.search(knn, [VectorQuery(q.dense, want)], payload=False)
+        neighbours = _named(hits, names)
     return Evidence(dense, bm25, rm3, neighbours)
-
-
-def nearest_queries(store: Store, knn: str, q: EncodedQuery, k: int) -> list[Hit]:
-    """The ``k`` training queries most similar to ``q``, with their judgements."""
-    (hits,) = store.search(knn, [VectorQuery(q.dense, k)], payload=True)
-    return hits

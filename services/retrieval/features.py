@@ -14,9 +14,9 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from services.retrieval.evidence import Evidence
+from services.retrieval.corelevance import CoScores
+from services.retrieval.evidence import Evidence, Ranked
 from services.retrieval.knn import Vote, tally_votes
-from services.retrieval.store.base import Hit
 
 FEATURES = (
     "dense_score", "dense_rank", "dense_z",
@@ -24,6 +24,7 @@ FEATURES = (
     "rm3_score", "rm3_rank", "rm3_z",
     "vote", "vote_rank", "vote_share", "voters", "vote_best_sim", "vote_nearest_rank",
     "vote_max_grade", "nearest_sim", "prior", "query_terms", "title_overlap",
+    "co_score", "co_rank",
 )  # fmt: skip
 NAN = math.nan
 
@@ -45,21 +46,21 @@ class CandidateSet:
     votes: dict[str, Vote]
 
 
-def _list_features(hits: Sequence[Hit]) -> dict[str, tuple[float, int, float]]:
-    scores = [h.score for h in hits]
+def _list_features(ranked: Ranked) -> dict[str, tuple[float, int, float]]:
+    scores = [score for _, score in ranked]
     mean = float(np.mean(scores)) if scores else 0.0
     spread = float(np.std(scores)) if scores else 0.0
     out: dict[str, tuple[float, int, float]] = {}
-    for rank, h in enumerate(hits, start=1):
-        doc_id = str(h.payload["doc_id"])
+    for rank, (doc_id, score) in enumerate(ranked, start=1):
         if doc_id not in out:
-            z = (h.score - mean) / spread if spread > 0 else 0.0
-            out[doc_id] = (h.score, rank, z)
+            z = (score - mean) / spread if spread > 0 else 0.0
+            out[doc_id] = (score, rank, z)
     return out
 
 
 def candidates(
     evidence: Evidence,
+    judgements: Mapping[str, Mapping[str, int]],
     knn_k: int,
     knn_power: float,
     vote_depth: int,
@@ -70,13 +71,13 @@ def candidates(
 
     Votes for documents outside ``corpus`` (judged once, since removed) are dropped.
     """
-    votes = tally_votes(evidence.neighbours, knn_k, knn_power, exclude_query)
+    votes = tally_votes(evidence.neighbours, judgements, knn_k, knn_power, exclude_query)
     votes = {d: v for d, v in votes.items() if d in corpus}
     voted = sorted(votes, key=lambda d: (-votes[d].score, d))[:vote_depth]
     seen: dict[str, None] = {}
-    for hits in (evidence.dense, evidence.bm25, evidence.rm3):
-        for h in hits:
-            seen.setdefault(str(h.payload["doc_id"]), None)
+    for ranked in (evidence.dense, evidence.bm25, evidence.rm3):
+        for doc_id, _ in ranked:
+            seen.setdefault(doc_id, None)
     for d in voted:
         seen.setdefault(d, None)
     return list(seen), votes
@@ -89,6 +90,7 @@ def build_features(
     doc_info: Mapping[str, DocInfo],
     query_terms: Sequence[str],
     depth: int,
+    co_relevance: CoScores,
     own_judgements: Mapping[str, int] | None = None,
 ) -> npt.NDArray[np.float32]:
     """One row of :data:`FEATURES` per candidate.
@@ -130,5 +132,7 @@ def build_features(
             math.log1p(max(prior, 0.0)),
             len(query_terms),
             overlap,
+            co_relevance.score(d),
+            co_relevance.rank(d),
         )  # fmt: skip
     return rows

@@ -22,7 +22,7 @@ from services.retrieval.corpus import Document, corpus_fingerprint, ensure_datas
 from services.retrieval.dense import DenseEncoder, Matrix, OnnxMiniLM
 from services.retrieval.features import FEATURES
 from services.retrieval.pipeline import ranker_collection
-from services.retrieval.ranker import PARAMS
+from services.retrieval.ranker import PARAMS, ROUNDS
 from services.retrieval.settings import RetrievalSettings
 from services.retrieval.sparse import Bm25Params, encode_documents
 from services.retrieval.store import open_store
@@ -69,7 +69,7 @@ def _supervised_config(settings: RetrievalSettings, data: TrainingData | None) -
         return "zero-shot"
     s = settings
     return (
-        f"{data.fingerprint()}|{FEATURES}|{sorted(PARAMS.items())}|{s.knn_neighbours}|"
+        f"{data.fingerprint()}|{FEATURES}|{sorted(PARAMS.items())}|{ROUNDS}|{s.knn_neighbours}|"
         f"{s.knn_power}|{s.vote_depth}|{s.candidates}|{s.feedback_docs}|{s.feedback_terms}|"
         f"{s.feedback_weight}"
     )
@@ -99,7 +99,9 @@ def build_index(
     folder = ensure_dataset(settings.data_dir, settings.download_url, settings.download_md5)
     docs = load_corpus(folder, limit=settings.max_docs)
     data = (
-        load_training_data(folder, settings.max_train_queries) if settings.mode == "full" else None
+        load_training_data(folder, settings.supervision, settings.max_train_queries)
+        if settings.mode == "full"
+        else None
     )
     fingerprint = corpus_fingerprint(docs)
     bm25 = Bm25Params()
@@ -126,7 +128,7 @@ def build_index(
     sparse = encode_documents(texts, bm25)
     if not store.collection_exists(name):
         store.create_collection(name, CollectionSpec(dense_size=encoder.dimension))
-    votes = train_votes(data.train) if data is not None else {}
+    votes = train_votes(data.learners) if data is not None else {}
     points = [
         Point(
             id=point_id(d.doc_id),

@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from services.retrieval.dense import Matrix
-from services.retrieval.store.base import CollectionSpec, Hit, Point, Store, point_id
+from services.retrieval.store.base import CollectionSpec, Point, Store, point_id
 
 SPEC = CollectionSpec(dense_size=384, sparse=False)
 
@@ -44,23 +44,27 @@ def knn_points(
 
 
 def tally_votes(
-    neighbours: Sequence[Hit], k: int, power: float, exclude_query: str | None = None
+    neighbours: Sequence[tuple[str, float]],
+    judgements: Mapping[str, Mapping[str, int]],
+    k: int,
+    power: float,
+    exclude_query: str | None = None,
 ) -> dict[str, Vote]:
-    """Votes of the ``k`` nearest neighbours (skipping ``exclude_query``: leave-one-out)."""
+    """Votes of the ``k`` nearest ``(query id, similarity)`` (``exclude_query`` left out)."""
     votes: dict[str, Vote] = {}
     rank = 0
-    for hit in neighbours:
-        if hit.payload.get("query_id") == exclude_query:
+    for query_id, similarity in neighbours:
+        if query_id == exclude_query:
             continue
         rank += 1
         if rank > k:
             break
-        weight = max(hit.score, 0.0) ** power
-        for doc_id, grade in hit.payload.get("relevant", {}).items():
+        weight = max(similarity, 0.0) ** power
+        for doc_id, grade in judgements.get(query_id, {}).items():
             vote = votes.get(doc_id)
             if vote is None:
                 # Neighbours come nearest first: the first vote carries the best similarity.
-                vote = votes[doc_id] = Vote(nearest_rank=rank, best_similarity=hit.score)
+                vote = votes[doc_id] = Vote(nearest_rank=rank, best_similarity=similarity)
             vote.score += weight * grade
             vote.voters += 1
             if grade > vote.max_grade:

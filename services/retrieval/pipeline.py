@@ -11,18 +11,19 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from services.retrieval import ranker as ranker_store
+from services.retrieval.corelevance import CoRelevance, seeds
 from services.retrieval.dense import DenseEncoder
-from services.retrieval.evidence import gather, nearest_queries
+from services.retrieval.evidence import gather
 from services.retrieval.features import CandidateSet, DocInfo, build_features, candidates
 from services.retrieval.fusion import fuse
 from services.retrieval.knn import tally_votes
 from services.retrieval.ranker import Ranker
 from services.retrieval.search import EncodedQuery, HybridSearcher, SearchResult
 from services.retrieval.settings import RetrievalSettings
-from services.retrieval.store.base import Store, StoreError, point_id
+from services.retrieval.store.base import Store, StoreError, VectorQuery, point_id
 from services.retrieval.text import analyze
 
 log = logging.getLogger(__name__)
@@ -40,13 +41,27 @@ def ranker_collection(docs: str) -> str:
 
 
 @dataclass(frozen=True, slots=True)
+class Supervised:
+    """The supervised side of one index version, read from Qdrant once when it is first served.
+
+    ``names`` maps point ids to doc and query ids, ``judgements`` holds the voting queries' qrels:
+    with them, per-query searches return bare ids and scores instead of payloads.
+    """
+
+    knn: str
+    doc_info: Mapping[str, DocInfo]
+    judgements: Mapping[str, Mapping[str, int]]
+    names: Mapping[str, str]
+    co_relevance: CoRelevance
+    ranker: Ranker | None
+
+
+@dataclass(frozen=True, slots=True)
 class _Version:
     """Everything one index version serves with, swapped in as a whole by ``refresh``."""
 
     docs: str
-    knn: str | None = None
-    ranker: Ranker | None = None
-    doc_info: Mapping[str, DocInfo] = field(default_factory=dict)
+    supervised: Supervised | None = None
 
 
 class RankingPipeline:
@@ -68,43 +83,50 @@ class RankingPipeline:
     @property
     def supervised(self) -> bool:
         """Whether kNN votes take part in the ranking."""
-        return self._version.knn is not None
+        return self._version.supervised is not None
 
     @property
     def ranker(self) -> Ranker | None:
         """The learned model, when one is loaded."""
-        return self._version.ranker
+        sup = self._version.supervised
+        return sup.ranker if sup else None
 
     def refresh(self) -> str:
-        """Re-resolve the alias; on a new version load its kNN collection, model and doc table.
+        """Re-resolve the alias; on a new version load its supervised side.
 
         Searches in flight keep the version they started with: the new one replaces the old
         in one assignment.
         """
         docs = self._hybrid.refresh()
         wants = self._settings.mode == "full"
-        if docs != self._version.docs or (wants and self._version.knn is None):
-            self._version = self._load(docs) if wants else _Version(docs)
+        if docs != self._version.docs or (wants and self._version.supervised is None):
+            self._version = _Version(docs, self._load(docs) if wants else None)
         return docs
 
-    def _load(self, docs: str) -> _Version:
+    def _load(self, docs: str) -> Supervised | None:
         knn = knn_collection(docs)
         if not (self._store.collection_exists(docs) and self._store.collection_exists(knn)):
             log.warning("%s has no training-query collection: serving zero-shot", docs)
-            return _Version(docs)
-        doc_info = {
-            str(h.payload["doc_id"]): DocInfo(
-                frozenset(h.payload.get("title_terms", ())), int(h.payload.get("train_votes", 0))
-            )
-            for h in self._store.scroll(docs, payload=DOC_INFO)
-        }
+            return None
+        names: dict[str, str] = {}
+        doc_info: dict[str, DocInfo] = {}
+        for h in self._store.scroll(docs, payload=DOC_INFO):
+            doc_id = str(h.payload["doc_id"])
+            names[h.id] = doc_id
+            terms = frozenset(h.payload.get("title_terms", ()))
+            doc_info[doc_id] = DocInfo(terms, int(h.payload.get("train_votes", 0)))
+        judgements: dict[str, dict[str, int]] = {}
+        for h in self._store.scroll(knn, payload=["query_id", "relevant"]):
+            names[h.id] = str(h.payload["query_id"])
+            judgements[names[h.id]] = dict(h.payload["relevant"])
         model = None
         if self._settings.use_ranker:
             try:
                 model = ranker_store.load(self._store, ranker_collection(docs))
             except StoreError as e:
                 log.warning("no ranker for %s (%s): fusing votes without it", docs, e)
-        return _Version(docs, knn, model, doc_info)
+        co_relevance = CoRelevance(judgements, sorted(doc_info))
+        return Supervised(knn, doc_info, judgements, names, co_relevance, model)
 
     def encode(self, query: str) -> EncodedQuery:
         """Dense and sparse representations of the query."""
@@ -118,26 +140,39 @@ class RankingPipeline:
     ) -> CandidateSet:
         """Candidates and feature rows for one query (training passes the leave-one-out args)."""
         s, v = self._settings, self._version
-        evidence = gather(self._store, v.docs, v.knn, q, s, exclude_query)
+        sup = v.supervised
+        if sup is None:
+            raise RuntimeError(f"{v.docs} has no supervised side: nothing to build features from")
+        evidence = gather(self._store, v.docs, sup.knn, q, s, sup.names, exclude_query)
         doc_ids, votes = candidates(
-            evidence, s.knn_neighbours, s.knn_power, s.vote_depth, v.doc_info, exclude_query
+            evidence,
+            sup.judgements,
+            s.knn_neighbours,
+            s.knn_power,
+            s.vote_depth,
+            sup.doc_info,
+            exclude_query,
         )
+        first = [[d for d, _ in ranked] for ranked in (evidence.dense, evidence.rm3)]
+        co = sup.co_relevance.scores(seeds(first), exclude_query)
+        terms = analyze(q.text)
         rows = build_features(
-            evidence, doc_ids, votes, v.doc_info, analyze(q.text), s.candidates, own_judgements
+            evidence, doc_ids, votes, sup.doc_info, terms, s.candidates, co, own_judgements
         )
         return CandidateSet(doc_ids, rows, votes)
 
     def retrieve(self, q: EncodedQuery, top_k: int) -> list[SearchResult]:
         """Top ``top_k`` documents with title and text."""
         v = self._version
-        if v.knn is None:
+        sup = v.supervised
+        if sup is None:
             return self._hybrid.retrieve(q, top_k, v.docs)
-        if v.ranker is not None:
+        if sup.ranker is not None:
             cs = self.candidate_set(q)
-            scores = (float(x) for x in v.ranker.score(cs.features))
+            scores = (float(x) for x in sup.ranker.score(cs.features))
             scored = dict(zip(cs.doc_ids, scores, strict=True))
         else:
-            scored = self._fuse_votes(v, v.knn, q, top_k)
+            scored = self._fuse_votes(v.docs, sup, q, top_k)
         top = sorted(scored.items(), key=lambda kv: (-kv[1], kv[0]))[:top_k]
         hits = self._store.retrieve(v.docs, [point_id(d) for d, _ in top])
         by_id = {str(h.payload["doc_id"]): h.payload for h in hits}
@@ -151,13 +186,16 @@ class RankingPipeline:
         """Encode and retrieve in one call."""
         return self.retrieve(self.encode(query), top_k)
 
-    def _fuse_votes(self, v: _Version, knn: str, q: EncodedQuery, top_k: int) -> dict[str, float]:
+    def _fuse_votes(
+        self, docs: str, sup: Supervised, q: EncodedQuery, top_k: int
+    ) -> dict[str, float]:
         """Ablation step without the model: z-score fusion of hybrid scores and votes."""
         s = self._settings
         depth = max(s.candidates, top_k)
-        hybrid = {r.doc_id: r.score for r in self._hybrid.retrieve(q, depth, v.docs)}
-        neighbours = nearest_queries(self._store, knn, q, s.knn_neighbours)
-        votes = tally_votes(neighbours, s.knn_neighbours, s.knn_power)
-        voted = {d: vote.score for d, vote in votes.items() if d in v.doc_info}
+        hybrid = {r.doc_id: r.score for r in self._hybrid.retrieve(q, depth, docs)}
+        (hits,) = self._store.search(sup.knn, [VectorQuery(q.dense, s.knn_neighbours)], False)
+        neighbours = [(sup.names[h.id], h.score) for h in hits if h.id in sup.names]
+        votes = tally_votes(neighbours, sup.judgements, s.knn_neighbours, s.knn_power)
+        voted = {d: vote.score for d, vote in votes.items() if d in sup.doc_info}
         weights = [1 - s.knn_weight, s.knn_weight]
         return dict(fuse([hybrid, voted], weights, "zscore"))

@@ -77,6 +77,10 @@ class RetrievalSettings(BaseSettings):
         default="full",
         description="full: kNN votes of training queries + learned ranker; zero-shot: hybrid only.",
     )
+    supervision: Literal["train+dev", "train"] = Field(
+        default="train+dev",
+        description="Queries that vote and teach the ranker; 'train' keeps dev for measuring.",
+    )
     use_ranker: bool = Field(
         default=True, description="Rank with the learned model (else fuse hybrid and kNN votes)."
     )

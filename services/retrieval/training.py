@@ -34,31 +34,48 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True, slots=True)
 class TrainingData:
-    """Queries and judgements the supervised stages learn from."""
+    """Queries and judgements the supervised stages learn from.
+
+    ``voters`` fill the kNN collection; ``learners`` (the train split, all voters too) teach the
+    ranker, each left out of its own neighbours; ``held_out`` only measures the ranker (dev, when
+    dev does not vote).
+    """
 
     queries: dict[str, str]
-    train: Qrels
-    dev: Qrels
+    voters: Qrels
+    learners: Qrels
+    held_out: Qrels
 
     def fingerprint(self) -> str:
         """Hash of the judgements and query texts: part of the index version."""
         digest = hashlib.sha256()
-        for split in (self.train, self.dev):
+        for split in (self.voters, self.learners, self.held_out):
             for q in sorted(split):
                 digest.update(
                     f"{q}\t{self.queries.get(q, '')}\t{sorted(split[q].items())}\n".encode()
                 )
+            digest.update(b"|")
         return digest.hexdigest()[:16]
 
 
-def load_training_data(folder: Path, max_train_queries: int | None = None) -> TrainingData:
-    """Train and dev judgements with their query texts (never the test split)."""
+def load_training_data(
+    folder: Path, supervision: str = "train+dev", max_train_queries: int | None = None
+) -> TrainingData:
+    """Train (and dev) judgements with their query texts; never the test split.
+
+    ``supervision="train"`` keeps dev out of the kNN collection, so that dev measures every
+    stage honestly; ``"train+dev"`` (the served default) lets dev queries vote too. The ranker
+    learns from train queries in both: measured on dev halves, teaching it with dev as well
+    did not help (docs/quality.md).
+    """
     queries = load_queries(folder)
     judged = load_qrels(folder, "train")
     train_ids = sorted(q for q in judged if q in queries)[:max_train_queries]
     train = {q: judged[q] for q in train_ids}
     dev = {q: j for q, j in load_qrels(folder, "dev").items() if q in queries}
-    return TrainingData(queries, train, dev)
+    if supervision == "train+dev":
+        return TrainingData(queries, {**train, **dev}, train, {})
+    return TrainingData(queries, train, train, dev)
 
 
 def train_votes(train: Qrels) -> dict[str, int]:
@@ -115,24 +132,33 @@ def build_supervised(
     data: TrainingData,
     settings: RetrievalSettings,
 ) -> Ranker:
-    """Fill ``<docs>-knn`` with the training queries, train the ranker, store it."""
+    """Fill ``<docs>-knn`` with the voting queries, train the ranker, store it."""
     cache = settings.cache_dir / "vectors"
-    train_ids, dev_ids = sorted(data.train), sorted(data.dev)
-    train_vectors = _encode(encoder, data, train_ids, cache, settings.encode_batch_size)
-    dev_vectors = _encode(encoder, data, dev_ids, cache, settings.encode_batch_size)
+    voter_ids, held_ids = sorted(data.voters), sorted(data.held_out)
+    voter_vectors = _encode(encoder, data, voter_ids, cache, settings.encode_batch_size)
     knn = knn_collection(docs)
-    upsert_knn(store, knn, knn_points(train_ids, train_vectors, data.train))
-    if store.count(knn) != len(train_ids):
-        raise RuntimeError(f"{knn} holds {store.count(knn)} points, expected {len(train_ids)}")
+    upsert_knn(store, knn, knn_points(voter_ids, voter_vectors, data.voters))
+    if store.count(knn) != len(voter_ids):
+        raise RuntimeError(f"{knn} holds {store.count(knn)} points, expected {len(voter_ids)}")
 
     # The pipeline, pointed at the collections being built, computes features exactly as served.
     local = settings.model_copy(update={"collection": docs, "mode": "full", "use_ranker": False})
     pipeline = RankingPipeline(store, encoder, local)
-    train_rows = _feature_rows(
-        pipeline, data, train_ids, train_vectors, data.train, True, "train features"
+    learner_ids = sorted(data.learners)
+    row_of = {q: i for i, q in enumerate(voter_ids)}
+    learner_vectors = voter_vectors[[row_of[q] for q in learner_ids]]
+    rows = _feature_rows(
+        pipeline, data, learner_ids, learner_vectors, data.learners, True, "features"
     )
-    dev_rows = _feature_rows(pipeline, data, dev_ids, dev_vectors, data.dev, False, "dev features")
-    model = ranker_store.train(group_rows(train_rows), group_rows(dev_rows))
+    held = None
+    if held_ids:
+        held_vectors = _encode(encoder, data, held_ids, cache, settings.encode_batch_size)
+        held = group_rows(
+            _feature_rows(
+                pipeline, data, held_ids, held_vectors, data.held_out, False, "held-out features"
+            )
+        )
+    model = ranker_store.train(group_rows(rows), held)
     log.info("ranker: %s", model.meta)
     ranker_store.save(store, ranker_collection(docs), model)
     return model

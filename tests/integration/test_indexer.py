@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from services.retrieval import ranker
+from services.retrieval.corpus import load_qrels
 from services.retrieval.dense import OnnxMiniLM
 from services.retrieval.index import build_index
 from services.retrieval.pipeline import RankingPipeline, knn_collection, ranker_collection
@@ -125,15 +126,16 @@ def test_supervised_build_adds_knn_and_ranker_and_rotates_them(
     tmp_path: Path, encoder: OnnxMiniLM
 ) -> None:
     settings = _settings(tmp_path, "edge", max_docs=40).model_copy(
-        update={"mode": "full", "max_train_queries": 60}
+        update={"mode": "full", "max_train_queries": 60, "supervision": "train"}
     )
     store = open_store(settings)
     try:
         first = build_index(settings, store, encoder)
         name = first.collection
-        assert store.count(knn_collection(name)) == 60
+        assert store.count(knn_collection(name)) == 60  # dev is held out: it only measures
         model = ranker.load(store, ranker_collection(name))
-        assert model.meta["train_queries"] > 0 and model.meta["rounds"] >= 1
+        assert model.meta["train_queries"] == 60 and model.meta["rounds"] == ranker.ROUNDS
+        assert 0.0 <= model.meta["dev_lightgbm_ndcg@10"] <= 1.0
         assert not build_index(settings, store, encoder).built  # idempotent, model included
 
         pipeline = RankingPipeline(store, encoder, settings)
@@ -147,6 +149,22 @@ def test_supervised_build_adds_knn_and_ranker_and_rotates_them(
         left = store.list_collections()
         assert not any(c.startswith(name) for c in left)
         assert len(left) == 6  # two versions x (documents, knn, ranker)
+    finally:
+        store.close()
+
+
+def test_dev_queries_vote_by_default(tmp_path: Path, encoder: OnnxMiniLM) -> None:
+    settings = _settings(tmp_path, "edge", max_docs=40).model_copy(
+        update={"mode": "full", "max_train_queries": 20}
+    )
+    dev_queries = len(load_qrels(settings.data_dir, "dev"))
+    store = open_store(settings)
+    try:
+        name = build_index(settings, store, encoder).collection
+        assert store.count(knn_collection(name)) == 20 + dev_queries
+        model = ranker.load(store, ranker_collection(name))
+        assert model.meta["train_queries"] == 20  # the ranker learns from train queries only
+        assert "dev_lightgbm_ndcg@10" not in model.meta  # dev votes: it cannot measure
     finally:
         store.close()
 

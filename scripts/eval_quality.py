@@ -1,0 +1,167 @@
+"""Ablation table of the ranking stages on dev and test, measured through the real servers.
+
+``python scripts/eval_quality.py`` (``make eval-quality``):
+
+1. builds an index whose supervised parts learn from **train only** (``RETRIEVAL_SUPERVISION=
+   train``) in ``var/quality``, so dev stays unseen and measures every stage honestly;
+2. for each stage, starts the MCP server with that stage's settings and scores every dev and
+   test query through ``POST /search_nfcorpus``;
+3. scores the served configuration (dev queries vote too: the default index of ``make index``)
+   on test through ``POST /search_nfcorpus`` and through A2A (purple agent + green agent);
+4. writes the table to ``docs/quality.md`` and ``reports/quality.json``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from services.retrieval.evaluate import evaluate
+
+REPO = Path(__file__).resolve().parents[1]
+PY = sys.executable
+QUALITY_STORE = REPO / "var" / "quality"
+BASE = {"OPENBLAS_NUM_THREADS": "1", "PYTHONPATH": str(REPO)}
+HONEST = {"RETRIEVAL_SUPERVISION": "train", "RETRIEVAL_EDGE_PATH": str(QUALITY_STORE)}
+STAGES: list[tuple[str, dict[str, str]]] = [
+    ("BM25", {"RETRIEVAL_MODE": "zero-shot", "RETRIEVAL_FUSION": "zscore",
+              "RETRIEVAL_DENSE_WEIGHT": "0.0", "RETRIEVAL_FEEDBACK_DOCS": "0"}),
+    ("BM25 + RM3", {"RETRIEVAL_MODE": "zero-shot", "RETRIEVAL_FUSION": "zscore",
+                    "RETRIEVAL_DENSE_WEIGHT": "0.0"}),
+    ("MiniLM dense", {"RETRIEVAL_MODE": "zero-shot", "RETRIEVAL_FUSION": "zscore",
+                      "RETRIEVAL_DENSE_WEIGHT": "1.0"}),
+    ("hybrid: dense + BM25-RM3, DBSF in Qdrant (zero-shot mode)", {"RETRIEVAL_MODE": "zero-shot"}),
+    ("+ kNN votes of training queries (z-score fusion)", {"RETRIEVAL_USE_RANKER": "false"}),
+    ("+ learned ranker (LightGBM lambdarank)", {}),
+]  # fmt: skip
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _start(
+    module: str, args: list[str], env: dict[str, str], ready: str
+) -> subprocess.Popen[bytes]:
+    proc = subprocess.Popen([PY, "-m", module, *args], env={**os.environ, **BASE, **env}, cwd=REPO)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise SystemExit(f"{module} exited with {proc.returncode}")
+        try:
+            if httpx.get(ready, timeout=2).status_code == 200:
+                return proc
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.2)
+    proc.kill()
+    raise SystemExit(f"{module} not ready at {ready}")
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    proc.terminate()
+    proc.wait(timeout=20)
+
+
+def _rest(env: dict[str, str], splits: list[str]) -> dict[str, dict[str, float]]:
+    port = _free_port()
+    url = f"http://127.0.0.1:{port}"
+    server = _start("services.mcp_server", ["--port", str(port)], env, f"{url}/readyz")
+    try:
+        return asyncio.run(evaluate(url, splits, concurrency=2))  # type: ignore[arg-type]
+    finally:
+        _stop(server)
+
+
+def _a2a() -> dict[str, Any]:
+    mcp_port, purple_port = _free_port(), _free_port()
+    mcp = f"http://127.0.0.1:{mcp_port}"
+    purple = f"http://127.0.0.1:{purple_port}"
+    server = _start("services.mcp_server", ["--port", str(mcp_port)], {}, f"{mcp}/readyz")
+    args = ["--port", str(purple_port), "--card-url", f"{purple}/", "--mcp-url", f"{mcp}/mcp"]
+    agent = _start("services.purple_agent", args, {}, f"{purple}/readyz")
+    out = REPO / "reports" / "quality_a2a.json"
+    try:
+        cmd = [PY, "-m", "services.green_agent", "eval", "--agent", purple, "--num-queries", "323",
+               "--top-k", "10", "--seed", "42", "--concurrency", "4", "--out", str(out)]  # fmt: skip
+        subprocess.run(cmd, env={**os.environ, **BASE}, cwd=REPO, check=True)
+    finally:
+        _stop(agent)
+        _stop(server)
+    report: dict[str, Any] = json.loads(out.read_text())
+    return report
+
+
+def main() -> None:
+    subprocess.run([PY, "-m", "services.retrieval.index"], env={**os.environ, **BASE, **HONEST},
+                   cwd=REPO, check=True)  # fmt: skip
+    subprocess.run([PY, "-m", "services.retrieval.index"], env={**os.environ, **BASE}, cwd=REPO,
+                   check=True)  # fmt: skip
+    rows = []
+    for label, env in STAGES:
+        print(f"== {label}", flush=True)
+        rows.append((label, _rest({**HONEST, **env}, ["dev", "test"])))
+    print("== served (dev queries vote too)", flush=True)
+    served = _rest({}, ["test"])
+    a2a = _a2a()
+    write(rows, served, a2a)
+
+
+def write(rows: list[tuple[str, dict[str, dict[str, float]]]], served: dict[str, dict[str, float]],
+          a2a: dict[str, Any]) -> None:  # fmt: skip
+    def cells(m: dict[str, float] | None) -> str:
+        return f"{m['ndcg@5']:.4f} | {m['ndcg@10']:.4f}" if m else "– | –"
+
+    lines = [
+        "# Ranking quality: each stage added in turn",
+        "",
+        f"Measured {time.strftime('%Y-%m-%d')} with `make eval-quality` (`python "
+        "scripts/eval_quality.py`): every number comes from the real MCP server "
+        "(`POST /search_nfcorpus`, top 10) over **all** dev (324) and test (323) queries, "
+        "standard trec_eval NDCG. Stages 1-6 use an index whose kNN collection and ranker "
+        "learn from the **train** split only, so dev is unseen; every setting was chosen on dev.",
+        "",
+        "| stage | dev NDCG@5 | dev NDCG@10 | test NDCG@5 | test NDCG@10 |",
+        "| --- | ---: | ---: | ---: | ---: |",
+    ]
+    for i, (label, m) in enumerate(rows, 1):
+        lines.append(f"| {i}. {label} | {cells(m['dev'])} | {cells(m['test'])} |")
+    lines.append(
+        f"| 7. served: + dev queries vote and teach the ranker | (dev is training data) | "
+        f"{cells(served['test'])} |"
+    )
+    metrics = a2a["metrics"]
+    lines += [
+        "",
+        f"Served configuration through A2A (green agent -> purple agent -> MCP server, all 323 "
+        f"test queries, top_k=10): **NDCG@5 {metrics['ndcg@5']:.4f}, NDCG@10 "
+        f"{metrics['ndcg@10']:.4f}**, {a2a['answered']}/{a2a['num_queries']} answered, "
+        f"p50 {a2a['latency']['p50_s'] * 1000:.1f} ms at concurrency 4.",
+        "",
+        "Zero-shot mode (`RETRIEVAL_MODE=zero-shot`, no training data at all) is stage 4.",
+        "",
+        "Reference: NV-Embed-v2 (7.8B parameters, GPU) reports NDCG@5 0.482 / NDCG@10 0.452.",
+    ]
+    path = REPO / "docs" / "quality.md"
+    path.parent.mkdir(exist_ok=True)
+    path.write_text("\n".join(lines) + "\n")
+    out = REPO / "reports" / "quality.json"
+    out.parent.mkdir(exist_ok=True)
+    out.write_text(json.dumps({"stages": rows, "served": served, "a2a": metrics}, indent=2) + "\n")
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,115 @@
+import math
+
+import numpy as np
+import pytest
+
+from services.retrieval import ranker
+from services.retrieval.corelevance import CoRelevance, seeds
+from services.retrieval.evidence import Evidence
+from services.retrieval.features import FEATURES, DocInfo, build_features, candidates
+from services.retrieval.knn import tally_votes
+
+
+def _hits(*scored: tuple[str, float]) -> list[tuple[str, float]]:
+    return list(scored)
+
+
+JUDGEMENTS = {"Q-self": {"A": 1, "B": 1}, "Q1": {"A": 2, "C": 1}, "Q2": {"C": 1}}
+NEIGHBOURS = [("Q-self", 1.0), ("Q1", 0.8), ("Q2", 0.5)]
+NO_CO = CoRelevance({}, ["A", "B"]).scores({})
+
+
+def test_votes_weight_similarity_and_leave_one_out() -> None:
+    votes = tally_votes(NEIGHBOURS, JUDGEMENTS, k=2, power=2.0, exclude_query="Q-self")
+    # Q-self is skipped, so Q1 and Q2 are the two nearest.
+    assert set(votes) == {"A", "C"}
+    assert votes["A"].score == pytest.approx(0.8**2 * 2)
+    assert votes["C"].score == pytest.approx(0.8**2 + 0.5**2)
+    assert votes["C"].voters == 2 and votes["C"].nearest_rank == 1
+    assert votes["A"].max_grade == 2 and votes["A"].best_similarity == pytest.approx(0.8)
+    with_self = tally_votes(NEIGHBOURS, JUDGEMENTS, k=2, power=2.0)
+    assert with_self["B"].score == pytest.approx(1.0)
+
+
+def test_candidates_union_lists_and_known_voted_documents() -> None:
+    evidence = Evidence(
+        _hits(("A", 0.9)), _hits(("D", 3.0)), _hits(("D", 4.0), ("E", 1.0)), NEIGHBOURS
+    )
+    ids, votes = candidates(
+        evidence, JUDGEMENTS, 3, 1.0, vote_depth=10, corpus={"A", "B", "D", "E"}
+    )
+    assert ids == ["A", "D", "E", "B"]  # C is voted for but not in the corpus
+    assert "C" not in votes
+
+
+def test_feature_rows_mark_missing_lists_and_remove_own_judgements() -> None:
+    evidence = Evidence(
+        _hits(("A", 0.9), ("B", 0.7)), _hits(("B", 3.0)), _hits(("B", 4.0)), NEIGHBOURS
+    )
+    votes = tally_votes(NEIGHBOURS, JUDGEMENTS, 3, 1.0, exclude_query="Q-self")
+    info = {"A": DocInfo(frozenset({"vitamin"}), 3), "B": DocInfo(frozenset(), 1)}
+    rows = build_features(
+        evidence,
+        ["A", "B"],
+        votes,
+        info,
+        ["vitamin", "d"],
+        depth=100,
+        co_relevance=NO_CO,
+        own_judgements={"A": 1},
+    )
+    assert rows.shape == (2, len(FEATURES))
+    f = {name: rows[:, i] for i, name in enumerate(FEATURES)}
+    assert math.isnan(f["bm25_score"][0]) and f["bm25_rank"][0] == 101  # A is not in BM25's list
+    assert f["bm25_score"][1] == pytest.approx(3.0) and f["dense_rank"][1] == 2
+    assert f["prior"][0] == pytest.approx(math.log1p(2))  # 3 training votes, minus its own
+    assert f["title_overlap"][0] == pytest.approx(0.5) and f["title_overlap"][1] == 0.0
+    assert f["vote"][1] == 0.0 and f["voters"][0] == 1
+    assert f["query_terms"][0] == 2
+
+
+def _grouped(seed: int, queries: int = 30, per_query: int = 12) -> ranker.Grouped:
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=(queries * per_query, len(FEATURES))).astype(np.float32)
+    y = (x[:, 0] + 0.1 * rng.normal(size=len(x)) > 0.8).astype(np.float32)  # feature 0 decides
+    return ranker.Grouped(x, y, [per_query] * queries)
+
+
+def test_ranker_learns_is_reproducible_and_round_trips_through_text() -> None:
+    first = ranker.train(_grouped(0), _grouped(1))
+    second = ranker.train(_grouped(0), _grouped(1))
+    probe = _grouped(2).features
+    np.testing.assert_array_equal(first.score(probe), second.score(probe))
+    order = np.argsort(-first.score(probe))
+    assert probe[order[:20], 0].mean() > probe[:, 0].mean()  # it ranks by the informative feature
+    assert 0.0 < first.meta["dev_lightgbm_ndcg@10"] <= 1.0
+    restored = ranker.Ranker.from_text(first.to_text(), first.meta)
+    np.testing.assert_allclose(restored.score(probe), first.score(probe))
+    assert first.score(np.zeros((0, len(FEATURES)), dtype=np.float32)).shape == (0,)
+
+
+def test_a_model_for_other_features_is_refused() -> None:
+    model = ranker.train(_grouped(0))
+    text = model.to_text().replace("feature_names=dense_score", "feature_names=old_feature", 1)
+    with pytest.raises(ValueError, match="features do not match"):
+        ranker.Ranker.from_text(text, {})
+
+
+def test_co_relevance_spreads_seed_weight_through_shared_judgements() -> None:
+    judgements = {"Q1": {"A": 1, "B": 1}, "Q2": {"B": 1, "C": 1, "D": 1}, "Q3": {"E": 1}}
+    co = CoRelevance(judgements, ["A", "B", "C", "D", "E"])
+    scores = co.scores({"A": 1.0})
+    w1 = 1 / math.log1p(2)
+    assert scores.score("B") == pytest.approx(w1) and scores.score("A") == pytest.approx(w1)
+    assert scores.score("C") == 0.0 and scores.score("unknown") == 0.0
+    assert scores.rank("A") in (1, 2) and scores.rank("E") > 2 and scores.rank("unknown") == 6
+    via_b = co.scores({"B": 1.0})
+    assert via_b.score("D") == pytest.approx(1 / math.log1p(3))
+    # Leave-one-out: a training query's own judgements lend it nothing.
+    assert co.scores({"A": 1.0}, exclude_query="Q1").score("B") == 0.0
+
+
+def test_seeds_fuse_rankings_by_reciprocal_rank() -> None:
+    best = seeds([["A", "B", "C"], ["B", "A", "D"]], n=3)
+    assert list(best)[:2] == ["A", "B"] and best["A"] == 1.0 and best["B"] == 0.5
+    assert len(best) == 3
