@@ -19,7 +19,11 @@ ENV PIP_NO_CACHE_DIR=1 \
     VIRTUAL_ENV=/opt/venv \
     PATH=/opt/venv/bin:$PATH
 
-RUN python3 -m venv /opt/venv
+# LightGBM (the learned ranker) links the OpenMP runtime, which the slim base lacks.
+RUN apt-get update \
+    && apt-get install --yes --no-install-recommends libgomp1=12.2.0-14+deb12u1 \
+    && rm -rf /var/lib/apt/lists/* \
+    && python3 -m venv /opt/venv
 
 WORKDIR /src
 
@@ -46,7 +50,10 @@ FROM docker.io/library/python:3.11-slim-bookworm AS runtime
 # checkov:skip=CKV_DOCKER_2: one image runs four different commands (two servers, two batch jobs); health is checked by the Kubernetes probes of each component (/healthz, /readyz), which ignore HEALTHCHECK
 
 ARG UID=10001
-RUN groupadd --gid "${UID}" app \
+RUN apt-get update \
+    && apt-get install --yes --no-install-recommends libgomp1=12.2.0-14+deb12u1 \
+    && rm -rf /var/lib/apt/lists/* \
+    && groupadd --gid "${UID}" app \
     && useradd --uid "${UID}" --gid app --home-dir /nonexistent --no-create-home \
        --shell /usr/sbin/nologin app \
     && mkdir -p /data /var/cache/nfcorpus /var/lib/nfcorpus \

@@ -40,7 +40,7 @@ STAGES: list[tuple[str, dict[str, str]]] = [
                       "RETRIEVAL_DENSE_WEIGHT": "1.0"}),
     ("hybrid: dense + BM25-RM3, DBSF in Qdrant (zero-shot mode)", {"RETRIEVAL_MODE": "zero-shot"}),
     ("+ kNN votes of training queries (z-score fusion)", {"RETRIEVAL_USE_RANKER": "false"}),
-    ("+ learned ranker (LightGBM lambdarank)", {}),
+    ("+ learned ranker (LightGBM lambdarank) with co-relevance features", {}),
 ]  # fmt: skip
 
 
@@ -139,8 +139,7 @@ def write(rows: list[tuple[str, dict[str, dict[str, float]]]], served: dict[str,
     for i, (label, m) in enumerate(rows, 1):
         lines.append(f"| {i}. {label} | {cells(m['dev'])} | {cells(m['test'])} |")
     lines.append(
-        f"| 7. served: + dev queries vote and teach the ranker | (dev is training data) | "
-        f"{cells(served['test'])} |"
+        f"| 7. served: + dev queries vote (default index) | {cells(None)} | {cells(served['test'])} |"
     )
     metrics = a2a["metrics"]
     lines += [
@@ -150,7 +149,14 @@ def write(rows: list[tuple[str, dict[str, dict[str, float]]]], served: dict[str,
         f"{metrics['ndcg@10']:.4f}**, {a2a['answered']}/{a2a['num_queries']} answered, "
         f"p50 {a2a['latency']['p50_s'] * 1000:.1f} ms at concurrency 4.",
         "",
-        "Zero-shot mode (`RETRIEVAL_MODE=zero-shot`, no training data at all) is stage 4.",
+        "Stage 7 has no dev figures: its dev queries are in the kNN collection. Zero-shot mode "
+        "(`RETRIEVAL_MODE=zero-shot`, no training data at all) is stage 4.",
+        "",
+        "Before the co-relevance features existed, the same ranker scored dev NDCG@5 0.4649 / "
+        "NDCG@10 0.4510 (test 0.4871 / 0.4755), measured in-process with the same code path; "
+        "ranker parameters (leaves, learning rate, rounds, truncation) and kNN settings (k 10-40, "
+        "power 3-5, vote depth 100-200, 50-100 candidates) moved dev by less than its noise "
+        "(about 0.005 between LightGBM seeds).",
         "",
         "Reference: NV-Embed-v2 (7.8B parameters, GPU) reports NDCG@5 0.482 / NDCG@10 0.452.",
     ]

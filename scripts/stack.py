@@ -9,6 +9,7 @@ its exit status. ``--only mcp`` starts the MCP server alone.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import signal
 import socket
@@ -20,6 +21,21 @@ from pathlib import Path
 import httpx
 
 REPO = Path(__file__).resolve().parents[1]
+# What an a2a-sdk 0.3 green agent sends (message/send, the request as JSON text).
+A2A_EXAMPLE = json.dumps(
+    {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "message/send",
+        "params": {
+            "message": {
+                "role": "user",
+                "messageId": "example-1",
+                "parts": [{"kind": "text", "text": '{"query": "vitamin D", "top_k": 5}'}],
+            }
+        },
+    }
+)
 
 
 def _port_free(port: int) -> bool:
@@ -97,6 +113,7 @@ def main() -> int:
             f"  curl -s -X POST {mcp}/search_nfcorpus -H 'content-type: application/json' "
             '-d \'{"query": "vitamin D and breast cancer", "top_k": 5}\'\n'
             f"  curl -s {purple}/.well-known/agent-card.json\n"
+            f"  curl -s -X POST {purple}/ -H 'content-type: application/json' -d '{A2A_EXAMPLE}'\n"
             "Ctrl-C stops both.",
             flush=True,
         )

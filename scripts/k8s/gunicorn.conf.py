@@ -40,4 +40,4 @@ def child_exit(server: Any, worker: Any) -> None:
     """Drop a dead worker's live gauges (in-flight requests) from the pod's totals."""
     from prometheus_client import multiprocess
 
-    multiprocess.mark_process_dead(worker.pid)
+    multiprocess.mark_process_dead(worker.pid)  # type: ignore[no-untyped-call]

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from a2a.types import AgentCapabilities, AgentCard, AgentInterface, AgentProvider, AgentSkill
-from a2a.utils.constants import PROTOCOL_VERSION_0_3, PROTOCOL_VERSION_1_0
+from a2a.types import AgentCapabilities, AgentCard, AgentSkill
+
+from services.common.a2a_card import jsonrpc_interfaces, provider
 
 EXAMPLE = (
     '{"participants": {"retrieval_agent": "http://127.0.0.1:9010/"}, '
@@ -30,15 +31,8 @@ def build_card(url: str) -> AgentCard:
         name="NFCorpus retrieval evaluator",
         description="Green agent: evaluates a retrieval agent on the NFCorpus test split.",
         version="0.1.0",
-        provider=AgentProvider(organization="nfcorpus-retrieval", url=url),
-        supported_interfaces=[
-            AgentInterface(
-                url=url, protocol_binding="JSONRPC", protocol_version=PROTOCOL_VERSION_1_0
-            ),
-            AgentInterface(
-                url=url, protocol_binding="JSONRPC", protocol_version=PROTOCOL_VERSION_0_3
-            ),
-        ],
+        provider=provider(url),
+        supported_interfaces=jsonrpc_interfaces(url),
         capabilities=AgentCapabilities(streaming=True, push_notifications=False),
         default_input_modes=["text/plain", "application/json"],
         default_output_modes=["text/plain", "application/json"],

@@ -7,9 +7,9 @@ built on a2a-sdk 0.3 (with it, the served card also carries the legacy ``url``,
 
 from __future__ import annotations
 
-from a2a.types import AgentCapabilities, AgentCard, AgentInterface, AgentProvider, AgentSkill
-from a2a.utils.constants import PROTOCOL_VERSION_0_3, PROTOCOL_VERSION_1_0
+from a2a.types import AgentCapabilities, AgentCard, AgentSkill
 
+from services.common.a2a_card import jsonrpc_interfaces, provider
 from services.purple_agent.settings import MAX_QUERY_CHARS, MAX_TOP_K, PurpleSettings
 
 AGENT_NAME = "NFCorpus retrieval agent"
@@ -45,15 +45,8 @@ def build_card(settings: PurpleSettings) -> AgentCard:
             f"answered or failed with a clear message within {settings.deadline_s:g} s."
         ),
         version=AGENT_VERSION,
-        provider=AgentProvider(organization="nfcorpus-retrieval", url=url),
-        supported_interfaces=[
-            AgentInterface(
-                url=url, protocol_binding="JSONRPC", protocol_version=PROTOCOL_VERSION_1_0
-            ),
-            AgentInterface(
-                url=url, protocol_binding="JSONRPC", protocol_version=PROTOCOL_VERSION_0_3
-            ),
-        ],
+        provider=provider(url),
+        supported_interfaces=jsonrpc_interfaces(url),
         capabilities=AgentCapabilities(streaming=True, push_notifications=False),
         default_input_modes=["text/plain", "application/json"],
         default_output_modes=["application/json"],

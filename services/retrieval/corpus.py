@@ -37,6 +37,11 @@ class Document:
     text: str
 
 
+def document_text(doc: Document) -> str:
+    """What the dense model and BM25 read of a document: title, then abstract."""
+    return f"{doc.title} {doc.text}".strip()
+
+
 class DatasetError(RuntimeError):
     """The dataset is missing, corrupt or could not be fetched."""
 

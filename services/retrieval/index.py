@@ -18,7 +18,12 @@ from typing import TypeVar
 
 from rich.progress import Progress
 
-from services.retrieval.corpus import Document, corpus_fingerprint, ensure_dataset, load_corpus
+from services.retrieval.corpus import (
+    corpus_fingerprint,
+    document_text,
+    ensure_dataset,
+    load_corpus,
+)
 from services.retrieval.dense import DenseEncoder, Matrix, OnnxMiniLM
 from services.retrieval.features import FEATURES
 from services.retrieval.pipeline import ranker_collection
@@ -50,11 +55,6 @@ class IndexReport:
     collection: str
     documents: int
     built: bool
-
-
-def document_text(doc: Document) -> str:
-    """What the dense model reads: title, then abstract."""
-    return f"{doc.title} {doc.text}".strip()
 
 
 def collection_version(*parts: object) -> str:

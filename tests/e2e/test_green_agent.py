@@ -24,8 +24,7 @@ from services.purple_agent.ranking import Candidate, ServerOrder
 from services.purple_agent.settings import PurpleSettings
 from services.retrieval.metrics import ndcg_at_k
 from services.retrieval.settings import RetrievalSettings
-from tests.e2e.conftest import AgentProcess
-from tests.support.servers import REPO
+from tests.support.servers import REPO, ServerProcess
 
 CLI_TIMEOUT_S = 120
 
@@ -39,10 +38,19 @@ def _green(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_eval_matches_the_mcp_server_called_directly(
-    purple_agent: AgentProcess, mcp_server: Any, tmp_path: Path
+    purple_agent: ServerProcess, mcp_server: Any, tmp_path: Path
 ) -> None:
     out = tmp_path / "report.json"
-    args = ["--agent", purple_agent.url, "--num-queries", "40", "--top-k", "10", "--seed", "42"]
+    args = [
+        "--agent",
+        purple_agent.base_url,
+        "--num-queries",
+        "40",
+        "--top-k",
+        "10",
+        "--seed",
+        "42",
+    ]
     run = _green("eval", *args, "--out", str(out))
     assert run.returncode == 0, run.stdout + run.stderr + purple_agent.log()
     report = json.loads(out.read_text())
@@ -67,9 +75,9 @@ def test_eval_matches_the_mcp_server_called_directly(
     assert report["latency"]["p50_s"] > 0 and report["throughput_qps"] > 0
 
 
-def test_eval_over_0_3_meets_the_contract(purple_agent: AgentProcess, tmp_path: Path) -> None:
+def test_eval_over_0_3_meets_the_contract(purple_agent: ServerProcess, tmp_path: Path) -> None:
     out = tmp_path / "report.json"
-    args = ["--agent", purple_agent.url, "--num-queries", "30", "--protocol", "0.3"]
+    args = ["--agent", purple_agent.base_url, "--num-queries", "30", "--protocol", "0.3"]
     run = _green("eval", *args, "--seed", "7", "--out", str(out))
     assert run.returncode == 0, run.stdout + run.stderr
     report = json.loads(out.read_text())
@@ -84,10 +92,10 @@ def test_eval_against_nothing_fails_with_a_clear_error(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("pace", [["--concurrency", "4"], ["--rate", "20"]])
 def test_load_runs_for_its_duration_and_reports(
-    purple_agent: AgentProcess, tmp_path: Path, pace: list[str]
+    purple_agent: ServerProcess, tmp_path: Path, pace: list[str]
 ) -> None:
     out = tmp_path / "load.json"
-    args = ["--agent", purple_agent.url, *pace, "--duration", "1.5", "--out", str(out)]
+    args = ["--agent", purple_agent.base_url, *pace, "--duration", "1.5", "--out", str(out)]
     run = _green("load", *args)
     assert run.returncode == 0, run.stdout + run.stderr
     report = json.loads(out.read_text())
@@ -100,17 +108,17 @@ def test_load_runs_for_its_duration_and_reports(
 
 
 async def test_green_a2a_server_runs_an_assessment(
-    green_agent: AgentProcess, purple_agent: AgentProcess
+    green_agent: ServerProcess, purple_agent: ServerProcess
 ) -> None:
     request = {
-        "participants": {"retrieval_agent": purple_agent.url},
+        "participants": {"retrieval_agent": purple_agent.base_url},
         "config": {"num_queries": 30, "top_k": 5, "random_seed": 3},
     }
     message = Message(
         role=Role.ROLE_USER, message_id=uuid.uuid4().hex, parts=[Part(text=json.dumps(request))]
     )
     async with httpx.AsyncClient(timeout=60) as http:
-        card = await A2ACardResolver(http, green_agent.url).get_agent_card()
+        card = await A2ACardResolver(http, green_agent.base_url).get_agent_card()
         client = await create_client(card, ClientConfig(httpx_client=http, streaming=True))
         events = [e async for e in client.send_message(SendMessageRequest(message=message))]
     updates = [e.status_update for e in events if e.HasField("status_update")]

@@ -56,16 +56,9 @@ class ServerProcess:
     ) -> None:
         self.port = port or free_port()
         self.base_url = f"http://127.0.0.1:{self.port}"
-        self._cmd = [
-            sys.executable,
-            "-m",
-            module,
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(self.port),
-            *args,
-        ]
+        # Arguments first: a subcommand (``serve``) must come before the options.
+        self._cmd = [sys.executable, "-m", module, *args, "--host", "127.0.0.1"]
+        self._cmd += ["--port", str(self.port)]
         self._env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "PYTHONPATH": str(REPO), **env}
         self._ready_path = ready_path
         self._log_path = log_path

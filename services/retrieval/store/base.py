@@ -75,6 +75,18 @@ class Hit:
 Fusion = Literal["rrf", "dbsf"]
 
 
+def hit_from_point(p: Any) -> Hit:
+    """A scored point or record of either client (same attribute names) as a :class:`Hit`."""
+    vectors = p.vector if isinstance(p.vector, dict) else {}
+    sparse = vectors.get(SPARSE)
+    return Hit(
+        id=str(p.id),
+        score=float(getattr(p, "score", 0.0)),
+        payload=dict(p.payload or {}),
+        sparse=SparseVector(list(sparse.indices), list(sparse.values)) if sparse else None,
+    )
+
+
 class StoreError(RuntimeError):
     """The store is unreachable or refused an operation."""
 

@@ -28,6 +28,7 @@ from services.retrieval.store.base import (
     Point,
     StoreError,
     VectorQuery,
+    hit_from_point,
 )
 
 _ALIASES = "aliases"
@@ -45,17 +46,6 @@ def _query(q: VectorQuery) -> qe.Query:
 
 def _payload_selector(payload: Sequence[str] | bool) -> Any:
     return payload if isinstance(payload, bool) else qe.PayloadSelector.Include(list(payload))
-
-
-def _hit(p: Any) -> Hit:
-    vectors = p.vector if isinstance(p.vector, dict) else {}
-    sparse = vectors.get(SPARSE)
-    return Hit(
-        id=str(p.id),
-        score=float(getattr(p, "score", 0.0)),
-        payload=dict(p.payload or {}),
-        sparse=SparseVector(list(sparse.indices), list(sparse.values)) if sparse else None,
-    )
 
 
 class EdgeStore:
@@ -154,7 +144,7 @@ class EdgeStore:
             for q in queries
         ]
         results = self._shard(name).query_batch(qe.QueryBatchRequest(requests))
-        return [[_hit(p) for p in points] for points in results]
+        return [[hit_from_point(p) for p in points] for points in results]
 
     def fused_search(
         self, name: str, prefetch: Sequence[VectorQuery], fusion: Fusion, limit: int
@@ -168,7 +158,7 @@ class EdgeStore:
             query=fuse,
             with_payload=True,
         )
-        return [_hit(p) for p in self._shard(name).query(request)]
+        return [hit_from_point(p) for p in self._shard(name).query(request)]
 
     def retrieve(
         self, name: str, ids: Sequence[str], payload: Sequence[str] | bool = True
@@ -178,7 +168,7 @@ class EdgeStore:
             str(r.id): r
             for r in self._shard(name).retrieve(list(ids), _payload_selector(payload), False)
         }
-        return [_hit(found[i]) for i in ids if i in found]
+        return [hit_from_point(found[i]) for i in ids if i in found]
 
     def scroll(self, name: str, payload: Sequence[str] | bool, page: int = 1000) -> list[Hit]:
         """Every point, page by page."""
@@ -188,7 +178,7 @@ class EdgeStore:
         while True:
             request = qe.ScrollRequest(offset=offset, limit=page, with_payload=selector)
             records, offset = shard.scroll(request)
-            out.extend(_hit(r) for r in records)
+            out.extend(hit_from_point(r) for r in records)
             if offset is None:
                 return out
 

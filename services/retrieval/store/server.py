@@ -23,6 +23,7 @@ from services.retrieval.store.base import (
     Point,
     StoreError,
     VectorQuery,
+    hit_from_point,
 )
 
 # Local mode raises ValueError for a missing collection; the HTTP client raises the others.
@@ -33,17 +34,6 @@ def _vector(v: Sequence[float] | SparseVector) -> Any:
     if isinstance(v, SparseVector):
         return models.SparseVector(indices=v.indices, values=v.values)
     return [float(x) for x in v]
-
-
-def _hit(p: Any) -> Hit:
-    vectors = p.vector if isinstance(p.vector, dict) else {}
-    sparse = vectors.get(SPARSE)
-    return Hit(
-        id=str(p.id),
-        score=float(getattr(p, "score", 0.0)),
-        payload=dict(p.payload or {}),
-        sparse=SparseVector(list(sparse.indices), list(sparse.values)) if sparse else None,
-    )
 
 
 class ServerStore:
@@ -132,7 +122,7 @@ class ServerStore:
         responses = self._call(
             "query_batch_points", self._client.query_batch_points, name, requests=requests
         )
-        return [[_hit(p) for p in r.points] for r in responses]
+        return [[hit_from_point(p) for p in r.points] for r in responses]
 
     def fused_search(
         self, name: str, prefetch: Sequence[VectorQuery], fusion: Fusion, limit: int
@@ -151,7 +141,7 @@ class ServerStore:
             limit=limit,
             with_payload=True,
         )
-        return [_hit(p) for p in response.points]
+        return [hit_from_point(p) for p in response.points]
 
     def retrieve(
         self, name: str, ids: Sequence[str], payload: Sequence[str] | bool = True
@@ -165,7 +155,7 @@ class ServerStore:
             with_payload=payload if isinstance(payload, bool) else list(payload),
         )
         found = {str(r.id): r for r in records}
-        return [_hit(found[i]) for i in ids if i in found]
+        return [hit_from_point(found[i]) for i in ids if i in found]
 
     def scroll(self, name: str, payload: Sequence[str] | bool, page: int = 1000) -> list[Hit]:
         """Every point, page by page."""
@@ -181,7 +171,7 @@ class ServerStore:
                 offset=offset,
                 with_payload=selector,
             )
-            out.extend(_hit(r) for r in records)
+            out.extend(hit_from_point(r) for r in records)
             if offset is None:
                 return out
 

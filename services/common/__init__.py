@@ -1,0 +1,1 @@
+"""Small pieces more than one service needs (outside retrieval and telemetry)."""

@@ -1,0 +1,64 @@
+"""The served pipeline over the small real index: modes, ablation switch, hot re-index."""
+
+from pathlib import Path
+
+from services.retrieval.dense import OnnxMiniLM
+from services.retrieval.index import build_index
+from services.retrieval.pipeline import RankingPipeline
+from services.retrieval.search import HybridSearcher
+from services.retrieval.store import open_store
+from tests.conftest import SmallIndex
+
+QUERY = "Does green tea protect against prostate cancer?"
+
+
+def test_zero_shot_mode_is_the_plain_hybrid_search(
+    small_index: SmallIndex, encoder: OnnxMiniLM
+) -> None:
+    settings = small_index.settings.model_copy(
+        update={"mode": "zero-shot", "edge_private_copy": True}
+    )
+    store = open_store(settings)
+    try:
+        pipeline = RankingPipeline(store, encoder, settings)
+        assert not pipeline.supervised and pipeline.ranker is None
+        hybrid = HybridSearcher(store, encoder, settings)
+        assert pipeline.search(QUERY, 10) == hybrid.search(QUERY, 10)
+    finally:
+        store.close()
+
+
+def test_every_stage_answers_top_k_unique_documents(
+    small_index: SmallIndex, encoder: OnnxMiniLM
+) -> None:
+    for update in ({}, {"use_ranker": False}):
+        settings = small_index.settings.model_copy(update={**update, "edge_private_copy": True})
+        store = open_store(settings)
+        try:
+            pipeline = RankingPipeline(store, encoder, settings)
+            assert pipeline.supervised and (pipeline.ranker is None) == ("use_ranker" in update)
+            for top_k in (1, 10, 100):
+                results = pipeline.search(QUERY, top_k)
+                assert len(results) == top_k and len({r.doc_id for r in results}) == top_k
+                assert all(r.text for r in results)
+        finally:
+            store.close()
+
+
+def test_refresh_serves_a_new_index_version(
+    tmp_path: Path, encoder: OnnxMiniLM, small_index: SmallIndex
+) -> None:
+    settings = small_index.settings.model_copy(
+        update={"edge_path": tmp_path / "edge", "max_docs": 60, "max_train_queries": 40}
+    )
+    store = open_store(settings)
+    try:
+        first = build_index(settings, store, encoder)
+        pipeline = RankingPipeline(store, encoder, settings)
+        assert pipeline.collection == first.collection and pipeline.supervised
+        second = build_index(settings.model_copy(update={"max_train_queries": 41}), store, encoder)
+        assert pipeline.collection == first.collection  # until it looks again
+        assert pipeline.refresh() == second.collection
+        assert pipeline.supervised and len(pipeline.search(QUERY, 5)) == 5
+    finally:
+        store.close()
