@@ -16,6 +16,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
+import numpy as np
 from rich.progress import Progress
 
 from services.retrieval.corpus import (
@@ -87,8 +88,6 @@ def _encode_with_progress(encoder: DenseEncoder, texts: list[str], batch: int) -
         for chunk in _batches(texts, batch * 8):
             parts.append(encoder.encode(chunk, batch_size=batch))
             progress.advance(task, len(chunk))
-    import numpy as np
-
     return np.concatenate(parts).astype(np.float32)
 
 
