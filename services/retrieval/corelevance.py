@@ -14,27 +14,20 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 import numpy.typing as npt
-import scipy.sparse as sp
+
+from services.retrieval.judgements import Judgements
 
 Vector = npt.NDArray[np.float64]
 
 
 class CoRelevance:
-    """The judgement matrix of the voting queries, ready for one sparse product per query."""
+    """One sparse product per query over the voting queries' judgement matrix."""
 
-    def __init__(self, judgements: Mapping[str, Mapping[str, int]], docs: Sequence[str]) -> None:
-        """Index ``judgements`` (query -> relevant docs) over the document ids ``docs``."""
-        self._docs = list(docs)
-        self.doc_index = {d: i for i, d in enumerate(docs)}
-        self.query_index = {q: i for i, q in enumerate(judgements)}
-        rows, cols = [], []
-        for q, judged in judgements.items():
-            for d in judged:
-                if d in self.doc_index:
-                    rows.append(self.query_index[q])
-                    cols.append(self.doc_index[d])
-        shape = (len(self.query_index), len(self.doc_index))
-        self._a = sp.csr_matrix((np.ones(len(rows)), (rows, cols)), shape=shape)
+    def __init__(self, judgements: Judgements) -> None:
+        """Binary view of ``judgements``, with each query's weight 1 / ln(1 + list length)."""
+        self._judgements = judgements
+        self._a = judgements.matrix.copy()
+        self._a.data[:] = 1.0
         self._at = self._a.T.tocsr()
         lengths = np.asarray(self._a.sum(axis=1)).ravel()
         self._weights = 1.0 / np.log1p(np.maximum(lengths, 1.0))
@@ -44,16 +37,18 @@ class CoRelevance:
 
         ``exclude_query`` (a training query) takes no part: leave-one-out.
         """
-        w = np.zeros(len(self.doc_index))
+        index = self._judgements.doc_index
+        w = np.zeros(len(index))
         for d, weight in seeds.items():
-            i = self.doc_index.get(d)
+            i = index.get(d)
             if i is not None:
                 w[i] = weight
         per_query: Vector = self._a @ w * self._weights
-        if exclude_query is not None and exclude_query in self.query_index:
-            per_query[self.query_index[exclude_query]] = 0.0
+        q = self._judgements.query_index.get(exclude_query) if exclude_query else None
+        if q is not None:
+            per_query[q] = 0.0
         spread: Vector = self._at @ per_query
-        return CoScores(self.doc_index, spread)
+        return CoScores(index, spread)
 
 
 class CoScores:

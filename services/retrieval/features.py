@@ -8,7 +8,7 @@ learns where missing values go) and ``depth + 1`` for its rank.
 from __future__ import annotations
 
 import math
-from collections.abc import Container, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -16,7 +16,8 @@ import numpy.typing as npt
 
 from services.retrieval.corelevance import CoScores
 from services.retrieval.evidence import Evidence, Ranked
-from services.retrieval.knn import Vote, tally_votes
+from services.retrieval.judgements import Judgements
+from services.retrieval.knn import VoteTable
 
 FEATURES = (
     "dense_score", "dense_rank", "dense_z",
@@ -43,7 +44,7 @@ class CandidateSet:
 
     doc_ids: list[str]
     features: npt.NDArray[np.float32]
-    votes: dict[str, Vote]
+    votes: VoteTable
 
 
 def _list_features(ranked: Ranked) -> dict[str, tuple[float, int, float]]:
@@ -60,20 +61,18 @@ def _list_features(ranked: Ranked) -> dict[str, tuple[float, int, float]]:
 
 def candidates(
     evidence: Evidence,
-    judgements: Mapping[str, Mapping[str, int]],
+    judgements: Judgements,
     knn_k: int,
     knn_power: float,
     vote_depth: int,
-    corpus: Container[str],
     exclude_query: str | None = None,
-) -> tuple[list[str], dict[str, Vote]]:
+) -> tuple[list[str], VoteTable]:
     """Union of the retrievers' lists and the ``vote_depth`` most-voted documents.
 
-    Votes for documents outside ``corpus`` (judged once, since removed) are dropped.
+    Only documents of the corpus get votes (``judgements`` is indexed over it).
     """
-    votes = tally_votes(evidence.neighbours, judgements, knn_k, knn_power, exclude_query)
-    votes = {d: v for d, v in votes.items() if d in corpus}
-    voted = sorted(votes, key=lambda d: (-votes[d].score, d))[:vote_depth]
+    votes = VoteTable(judgements, evidence.neighbours, knn_k, knn_power, exclude_query)
+    voted = votes.ranked[:vote_depth]
     seen: dict[str, None] = {}
     for ranked in (evidence.dense, evidence.bm25, evidence.rm3):
         for doc_id, _ in ranked:
@@ -86,7 +85,7 @@ def candidates(
 def build_features(
     evidence: Evidence,
     doc_ids: Sequence[str],
-    votes: Mapping[str, Vote],
+    votes: VoteTable,
     doc_info: Mapping[str, DocInfo],
     query_terms: Sequence[str],
     depth: int,
@@ -102,10 +101,9 @@ def build_features(
     dense = _list_features(evidence.dense)
     bm25 = _list_features(evidence.bm25)
     rm3 = _list_features(evidence.rm3)
-    vote_order = {d: r for r, d in enumerate(sorted(votes, key=lambda d: (-votes[d].score, d)), 1)}
-    top_vote = max((v.score for v in votes.values()), default=0.0)
+    top_vote = votes.top_score
     # How close the nearest (non-excluded) training query is: how much to trust the votes.
-    nearest = max((v.best_similarity for v in votes.values()), default=NAN)
+    nearest = votes.nearest_similarity
     terms = set(query_terms)
     missing = (NAN, depth + 1, NAN)
     rows = np.empty((len(doc_ids), len(FEATURES)), dtype=np.float32)
@@ -122,7 +120,7 @@ def build_features(
         rows[i] = (
             ds, dr, dz, bs, br, rs, rr, rz,
             vote.score if vote else 0.0,
-            vote_order.get(d, len(vote_order) + 1),
+            vote.rank if vote else len(votes) + 1,
             vote.score / top_vote if vote and top_vote > 0 else 0.0,
             vote.voters if vote else 0,
             vote.best_similarity if vote else NAN,

@@ -12,21 +12,91 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
 from services.retrieval.dense import Matrix
+from services.retrieval.judgements import Judgements
 from services.retrieval.store.base import CollectionSpec, Point, Store, point_id
 
 SPEC = CollectionSpec(dense_size=384, sparse=False)
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class Vote:
     """What the neighbours said about one document."""
 
-    score: float = 0.0
-    voters: int = 0
-    best_similarity: float = 0.0
-    nearest_rank: int = 0  # rank (1-based) of the nearest neighbour voting for it
-    max_grade: int = 0
+    score: float  # sum of similarity ** power * grade
+    voters: int
+    best_similarity: float  # similarity of the nearest neighbour voting for it
+    nearest_rank: int  # rank (1-based) of that neighbour
+    max_grade: int
+    rank: int  # 1-based rank by score among all voted documents (ties by doc id)
+
+
+class VoteTable:
+    """Votes for every document at once (arrays over the judgement matrix's documents)."""
+
+    def __init__(
+        self,
+        judgements: Judgements,
+        neighbours: Sequence[tuple[str, float]],
+        k: int,
+        power: float,
+        exclude_query: str | None = None,
+    ) -> None:
+        """Tally the ``k`` nearest ``(query id, similarity)``, ``exclude_query`` left out."""
+        self._judgements = judgements
+        kept = [(q, sim) for q, sim in neighbours if q != exclude_query][:k]
+        parts = [(judgements.row(q), rank, sim) for rank, (q, sim) in enumerate(kept, start=1)]
+        n = len(judgements.docs)
+        docs = np.concatenate([cols for (cols, _), _, _ in parts]) if parts else np.zeros(0, int)
+        grades = np.concatenate([g for (_, g), _, _ in parts]) if parts else np.zeros(0)
+        ranks = np.concatenate([np.full(len(c), r) for (c, _), r, _ in parts]) if parts else docs
+        sims = np.concatenate([np.full(len(c), s) for (c, _), _, s in parts]) if parts else grades
+        weights = np.maximum(sims, 0.0) ** power * grades
+        self.score = np.bincount(docs, weights=weights, minlength=n)
+        self.voters = np.bincount(docs, minlength=n)
+        self.max_grade = np.zeros(n)
+        np.maximum.at(self.max_grade, docs, grades)
+        # Neighbours come nearest first: a document's first occurrence is its nearest voter.
+        voted, first = np.unique(docs, return_index=True)
+        self.nearest_rank = np.zeros(n, dtype=np.int64)
+        self.best_similarity = np.zeros(n)
+        self.nearest_rank[voted] = ranks[first]
+        self.best_similarity[voted] = sims[first]
+        # Documents are indexed in id order, so a stable sort on -score breaks ties by doc id.
+        order = voted[np.argsort(-self.score[voted], kind="stable")]
+        self.rank = np.zeros(n, dtype=np.int64)
+        self.rank[order] = np.arange(1, len(order) + 1)
+        self.ranked = [judgements.docs[i] for i in order]
+
+    def __len__(self) -> int:
+        """Number of documents with a vote."""
+        return len(self.ranked)
+
+    def get(self, doc_id: str) -> Vote | None:
+        """The vote for one document, if it has one."""
+        i = self._judgements.doc_index.get(doc_id)
+        if i is None or self.voters[i] == 0:
+            return None
+        return Vote(
+            float(self.score[i]),
+            int(self.voters[i]),
+            float(self.best_similarity[i]),
+            int(self.nearest_rank[i]),
+            int(self.max_grade[i]),
+            int(self.rank[i]),
+        )
+
+    @property
+    def top_score(self) -> float:
+        """The best document's score (0 without votes)."""
+        return float(self.score.max()) if len(self.ranked) else 0.0
+
+    @property
+    def nearest_similarity(self) -> float:
+        """Similarity of the nearest voting neighbour (NaN without votes)."""
+        return float(self.best_similarity.max()) if len(self.ranked) else float("nan")
 
 
 def knn_points(
@@ -41,35 +111,6 @@ def knn_points(
         )
         for i, q in enumerate(query_ids)
     ]
-
-
-def tally_votes(
-    neighbours: Sequence[tuple[str, float]],
-    judgements: Mapping[str, Mapping[str, int]],
-    k: int,
-    power: float,
-    exclude_query: str | None = None,
-) -> dict[str, Vote]:
-    """Votes of the ``k`` nearest ``(query id, similarity)`` (``exclude_query`` left out)."""
-    votes: dict[str, Vote] = {}
-    rank = 0
-    for query_id, similarity in neighbours:
-        if query_id == exclude_query:
-            continue
-        rank += 1
-        if rank > k:
-            break
-        weight = max(similarity, 0.0) ** power
-        for doc_id, grade in judgements.get(query_id, {}).items():
-            vote = votes.get(doc_id)
-            if vote is None:
-                # Neighbours come nearest first: the first vote carries the best similarity.
-                vote = votes[doc_id] = Vote(nearest_rank=rank, best_similarity=similarity)
-            vote.score += weight * grade
-            vote.voters += 1
-            if grade > vote.max_grade:
-                vote.max_grade = int(grade)
-    return votes
 
 
 def upsert_knn(store: Store, name: str, points: Sequence[Point], batch: int = 256) -> None:

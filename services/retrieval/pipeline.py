@@ -19,7 +19,8 @@ from services.retrieval.dense import DenseEncoder
 from services.retrieval.evidence import gather
 from services.retrieval.features import CandidateSet, DocInfo, build_features, candidates
 from services.retrieval.fusion import fuse
-from services.retrieval.knn import tally_votes
+from services.retrieval.judgements import Judgements
+from services.retrieval.knn import VoteTable
 from services.retrieval.ranker import Ranker
 from services.retrieval.search import EncodedQuery, HybridSearcher, SearchResult
 from services.retrieval.settings import RetrievalSettings
@@ -50,7 +51,7 @@ class Supervised:
 
     knn: str
     doc_info: Mapping[str, DocInfo]
-    judgements: Mapping[str, Mapping[str, int]]
+    judgements: Judgements
     names: Mapping[str, str]
     co_relevance: CoRelevance
     ranker: Ranker | None
@@ -125,8 +126,9 @@ class RankingPipeline:
                 model = ranker_store.load(self._store, ranker_collection(docs))
             except StoreError as e:
                 log.warning("no ranker for %s (%s): fusing votes without it", docs, e)
-        co_relevance = CoRelevance(judgements, sorted(doc_info))
-        return Supervised(knn, doc_info, judgements, names, co_relevance, model)
+        # Documents in id order: ties in every ranking then break by doc id.
+        matrix = Judgements(judgements, sorted(doc_info))
+        return Supervised(knn, doc_info, matrix, names, CoRelevance(matrix), model)
 
     def encode(self, query: str) -> EncodedQuery:
         """Dense and sparse representations of the query."""
@@ -150,7 +152,6 @@ class RankingPipeline:
             s.knn_neighbours,
             s.knn_power,
             s.vote_depth,
-            sup.doc_info,
             exclude_query,
         )
         first = [[d for d, _ in ranked] for ranked in (evidence.dense, evidence.rm3)]
@@ -195,7 +196,7 @@ class RankingPipeline:
         hybrid = {r.doc_id: r.score for r in self._hybrid.retrieve(q, depth, docs)}
         (hits,) = self._store.search(sup.knn, [VectorQuery(q.dense, s.knn_neighbours)], False)
         neighbours = [(sup.names[h.id], h.score) for h in hits if h.id in sup.names]
-        votes = tally_votes(neighbours, sup.judgements, s.knn_neighbours, s.knn_power)
-        voted = {d: vote.score for d, vote in votes.items() if d in sup.doc_info}
+        votes = VoteTable(sup.judgements, neighbours, s.knn_neighbours, s.knn_power)
+        voted = {d: float(votes.score[sup.judgements.doc_index[d]]) for d in votes.ranked}
         weights = [1 - s.knn_weight, s.knn_weight]
         return dict(fuse([hybrid, voted], weights, "zscore"))

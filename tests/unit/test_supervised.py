@@ -7,39 +7,58 @@ from services.retrieval import ranker
 from services.retrieval.corelevance import CoRelevance, seeds
 from services.retrieval.evidence import Evidence
 from services.retrieval.features import FEATURES, DocInfo, build_features, candidates
-from services.retrieval.knn import tally_votes
+from services.retrieval.judgements import Judgements
+from services.retrieval.knn import VoteTable
 
 
 def _hits(*scored: tuple[str, float]) -> list[tuple[str, float]]:
     return list(scored)
 
 
-JUDGEMENTS = {"Q-self": {"A": 1, "B": 1}, "Q1": {"A": 2, "C": 1}, "Q2": {"C": 1}}
+QRELS = {"Q-self": {"A": 1, "B": 1}, "Q1": {"A": 2, "C": 1}, "Q2": {"C": 1}}
+JUDGEMENTS = Judgements(QRELS, ["A", "B", "C", "D", "E"])
 NEIGHBOURS = [("Q-self", 1.0), ("Q1", 0.8), ("Q2", 0.5)]
-NO_CO = CoRelevance({}, ["A", "B"]).scores({})
+NO_CO = CoRelevance(Judgements({}, ["A", "B"])).scores({})
+
+
+def tally_votes(
+    neighbours: list[tuple[str, float]],
+    judgements: Judgements,
+    k: int,
+    power: float,
+    exclude_query: str | None = None,
+) -> VoteTable:
+    return VoteTable(judgements, neighbours, k, power, exclude_query)
 
 
 def test_votes_weight_similarity_and_leave_one_out() -> None:
     votes = tally_votes(NEIGHBOURS, JUDGEMENTS, k=2, power=2.0, exclude_query="Q-self")
     # Q-self is skipped, so Q1 and Q2 are the two nearest.
-    assert set(votes) == {"A", "C"}
-    assert votes["A"].score == pytest.approx(0.8**2 * 2)
-    assert votes["C"].score == pytest.approx(0.8**2 + 0.5**2)
-    assert votes["C"].voters == 2 and votes["C"].nearest_rank == 1
-    assert votes["A"].max_grade == 2 and votes["A"].best_similarity == pytest.approx(0.8)
+    assert votes.ranked == ["A", "C"] and votes.get("B") is None
+    a, c = votes.get("A"), votes.get("C")
+    assert a is not None and c is not None
+    assert a.score == pytest.approx(0.8**2 * 2) and a.rank == 1
+    assert c.score == pytest.approx(0.8**2 + 0.5**2) and c.rank == 2
+    assert c.voters == 2 and c.nearest_rank == 1
+    assert a.max_grade == 2 and a.best_similarity == pytest.approx(0.8)
+    assert votes.top_score == pytest.approx(a.score) and votes.nearest_similarity == pytest.approx(
+        0.8
+    )
     with_self = tally_votes(NEIGHBOURS, JUDGEMENTS, k=2, power=2.0)
-    assert with_self["B"].score == pytest.approx(1.0)
+    b = with_self.get("B")
+    assert b is not None and b.score == pytest.approx(1.0)
+    ties = tally_votes([("Q2", 0.5), ("Q-self", 0.5)], JUDGEMENTS, k=2, power=1.0)
+    assert ties.ranked == ["A", "B", "C"]  # equal scores: doc id order
 
 
 def test_candidates_union_lists_and_known_voted_documents() -> None:
     evidence = Evidence(
         _hits(("A", 0.9)), _hits(("D", 3.0)), _hits(("D", 4.0), ("E", 1.0)), NEIGHBOURS
     )
-    ids, votes = candidates(
-        evidence, JUDGEMENTS, 3, 1.0, vote_depth=10, corpus={"A", "B", "D", "E"}
-    )
-    assert ids == ["A", "D", "E", "B"]  # C is voted for but not in the corpus
-    assert "C" not in votes
+    corpus = Judgements(QRELS, ["A", "B", "D", "E"])  # C has left the corpus
+    ids, votes = candidates(evidence, corpus, 3, 1.0, vote_depth=10)
+    assert ids == ["A", "D", "E", "B"]
+    assert votes.get("C") is None
 
 
 def test_feature_rows_mark_missing_lists_and_remove_own_judgements() -> None:
@@ -97,7 +116,7 @@ def test_a_model_for_other_features_is_refused() -> None:
 
 def test_co_relevance_spreads_seed_weight_through_shared_judgements() -> None:
     judgements = {"Q1": {"A": 1, "B": 1}, "Q2": {"B": 1, "C": 1, "D": 1}, "Q3": {"E": 1}}
-    co = CoRelevance(judgements, ["A", "B", "C", "D", "E"])
+    co = CoRelevance(Judgements(judgements, ["A", "B", "C", "D", "E"]))
     scores = co.scores({"A": 1.0})
     w1 = 1 / math.log1p(2)
     assert scores.score("B") == pytest.approx(w1) and scores.score("A") == pytest.approx(w1)

@@ -1,0 +1,41 @@
+"""The voting queries' qrels as one sparse query x document matrix (values are grades).
+
+Read once per index version from the kNN collection; both collaborative signals (kNN votes and
+co-relevance) are sparse products over it, so a query costs a few vector operations rather than
+a Python loop over every judgement of its neighbours.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+import numpy.typing as npt
+import scipy.sparse as sp
+
+
+class Judgements:
+    """Qrels indexed by query and by document (documents in the order given)."""
+
+    def __init__(self, qrels: Mapping[str, Mapping[str, int]], docs: Sequence[str]) -> None:
+        """Index ``qrels`` (query -> doc -> grade) over ``docs``; unknown documents are dropped."""
+        self.docs = list(docs)
+        self.doc_index = {d: i for i, d in enumerate(self.docs)}
+        self.query_index = {q: i for i, q in enumerate(qrels)}
+        rows, cols, grades = [], [], []
+        for q, judged in qrels.items():
+            for d, grade in judged.items():
+                if d in self.doc_index and grade > 0:
+                    rows.append(self.query_index[q])
+                    cols.append(self.doc_index[d])
+                    grades.append(float(grade))
+        shape = (len(self.query_index), len(self.docs))
+        self.matrix = sp.csr_matrix((grades, (rows, cols)), shape=shape)
+
+    def row(self, query_id: str) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.float64]]:
+        """Document indices and grades judged by one query (empty if unknown)."""
+        i = self.query_index.get(query_id)
+        if i is None:
+            return np.zeros(0, dtype=np.int32), np.zeros(0)
+        start, end = self.matrix.indptr[i], self.matrix.indptr[i + 1]
+        return self.matrix.indices[start:end], self.matrix.data[start:end]
