@@ -8,8 +8,7 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 source "$root/scripts/k8s/engine.sh"
 engine_setup "$root"
 
-version=$(sed -n 's/^appVersion: *"\{0,1\}\([^"]*\)"\{0,1\}$/\1/p' "$root/helm/nfcorpus-retrieval/Chart.yaml")
-image=${IMAGE:-nfcorpus-retrieval:$version}
+image=${IMAGE:-$(default_image "$root")}
 echo "image: building $image with $ENGINE"
 # shellcheck disable=SC2086 # BUILD_FLAGS is a list of flags
 "$ENGINE" build ${BUILD_FLAGS:-} --tag "$image" --file "$root/Dockerfile" "$root"

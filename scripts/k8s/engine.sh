@@ -43,3 +43,10 @@ engine_setup() {
     } >"$conf"
     export CONTAINERS_CONF=$conf
 }
+
+# The image tag the chart expects: nfcorpus-retrieval:<appVersion of the chart>.
+default_image() {
+    local version
+    version=$(sed -n 's/^appVersion: *"\{0,1\}\([^"]*\)"\{0,1\}$/\1/p' "$1/helm/nfcorpus-retrieval/Chart.yaml")
+    echo "nfcorpus-retrieval:$version"
+}

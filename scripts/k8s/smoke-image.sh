@@ -18,8 +18,7 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 source "$root/scripts/k8s/engine.sh"
 engine_setup "$root"
 
-version=$(sed -n 's/^appVersion: *"\{0,1\}\([^"]*\)"\{0,1\}$/\1/p' "$root/helm/nfcorpus-retrieval/Chart.yaml")
-image=${IMAGE:-nfcorpus-retrieval:$version}
+image=${IMAGE:-$(default_image "$root")}
 data=${SMOKE_DATA-$root/../shared/data/nfcorpus}
 max_docs=${SMOKE_MAX_DOCS:-500}
 run_id=nfc-smoke-$$

@@ -3,7 +3,8 @@
 1. the documents collection: dense (MiniLM) top-N, BM25 top-N, and the BM25 top feedback documents
    with their sparse vectors, in one batch;
 2. the documents collection again: BM25 with the RM3-expanded query;
-3. the training-query collection: the nearest training queries and their judgements.
+3. the training-query collection: the nearest training queries (ids and similarities; their
+   judgements are read once per index version, see :mod:`services.retrieval.judgements`).
 
 Training and serving call :func:`gather` alike; the only difference is ``exclude_query``, which
 drops a training query from its own neighbours (leave-one-out), or it would vote for its own
@@ -15,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from services.retrieval.feedback import FeedbackParams, expand
+from services.retrieval.feedback import expand_from_hits
 from services.retrieval.search import EncodedQuery
 from services.retrieval.settings import RetrievalSettings
 from services.retrieval.store.base import Hit, Store, VectorQuery
@@ -66,10 +67,7 @@ def gather(
     bm25 = _named(lists[1], names) if lexical else []
     rm3 = bm25
     if feedback:
-        params = FeedbackParams(
-            settings.feedback_docs, settings.feedback_terms, settings.feedback_weight
-        )
-        expanded = expand(q.sparse, [(h.score, h.sparse) for h in lists[2] if h.sparse], params)
+        expanded = expand_from_hits(q.sparse, lists[2], settings)
         (hits,) = store.search(docs, [VectorQuery(expanded, depth)], payload=False)
         rm3 = _named(hits, names)
     neighbours: Ranked = []

@@ -44,7 +44,6 @@ class CandidateSet:
 
     doc_ids: list[str]
     features: npt.NDArray[np.float32]
-    votes: VoteTable
 
 
 def _list_features(ranked: Ranked) -> dict[str, tuple[float, int, float]]:

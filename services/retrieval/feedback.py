@@ -13,7 +13,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from services.retrieval.settings import RetrievalSettings
 from services.retrieval.sparse import SparseVector
+from services.retrieval.store.base import Hit
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,3 +53,13 @@ def expand(
     for index, value in best:
         mixed[index] = mixed.get(index, 0.0) + params.weight * value / best_total
     return SparseVector(list(mixed), list(mixed.values()))
+
+
+def expand_from_hits(
+    query: SparseVector, hits: Sequence[Hit], settings: RetrievalSettings
+) -> SparseVector:
+    """:func:`expand` over first-pass hits carrying sparse vectors, with the configured RM3."""
+    params = FeedbackParams(
+        settings.feedback_docs, settings.feedback_terms, settings.feedback_weight
+    )
+    return expand(query, [(h.score, h.sparse) for h in hits if h.sparse], params)

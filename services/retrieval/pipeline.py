@@ -160,7 +160,7 @@ class RankingPipeline:
         rows = build_features(
             evidence, doc_ids, votes, sup.doc_info, terms, s.candidates, co, own_judgements
         )
-        return CandidateSet(doc_ids, rows, votes)
+        return CandidateSet(doc_ids, rows)
 
     def retrieve(self, q: EncodedQuery, top_k: int) -> list[SearchResult]:
         """Top ``top_k`` documents with title and text."""

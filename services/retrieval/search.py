@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from services.retrieval.dense import DenseEncoder
-from services.retrieval.feedback import FeedbackParams, expand
+from services.retrieval.feedback import expand_from_hits
 from services.retrieval.fusion import fuse
 from services.retrieval.settings import RetrievalSettings
 from services.retrieval.sparse import SparseVector, encode_query
@@ -97,8 +97,7 @@ class HybridSearcher:
         (first,) = self._store.search(
             collection, [VectorQuery(sparse, s.feedback_docs, with_sparse=True)], payload=False
         )
-        params = FeedbackParams(s.feedback_docs, s.feedback_terms, s.feedback_weight)
-        return expand(sparse, [(h.score, h.sparse) for h in first if h.sparse], params)
+        return expand_from_hits(sparse, first, s)
 
     def search(self, query: str, top_k: int) -> list[SearchResult]:
         """Encode and retrieve in one call."""
