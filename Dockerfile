@@ -73,6 +73,7 @@ ENV VIRTUAL_ENV=/opt/venv \
     OMP_NUM_THREADS=1 \
     OPENBLAS_NUM_THREADS=1 \
     RETRIEVAL_DATA_DIR=/data/nfcorpus \
+    GREEN_DATA_DIR=/data/nfcorpus \
     RETRIEVAL_CACHE_DIR=/var/cache/nfcorpus \
     RETRIEVAL_EDGE_PATH=/var/lib/nfcorpus/qdrant-edge
 

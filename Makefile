@@ -7,7 +7,7 @@ PY := OPENBLAS_NUM_THREADS=1 PYTHONPATH=$(CURDIR) $(BIN)/python
 STAMP := $(VENV)/.installed
 REPORTS := reports
 
-.PHONY: install run test test-fast lint format index eval eval-rest eval-a2a eval-quality bench lock clean
+.PHONY: install run test lint format index eval eval-rest eval-a2a eval-quality bench lock clean
 
 install: $(STAMP)  ## create .venv and install everything (idempotent)
 
@@ -28,9 +28,6 @@ run: index  ## MCP server (8000) + purple agent (9010) on the embedded store; Ct
 test: install lint lint-k8s  ## lint, offline Kubernetes checks and the whole suite (what CI runs)
 	$(PY) -m pytest -q
 
-test-fast: install  ## tests that need no full-corpus index
-	$(PY) -m pytest -q -m "not slow"
-
 lint: install
 	$(BIN)/ruff check services tests scripts
 	$(BIN)/ruff format --check services tests scripts
@@ -43,7 +40,7 @@ format: install
 eval: eval-rest eval-a2a  ## all quality reports (dev + test), written under reports/
 
 eval-rest: index  ## hybrid NDCG@5/@10 on dev and test straight through POST /search_nfcorpus
-	$(PY) scripts/stack.py --only mcp --then "$(BIN)/python -m services.retrieval.evaluate --url {mcp} --splits dev,test --out $(REPORTS)/rest_eval.json"
+	$(PY) scripts/stack.py --only mcp --then "$(BIN)/python -m services.green_agent rest --url {mcp} --splits dev,test --out $(REPORTS)/rest_eval.json"
 
 eval-a2a: index  ## the green agent over A2A on all 323 test queries
 	$(PY) scripts/stack.py --then "$(BIN)/python -m services.green_agent eval --agent {purple} --num-queries 323 --top-k 10 --seed 42 --concurrency 4 --out $(REPORTS)/a2a_eval.json"

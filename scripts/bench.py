@@ -12,9 +12,6 @@ import asyncio
 import json
 import os
 import platform
-import socket
-import subprocess
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -23,13 +20,12 @@ from statistics import median, quantiles
 import httpx
 from mcp import Client
 
-from services.retrieval.corpus import load_qrels, load_queries
+from services.common.processes import ServerProcess
+from services.nfcorpus.dataset import load_qrels, load_queries
 from services.retrieval.dense import OnnxMiniLM
 from services.retrieval.pipeline import RankingPipeline
 from services.retrieval.settings import RetrievalSettings
 from services.retrieval.store import open_store
-
-REPO = Path(__file__).resolve().parents[1]
 
 
 def summarize(samples: list[float]) -> dict[str, float]:
@@ -55,7 +51,7 @@ def timed(fn: Callable[[], object], repeat: int) -> list[float]:
 def in_process(
     texts: list[str], settings: RetrievalSettings, tag: str
 ) -> dict[str, dict[str, float]]:
-    store = open_store(settings.model_copy(update={"edge_private_copy": True}))
+    store = open_store(settings.store.model_copy(update={"edge_private_copy": True}))
     try:
         searcher = RankingPipeline(store, OnnxMiniLM(threads=1), settings)
         for t in texts[:20]:  # warm-up
@@ -73,12 +69,6 @@ def in_process(
         store.close()
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 async def _mcp_calls(url: str, texts: list[str]) -> list[float]:
     out = []
     async with Client(url) as client:
@@ -92,27 +82,10 @@ async def _mcp_calls(url: str, texts: list[str]) -> list[float]:
 
 
 def over_the_wire(texts: list[str], mode: str) -> dict[str, dict[str, float]]:
-    port = _free_port()
-    base = f"http://127.0.0.1:{port}"
-    env = {
-        **os.environ,
-        "OPENBLAS_NUM_THREADS": "1",
-        "PYTHONPATH": str(REPO),
-        "RETRIEVAL_MODE": mode,
-    }
-    cmd = [sys.executable, "-m", "services.mcp_server", "--host", "127.0.0.1", "--port", str(port)]
-    server = subprocess.Popen(cmd, env=env, cwd=REPO)
+    server = ServerProcess.module("services.mcp_server", env={"RETRIEVAL_MODE": mode})
+    base = server.base_url
+    server.start()
     try:
-        deadline = time.monotonic() + 120
-        while True:
-            try:
-                if httpx.get(f"{base}/readyz").status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if time.monotonic() > deadline or server.poll() is not None:
-                raise SystemExit("MCP server did not become ready")
-            time.sleep(0.2)
         with httpx.Client(base_url=base) as client:
             for t in texts[:20]:
                 client.post("/search_nfcorpus", json={"query": t, "top_k": 10})
@@ -127,8 +100,7 @@ def over_the_wire(texts: list[str], mode: str) -> dict[str, dict[str, float]]:
             f"{mode}_mcp_tool_round_trip": summarize(mcp),
         }
     finally:
-        server.terminate()
-        server.wait(timeout=10)
+        server.stop()
 
 
 def main() -> None:
@@ -154,9 +126,9 @@ def main() -> None:
     }
     meta = {
         "machine": f"{platform.machine()} {os.cpu_count()} cpus, {platform.python_version()}",
-        "store": settings.store,
-        "fusion": settings.fusion,
-        "feedback_docs": settings.feedback_docs,
+        "store": settings.store.backend,
+        "fusion": settings.hybrid.fusion,
+        "feedback_docs": settings.feedback.docs,
         "date": time.strftime("%Y-%m-%d %H:%M:%S"),
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)

@@ -17,10 +17,11 @@ import numpy as np
 import torch
 from transformers import AutoModel, AutoTokenizer
 
-from services.retrieval.corpus import document_text, load_corpus, load_qrels, load_queries
+from services.nfcorpus.dataset import load_corpus, load_qrels, load_queries
+from services.nfcorpus.metrics import mean_over_queries
 from services.retrieval.dense import MAX_TOKENS, Matrix, OnnxMiniLM, mean_pool
-from services.retrieval.metrics import mean_over_queries
 from services.retrieval.settings import RetrievalSettings
+from services.retrieval.text import document_text
 
 
 class TorchMiniLM:

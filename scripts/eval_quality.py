@@ -19,17 +19,14 @@ import os
 import subprocess
 import sys
 import time
-from pathlib import Path
 from typing import Any
 
-import httpx
+from services.common.processes import BASE_ENV, REPO, ServerProcess
+from services.green_agent.rest_eval import evaluate_rest
+from services.nfcorpus.dataset import DEFAULT_DATA_DIR, Split
 
-from services.retrieval.evaluate import evaluate
-
-REPO = Path(__file__).resolve().parents[1]
 PY = sys.executable
 QUALITY_STORE = REPO / "var" / "quality"
-BASE = {"OPENBLAS_NUM_THREADS": "1", "PYTHONPATH": str(REPO)}
 HONEST = {"RETRIEVAL_SUPERVISION": "train", "RETRIEVAL_EDGE_PATH": str(QUALITY_STORE)}
 STAGES: list[tuple[str, dict[str, str]]] = [
     ("BM25", {"RETRIEVAL_MODE": "zero-shot", "RETRIEVAL_FUSION": "zscore",
@@ -44,71 +41,29 @@ STAGES: list[tuple[str, dict[str, str]]] = [
 ]  # fmt: skip
 
 
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _start(
-    module: str, args: list[str], env: dict[str, str], ready: str
-) -> subprocess.Popen[bytes]:
-    proc = subprocess.Popen([PY, "-m", module, *args], env={**os.environ, **BASE, **env}, cwd=REPO)
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise SystemExit(f"{module} exited with {proc.returncode}")
-        try:
-            if httpx.get(ready, timeout=2).status_code == 200:
-                return proc
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.2)
-    proc.kill()
-    raise SystemExit(f"{module} not ready at {ready}")
-
-
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    proc.terminate()
-    proc.wait(timeout=20)
-
-
-def _rest(env: dict[str, str], splits: list[str]) -> dict[str, dict[str, float]]:
-    port = _free_port()
-    url = f"http://127.0.0.1:{port}"
-    server = _start("services.mcp_server", ["--port", str(port)], env, f"{url}/readyz")
-    try:
-        return asyncio.run(evaluate(url, splits, concurrency=2))  # type: ignore[arg-type]
-    finally:
-        _stop(server)
+def _rest(env: dict[str, str], splits: list[Split]) -> dict[str, dict[str, float]]:
+    with ServerProcess.module("services.mcp_server", env=env) as server:
+        return asyncio.run(evaluate_rest(server.base_url, splits, DEFAULT_DATA_DIR, concurrency=2))
 
 
 def _a2a() -> dict[str, Any]:
-    mcp_port, purple_port = _free_port(), _free_port()
-    mcp = f"http://127.0.0.1:{mcp_port}"
-    purple = f"http://127.0.0.1:{purple_port}"
-    server = _start("services.mcp_server", ["--port", str(mcp_port)], {}, f"{mcp}/readyz")
-    args = ["--port", str(purple_port), "--card-url", f"{purple}/", "--mcp-url", f"{mcp}/mcp"]
-    agent = _start("services.purple_agent", args, {}, f"{purple}/readyz")
     out = REPO / "reports" / "quality_a2a.json"
-    try:
-        cmd = [PY, "-m", "services.green_agent", "eval", "--agent", purple, "--num-queries", "323",
-               "--top-k", "10", "--seed", "42", "--concurrency", "4", "--out", str(out)]  # fmt: skip
-        subprocess.run(cmd, env={**os.environ, **BASE}, cwd=REPO, check=True)
-    finally:
-        _stop(agent)
-        _stop(server)
+    with ServerProcess.module("services.mcp_server") as mcp:
+        args = ["--mcp-url", f"{mcp.base_url}/mcp"]
+        with ServerProcess.module("services.purple_agent", args) as purple:
+            cmd = [PY, "-m", "services.green_agent", "eval", "--agent", purple.base_url,
+                   "--num-queries", "323", "--top-k", "10", "--seed", "42", "--concurrency", "4",
+                   "--out", str(out)]  # fmt: skip
+            subprocess.run(cmd, env={**os.environ, **BASE_ENV}, cwd=REPO, check=True)
     report: dict[str, Any] = json.loads(out.read_text())
     return report
 
 
 def main() -> None:
-    subprocess.run([PY, "-m", "services.retrieval.index"], env={**os.environ, **BASE, **HONEST},
+    subprocess.run([PY, "-m", "services.retrieval.index"],
+                   env={**os.environ, **BASE_ENV, **HONEST}, cwd=REPO, check=True)  # fmt: skip
+    subprocess.run([PY, "-m", "services.retrieval.index"], env={**os.environ, **BASE_ENV},
                    cwd=REPO, check=True)  # fmt: skip
-    subprocess.run([PY, "-m", "services.retrieval.index"], env={**os.environ, **BASE}, cwd=REPO,
-                   check=True)  # fmt: skip
     rows = []
     for label, env in STAGES:
         print(f"== {label}", flush=True)

@@ -12,15 +12,12 @@ import argparse
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
-from pathlib import Path
 
-import httpx
+from services.common.processes import BASE_ENV, REPO, ServerProcess, port_in_use
 
-REPO = Path(__file__).resolve().parents[1]
 # What an a2a-sdk 0.3 green agent sends (message/send, the request as JSON text).
 A2A_EXAMPLE = json.dumps(
     {
@@ -38,23 +35,18 @@ A2A_EXAMPLE = json.dumps(
 )
 
 
-def _port_free(port: int) -> bool:
-    with socket.socket() as s:
-        return s.connect_ex(("127.0.0.1", port)) != 0
-
-
-def _wait_ready(name: str, url: str, proc: subprocess.Popen[bytes], timeout_s: float) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            sys.exit(f"{name} exited with status {proc.returncode} while starting")
-        try:
-            if httpx.get(url, timeout=2.0).status_code == 200:
-                return
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.2)
-    sys.exit(f"{name} was not ready at {url} after {timeout_s:.0f}s")
+def _examples(mcp: str, purple: str | None) -> str:
+    lines = [
+        "\nTry:",
+        f"  curl -s -X POST {mcp}/search_nfcorpus -H 'content-type: application/json' "
+        '-d \'{"query": "vitamin D and breast cancer", "top_k": 5}\'',
+    ]
+    if purple is not None:
+        lines += [
+            f"  curl -s {purple}/.well-known/agent-card.json",
+            f"  curl -s -X POST {purple}/ -H 'content-type: application/json' -d '{A2A_EXAMPLE}'",
+        ]
+    return "\n".join([*lines, "Ctrl-C stops the stack."])
 
 
 def main() -> int:
@@ -66,64 +58,43 @@ def main() -> int:
     parser.add_argument("--then", help="command to run once ready; the stack stops after it")
     args = parser.parse_args()
 
-    env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "PYTHONPATH": str(REPO)}
-    mcp = f"http://{args.host}:{args.mcp_port}"
-    purple = f"http://{args.host}:{args.purple_port}"
-    plan: list[tuple[str, str, int, list[str], str]] = [
-        ("MCP server", "services.mcp_server", args.mcp_port, [], f"{mcp}/readyz")
-    ]
+    host = args.host
+    mcp = ServerProcess.module("services.mcp_server", port=args.mcp_port, host=host)
+    servers = [("MCP server", mcp)]
     if args.only != "mcp":
-        agent_args = ["--card-url", f"{purple}/", "--mcp-url", f"{mcp}/mcp"]
-        plan.append(
-            (
-                "purple agent",
-                "services.purple_agent",
-                args.purple_port,
-                agent_args,
-                f"{purple}/readyz",
-            )
+        card_url = f"http://{host}:{args.purple_port}/"
+        agent_args = ["--card-url", card_url, "--mcp-url", f"{mcp.base_url}/mcp"]
+        purple = ServerProcess.module(
+            "services.purple_agent", agent_args, port=args.purple_port, host=host
         )
-
-    procs: list[subprocess.Popen[bytes]] = []
-
-    def stop(*_: object) -> None:
-        for p in reversed(procs):
-            if p.poll() is None:
-                p.terminate()
-        for p in procs:
-            try:
-                p.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                p.kill()
+        servers.append(("purple agent", purple))
 
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    started: list[ServerProcess] = []
     try:
-        for name, module, port, extra, ready in plan:
-            if not _port_free(port):
-                sys.exit(f"port {port} is in use: stop what listens there or pick another port")
-            cmd = [sys.executable, "-m", module, "--host", args.host, "--port", str(port), *extra]
-            procs.append(subprocess.Popen(cmd, env=env, cwd=REPO))
-            _wait_ready(name, ready, procs[-1], timeout_s=120)
-            print(f"{name} ready at http://{args.host}:{port}/", flush=True)
+        for name, server in servers:
+            if port_in_use(server.port, host):
+                sys.exit(f"port {server.port} is in use: stop what listens there or pick another")
+            try:
+                server.start()
+            except (RuntimeError, TimeoutError) as e:
+                sys.exit(f"{name} did not start: {e}")
+            started.append(server)
+            print(f"{name} ready at {server.base_url}/", flush=True)
+        purple_base = f"http://{host}:{args.purple_port}"
         if args.then:
-            command = args.then.format(mcp=mcp, purple=purple)
+            command = args.then.format(mcp=mcp.base_url, purple=purple_base)
+            env = {**os.environ, **BASE_ENV}
             return subprocess.call(["bash", "-c", command], env=env, cwd=REPO)
-        print(
-            "\nTry:\n"
-            f"  curl -s -X POST {mcp}/search_nfcorpus -H 'content-type: application/json' "
-            '-d \'{"query": "vitamin D and breast cancer", "top_k": 5}\'\n'
-            f"  curl -s {purple}/.well-known/agent-card.json\n"
-            f"  curl -s -X POST {purple}/ -H 'content-type: application/json' -d '{A2A_EXAMPLE}'\n"
-            "Ctrl-C stops both.",
-            flush=True,
-        )
-        while all(p.poll() is None for p in procs):
+        print(_examples(mcp.base_url, None if args.only else purple_base), flush=True)
+        while all(server.running for server in started):
             time.sleep(0.5)
         return 1
     except KeyboardInterrupt:
         return 0
     finally:
-        stop()
+        for server in reversed(started):
+            server.stop()
 
 
 if __name__ == "__main__":

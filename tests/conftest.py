@@ -7,12 +7,12 @@ from dataclasses import dataclass
 
 import pytest
 
+from services.common.processes import ServerProcess
 from services.retrieval.dense import OnnxMiniLM
 from services.retrieval.index import build_index
-from services.retrieval.settings import RetrievalSettings
+from services.retrieval.settings import ExperimentSettings, RetrievalSettings, StoreSettings
 from services.retrieval.store import open_store
 from tests.support.dataset import make_subset
-from tests.support.servers import ServerProcess
 
 
 @dataclass(frozen=True)
@@ -27,7 +27,7 @@ class SmallIndex:
         return {
             "RETRIEVAL_DATA_DIR": str(s.data_dir),
             "RETRIEVAL_STORE": "edge",
-            "RETRIEVAL_EDGE_PATH": str(s.edge_path),
+            "RETRIEVAL_EDGE_PATH": str(s.store.edge_path),
             "RETRIEVAL_CACHE_DIR": str(s.cache_dir),
         }
 
@@ -44,9 +44,11 @@ def small_index(tmp_path_factory: pytest.TempPathFactory, encoder: OnnxMiniLM) -
     # The vector cache lives outside the repo and survives between runs (keyed by content).
     # A slice of the training queries keeps the ranker's training to seconds.
     settings = RetrievalSettings(
-        data_dir=root / "data", edge_path=root / "edge", max_train_queries=500
+        data_dir=root / "data",
+        store=StoreSettings(edge_path=root / "edge"),
+        experiment=ExperimentSettings(max_train_queries=500),
     )
-    store = open_store(settings)
+    store = open_store(settings.store)
     try:
         build_index(settings, store, encoder)
     finally:
@@ -67,7 +69,7 @@ def mcp_server(
     small_index: SmallIndex, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[McpServer]:
     log = tmp_path_factory.mktemp("logs") / "mcp_server.log"
-    server = McpServer("services.mcp_server", [], small_index.env(), "/readyz", log)
+    server = McpServer.module("services.mcp_server", env=small_index.env(), log_path=log)
     server.start()
     try:
         yield server

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from a2a.types import AgentCapabilities, AgentCard, AgentSkill
 
-from services.common.a2a_card import jsonrpc_interfaces, provider
+from services.common.a2a import jsonrpc_interfaces, provider
 
 EXAMPLE = (
     '{"participants": {"retrieval_agent": "http://127.0.0.1:9010/"}, '

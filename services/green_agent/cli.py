@@ -1,22 +1,24 @@
-"""Command line of the green agent: ``eval``, ``load`` and ``serve``.
+"""Command line of the green agent: ``eval``, ``load``, ``serve`` and ``rest``.
 
 ``eval`` exits 1 when any query failed (unreachable agent, failed task or broken contract), so it
-can gate a pipeline; ``load`` exits 0 whatever the error count (read the report).
+can gate a pipeline; ``load`` exits 0 whatever the error count (read the report). ``rest`` scores
+an MCP server's ``POST /search_nfcorpus`` directly, on whole splits.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import logging
+import json
 import sys
 from pathlib import Path
+from typing import Any, cast, get_args
 
-import uvicorn
 from pydantic import BaseModel
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from services.common.frame import serve
 from services.green_agent.app import create_app
 from services.green_agent.client import Protocol_, TransportFailure, connect
 from services.green_agent.dataset import load_test_set, sample_query_ids
@@ -24,20 +26,25 @@ from services.green_agent.evaluator import QueryOutcome, evaluate
 from services.green_agent.load import build_load_report, run_load
 from services.green_agent.render import eval_tables, load_table
 from services.green_agent.report import build_report
+from services.green_agent.rest_eval import evaluate_rest, table
 from services.green_agent.settings import GreenSettings
-from services.retrieval.settings import RetrievalSettings
+from services.nfcorpus.dataset import Split
 from services.telemetry.logging import setup_logging
 from services.telemetry.tracing import setup_tracing
 
 MAX_LOAD_SECONDS = 3600.0
-# Per-request INFO lines from the HTTP and A2A clients would drown the progress bar.
-QUIET_LOGGERS = ("httpx", "httpx2", "a2a.client")
 
 
-def _write(report: BaseModel, out: Path | None) -> None:
-    if out is not None:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(report.model_dump_json(indent=2) + "\n", encoding="utf-8")
+def _write(report: BaseModel | dict[str, Any], out: Path | None) -> None:
+    if out is None:
+        return
+    out.parent.mkdir(parents=True, exist_ok=True)
+    text = (
+        report.model_dump_json(indent=2)
+        if isinstance(report, BaseModel)
+        else json.dumps(report, indent=2)
+    )
+    out.write_text(text + "\n", encoding="utf-8")
 
 
 async def _eval(args: argparse.Namespace, settings: GreenSettings) -> int:
@@ -114,6 +121,23 @@ async def _load(args: argparse.Namespace, settings: GreenSettings) -> int:
     return 0
 
 
+async def _rest(args: argparse.Namespace, _: GreenSettings) -> int:
+    report = await evaluate_rest(args.url, args.splits, args.data_dir, args.concurrency)
+    print(table(report))
+    _write({"url": args.url, "splits": report}, args.out)
+    if args.out is not None:
+        print(f"written to {args.out}")
+    return 0
+
+
+def _splits(text: str) -> list[Split]:
+    splits = [s.strip() for s in text.split(",")]
+    unknown = [s for s in splits if s not in get_args(Split)]
+    if unknown:
+        raise argparse.ArgumentTypeError(f"unknown split {unknown[0]!r}")
+    return [cast(Split, s) for s in splits]
+
+
 def _parser(settings: GreenSettings) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m services.green_agent", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
@@ -125,7 +149,7 @@ def _parser(settings: GreenSettings) -> argparse.ArgumentParser:
         protocols: list[Protocol_] = ["1.0", "0.3"]
         sub.add_argument("--protocol", choices=protocols, default=settings.protocol)
         sub.add_argument("--out", type=Path, help="write the JSON report here")
-        sub.add_argument("--data-dir", type=Path, default=RetrievalSettings().data_dir)
+        sub.add_argument("--data-dir", type=Path, default=settings.data_dir)
 
     run_eval = commands.add_parser("eval", help="evaluate an agent on sampled test queries")
     client_options(run_eval)
@@ -144,7 +168,14 @@ def _parser(settings: GreenSettings) -> argparse.ArgumentParser:
     serve.add_argument("--host", default=settings.host)
     serve.add_argument("--port", type=int, default=settings.port)
     serve.add_argument("--card-url", default=settings.card_url)
-    serve.add_argument("--data-dir", type=Path, default=RetrievalSettings().data_dir)
+    serve.add_argument("--data-dir", type=Path, default=settings.data_dir)
+
+    rest = commands.add_parser("rest", help="score an MCP server's REST search on whole splits")
+    rest.add_argument("--url", default="http://127.0.0.1:8000", help="MCP server base URL")
+    rest.add_argument("--splits", type=_splits, default=["dev", "test"], help="e.g. dev,test")
+    rest.add_argument("--concurrency", type=int, default=1)
+    rest.add_argument("--out", type=Path, help="write the JSON report here")
+    rest.add_argument("--data-dir", type=Path, default=settings.data_dir)
     return parser
 
 
@@ -154,21 +185,23 @@ def main(argv: list[str] | None = None) -> int:
     parser = _parser(settings)
     args = parser.parse_args(argv)
     setup_logging()
-    for name in QUIET_LOGGERS:
-        logging.getLogger(name).setLevel(logging.WARNING)
     if args.command == "serve":
         served = settings.model_copy(
-            update={"host": args.host, "port": args.port, "card_url": args.card_url}
+            update={
+                "host": args.host,
+                "port": args.port,
+                "card_url": args.card_url,
+                "data_dir": args.data_dir,
+            }
         )
-        app = create_app(served, args.data_dir)
-        uvicorn.run(app, host=args.host, port=args.port, access_log=False)
+        serve(create_app(served), args.host, args.port)
         return 0
     if args.command == "load" and not 0 < args.duration <= MAX_LOAD_SECONDS:
         parser.error(f"--duration must be within (0, {MAX_LOAD_SECONDS:g}] seconds")
     if args.command == "load" and (args.concurrency or args.rate or 0) <= 0:
         parser.error("--concurrency and --rate must be positive")
     setup_tracing("green-agent")
-    runner = _eval if args.command == "eval" else _load
+    runner = {"eval": _eval, "load": _load, "rest": _rest}[args.command]
     try:
         return asyncio.run(runner(args, settings))
     except (TransportFailure, ValueError) as e:

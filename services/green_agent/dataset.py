@@ -6,7 +6,7 @@ import random
 from dataclasses import dataclass
 from pathlib import Path
 
-from services.retrieval.corpus import Qrels, load_corpus, load_qrels, load_queries
+from services.nfcorpus.dataset import Qrels, load_corpus, load_qrels, load_queries
 
 
 @dataclass(frozen=True)

@@ -1,14 +1,14 @@
-"""Settings of the green agent (env prefix ``GREEN_``).
-
-The data folder is the retrieval core's ``RETRIEVAL_DATA_DIR``.
-"""
+"""Settings of the green agent (env prefix ``GREEN_``)."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Literal
 
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from services.nfcorpus.dataset import DEFAULT_DATA_DIR
 
 
 class GreenSettings(BaseSettings):
@@ -27,6 +27,10 @@ class GreenSettings(BaseSettings):
     concurrency: int = Field(default=4, ge=1, le=256, description="Queries in flight at once.")
     protocol: Literal["1.0", "0.3"] = Field(
         default="1.0", description="A2A protocol the evaluator speaks to the agent."
+    )
+    data_dir: Path = Field(
+        default=DEFAULT_DATA_DIR,
+        description="BEIR NFCorpus folder the test queries and judgements are read from.",
     )
 
     @property

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-import uvicorn
-
+from services.common.frame import serve
 from services.mcp_server.app import create_app
 from services.mcp_server.settings import McpServerSettings
 from services.telemetry.logging import setup_logging
@@ -20,7 +19,7 @@ def main() -> None:
     args = parser.parse_args()
     setup_logging()
     settings = defaults.model_copy(update={"host": args.host, "port": args.port})
-    uvicorn.run(create_app(settings), host=args.host, port=args.port, log_level="warning")
+    serve(create_app(settings), settings.host, settings.port)
 
 
 if __name__ == "__main__":

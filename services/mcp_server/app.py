@@ -1,13 +1,14 @@
-"""Builds the MCP server's ASGI app: MCP at ``/mcp`` plus the plain HTTP routes."""
+"""Builds the MCP server's ASGI app: MCP at ``/mcp`` plus the plain HTTP routes, in the frame."""
 
 from __future__ import annotations
 
 from mcp.server import MCPServer
 from mcp.server.transport_security import TransportSecuritySettings
-from starlette.types import ASGIApp
+from starlette.applications import Starlette
+from starlette.routing import Mount
 
-from services.mcp_server.metrics import REQUEST_SECONDS
-from services.mcp_server.routes import register_routes
+from services.common.frame import Readiness, ServiceId, service_app
+from services.mcp_server.routes import rest_routes
 from services.mcp_server.service import SearchService
 from services.mcp_server.settings import McpServerSettings
 from services.mcp_server.tools import register_tools
@@ -15,10 +16,9 @@ from services.retrieval.dense import OnnxMiniLM
 from services.retrieval.pipeline import RankingPipeline
 from services.retrieval.settings import RetrievalSettings
 from services.retrieval.store import open_store
-from services.telemetry.http import RequestTelemetry
-from services.telemetry.tracing import setup_tracing
+from services.retrieval.store.counting import CountingStore
 
-ROUTES = ("/mcp", "/search_nfcorpus", "/healthz", "/readyz", "/metrics", "/health_check", "/stats")
+SERVICE = ServiceId(metric_prefix="mcp", trace_name="nfcorpus-mcp-server")
 INSTRUCTIONS = (
     "Retrieval over NFCorpus (PubMed nutrition/medicine abstracts): call search_nfcorpus."
 )
@@ -38,22 +38,27 @@ def transport_security(allowed_hosts: list[str]) -> TransportSecuritySettings:
 
 def create_app(
     settings: McpServerSettings | None = None, retrieval: RetrievalSettings | None = None
-) -> ASGIApp:
-    """Open store and model, then wire tool, routes and telemetry into one ASGI app."""
+) -> Starlette:
+    """Open store and model, then wire the tool and the routes into the service frame."""
     settings = settings or McpServerSettings()
     retrieval = retrieval or RetrievalSettings()
-    setup_tracing("nfcorpus-mcp-server")
-    store = open_store(retrieval)
+    store = CountingStore(open_store(retrieval.store))
     searcher = RankingPipeline(store, OnnxMiniLM(threads=retrieval.encode_threads), retrieval)
-    service = SearchService(searcher, store, settings.search_threads, settings.ready_cache_s)
+    service = SearchService(searcher, store, settings.search_threads)
 
     mcp = MCPServer(name="nfcorpus-retrieval", version="0.1.0", instructions=INSTRUCTIONS)
     register_tools(mcp, service)
-    register_routes(mcp, service)
-    app = mcp.streamable_http_app(
+    mcp_app = mcp.streamable_http_app(
         streamable_http_path="/mcp",
         stateless_http=True,
         json_response=True,
         transport_security=transport_security(settings.allowed_hosts),
     )
-    return RequestTelemetry(app, REQUEST_SECONDS, ROUTES)
+    return service_app(
+        SERVICE,
+        # Mounted last: it answers every path the other routes do not (404 but for /mcp).
+        [*rest_routes(service), Mount("", app=mcp_app)],
+        readiness=Readiness(service.ready, settings.ready_cache_s),
+        # A mounted app's own lifespan does not run: the session manager is started here.
+        lifespan=lambda _: mcp.session_manager.run(),
+    )

@@ -1,4 +1,4 @@
-"""Prometheus metrics of the MCP server."""
+"""Prometheus metrics of the MCP server (the frame adds ``mcp_http_request_duration_seconds``)."""
 
 from __future__ import annotations
 
@@ -6,12 +6,6 @@ from prometheus_client import Counter, Histogram
 
 from services.telemetry.metrics import LATENCY_BUCKETS
 
-REQUEST_SECONDS = Histogram(
-    "mcp_http_request_duration_seconds",
-    "HTTP request latency by route and outcome.",
-    ["route", "outcome"],
-    buckets=LATENCY_BUCKETS,
-)
 ENCODE_SECONDS = Histogram(
     "mcp_encode_duration_seconds",
     "Query encoding (dense + sparse) latency.",

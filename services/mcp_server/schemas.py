@@ -6,7 +6,7 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from services.mcp_server.settings import MAX_QUERY_CHARS, MAX_TOP_K
+from services.common.limits import MAX_QUERY_CHARS, MAX_TOP_K
 
 QueryText = Annotated[
     str,

@@ -16,7 +16,8 @@ import anyio
 from services.mcp_server.metrics import ENCODE_SECONDS, SEARCHES, STORE_SECONDS
 from services.mcp_server.schemas import SearchHit
 from services.retrieval.pipeline import RankingPipeline
-from services.retrieval.store.base import Store, StoreError
+from services.retrieval.store.base import StoreError
+from services.retrieval.store.counting import CountingStore
 from services.telemetry.tracing import tracer
 
 _tracer = tracer(__name__)
@@ -29,25 +30,24 @@ class SearchUnavailableError(RuntimeError):
 class SearchService:
     """Runs searches and keeps the counters the AgentBeats evaluator reads."""
 
-    def __init__(
-        self, searcher: RankingPipeline, store: Store, threads: int, ready_cache_s: float
-    ) -> None:
-        """Wrap a searcher; ``threads`` bounds concurrent searches."""
+    def __init__(self, searcher: RankingPipeline, store: CountingStore, threads: int) -> None:
+        """Wrap a searcher over ``store``; ``threads`` bounds concurrent searches."""
         self._searcher = searcher
         self._store = store
         self._limiter = anyio.CapacityLimiter(threads)
-        self._ready_cache_s = ready_cache_s
-        self._ready_at = -1.0
-        self._ready = (False, "not checked yet")
         self._lock = threading.Lock()
         self.search_calls = 0
-        self.store_calls = 0
+
+    @property
+    def store_calls(self) -> int:
+        """Calls made to the store (each search makes several)."""
+        return self._store.calls
 
     def reset_stats(self) -> None:
         """Zero the evaluator-facing counters."""
         with self._lock:
             self.search_calls = 0
-            self.store_calls = 0
+        self._store.reset()
 
     def _search_sync(self, query: str, top_k: int) -> list[SearchHit]:
         with _tracer.start_as_current_span("search") as span:
@@ -69,7 +69,6 @@ class SearchService:
         """Search, counting the call; raises :class:`SearchUnavailableError` on store failure."""
         with self._lock:
             self.search_calls += 1
-            self.store_calls += 1
         try:
             hits = await anyio.to_thread.run_sync(
                 self._search_sync, query, top_k, limiter=self._limiter
@@ -91,9 +90,5 @@ class SearchService:
         return True, f"collection {collection} holds {points} documents"
 
     async def ready(self) -> tuple[bool, str]:
-        """Whether the store answers and the collection is populated (cached briefly)."""
-        now = time.monotonic()
-        if now - self._ready_at > self._ready_cache_s:
-            self._ready = await anyio.to_thread.run_sync(self._check_ready)
-            self._ready_at = now
-        return self._ready
+        """Whether the store answers and the collection is populated."""
+        return await anyio.to_thread.run_sync(self._check_ready)

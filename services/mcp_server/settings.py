@@ -7,9 +7,6 @@ from typing import Annotated
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-MAX_QUERY_CHARS = 2000
-MAX_TOP_K = 100
-
 
 class McpServerSettings(BaseSettings):
     """Where the server listens and which requests it accepts."""

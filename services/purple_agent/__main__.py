@@ -8,8 +8,7 @@ from __future__ import annotations
 
 import argparse
 
-import uvicorn
-
+from services.common.frame import serve
 from services.purple_agent.app import create_app
 from services.purple_agent.settings import PurpleSettings
 from services.telemetry.logging import setup_logging
@@ -26,7 +25,7 @@ def main(argv: list[str] | None = None) -> None:
     overrides = {k: v for k, v in vars(args).items() if v is not None}
     settings = PurpleSettings(**overrides)
     setup_logging()
-    uvicorn.run(create_app(settings), host=settings.host, port=settings.port, access_log=False)
+    serve(create_app(settings), settings.host, settings.port)
 
 
 if __name__ == "__main__":

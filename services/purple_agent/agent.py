@@ -19,10 +19,10 @@ from a2a.types import Message
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 from pydantic_core import PydanticCustomError
 
+from services.common.limits import MAX_QUERY_CHARS, MAX_TOP_K
 from services.purple_agent.mcp_client import McpCallError
 from services.purple_agent.metrics import FAILURES, IN_FLIGHT, REQUEST_SECONDS
 from services.purple_agent.ranking import Candidate, RankingPolicy
-from services.purple_agent.settings import MAX_QUERY_CHARS, MAX_TOP_K
 
 log = logging.getLogger(__name__)
 

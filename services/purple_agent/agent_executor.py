@@ -10,10 +10,9 @@ from __future__ import annotations
 from a2a.helpers import new_data_part, new_text_part
 from a2a.server.agent_execution import AgentExecutor, RequestContext
 from a2a.server.events import EventQueue
-from a2a.server.tasks import TaskUpdater
-from a2a.types import Task, TaskState, TaskStatus
 from a2a.utils.errors import UnsupportedOperationError
 
+from services.common.a2a import open_task
 from services.purple_agent.agent import AgentFailure, RetrievalAgent
 
 ARTIFACT_NAME = "retrieval_results"
@@ -27,18 +26,7 @@ class RetrievalExecutor(AgentExecutor):
 
     async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
         """Answer one message: enqueue the task, then one artifact and completion, or failure."""
-        task = context.current_task
-        if task is None:
-            # Built by hand rather than with new_task_from_user_message, which refuses an empty
-            # text part before we could fail the task with a useful message.
-            task = Task(
-                id=context.task_id or "",
-                context_id=context.context_id or "",
-                status=TaskStatus(state=TaskState.TASK_STATE_SUBMITTED),
-                history=[context.message] if context.message is not None else [],
-            )
-            await event_queue.enqueue_event(task)
-        updater = TaskUpdater(event_queue, task.id, task.context_id)
+        updater = await open_task(context, event_queue)
         try:
             doc_ids = await self._agent.answer(context.message)
         except AgentFailure as e:

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from a2a.types import AgentCapabilities, AgentCard, AgentSkill
 
-from services.common.a2a_card import jsonrpc_interfaces, provider
-from services.purple_agent.settings import MAX_QUERY_CHARS, MAX_TOP_K, PurpleSettings
+from services.common.a2a import jsonrpc_interfaces, provider
+from services.common.limits import MAX_QUERY_CHARS, MAX_TOP_K
+from services.purple_agent.settings import PurpleSettings
 
 AGENT_NAME = "NFCorpus retrieval agent"
 AGENT_VERSION = "0.1.0"

@@ -12,20 +12,13 @@ from urllib.parse import urljoin
 from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-#: Longest query accepted, in characters; the MCP server applies the same limit.
-MAX_QUERY_CHARS = 2000
-#: Largest top_k the contract (and the MCP tool) accepts.
-MAX_TOP_K = 100
-#: A green agent gives up after 60 s; the agent must always answer well before that.
-HARD_DEADLINE_S = 60.0
+from services.common.limits import HARD_DEADLINE_S, MAX_TOP_K
 
 
 class PurpleSettings(BaseSettings):
     """Configuration of one purple agent process."""
 
-    model_config = SettingsConfigDict(
-        env_prefix="PURPLE_", env_nested_delimiter="__", extra="ignore"
-    )
+    model_config = SettingsConfigDict(env_prefix="PURPLE_", extra="ignore")
 
     host: str = Field(default="127.0.0.1", description="Interface the server binds to.")
     port: int = Field(default=9010, ge=0, le=65535, description="Port the server binds to.")

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from services.retrieval.feedback import expand_from_hits
 from services.retrieval.search import EncodedQuery
-from services.retrieval.settings import RetrievalSettings
+from services.retrieval.settings import FeedbackSettings
 from services.retrieval.store.base import Hit, Store, VectorQuery
 
 #: (document or query id, score), best first.
@@ -41,12 +41,21 @@ def _named(hits: list[Hit], names: Mapping[str, str]) -> Ranked:
     return [(names[h.id], h.score) for h in hits if h.id in names]
 
 
+@dataclass(frozen=True, slots=True)
+class Depths:
+    """How much evidence to gather: ranked-list depth, RM3 settings, voting neighbours."""
+
+    candidates: int
+    feedback: FeedbackSettings
+    neighbours: int
+
+
 def gather(
     store: Store,
     docs: str,
     knn: str | None,
     q: EncodedQuery,
-    settings: RetrievalSettings,
+    depths: Depths,
     names: Mapping[str, str],
     exclude_query: str | None = None,
 ) -> Evidence:
@@ -54,26 +63,26 @@ def gather(
 
     ``names`` maps point ids to document and query ids.
     """
-    depth = settings.candidates
+    depth, rm3_params = depths.candidates, depths.feedback
     batch = [VectorQuery(q.dense, depth)]
     lexical = bool(q.sparse.indices)  # a query of stopwords only has no lexical side
-    feedback = lexical and settings.feedback_docs > 0
+    feedback = lexical and rm3_params.docs > 0
     if lexical:
         batch.append(VectorQuery(q.sparse, depth))
     if feedback:
-        batch.append(VectorQuery(q.sparse, settings.feedback_docs, with_sparse=True))
+        batch.append(VectorQuery(q.sparse, rm3_params.docs, with_sparse=True))
     lists = store.search(docs, batch, payload=False)
     dense = _named(lists[0], names)
     bm25 = _named(lists[1], names) if lexical else []
     rm3 = bm25
     if feedback:
-        expanded = expand_from_hits(q.sparse, lists[2], settings)
+        expanded = expand_from_hits(q.sparse, lists[2], rm3_params)
         (hits,) = store.search(docs, [VectorQuery(expanded, depth)], payload=False)
         rm3 = _named(hits, names)
     neighbours: Ranked = []
     if knn is not None:
         # One extra neighbour so that leaving the query itself out still leaves k.
-        want = settings.knn_neighbours + (1 if exclude_query else 0)
+        want = depths.neighbours + (1 if exclude_query else 0)
         (hits,) = store.search(knn, [VectorQuery(q.dense, want)], payload=False)
         neighbours = _named(hits, names)
     return Evidence(dense, bm25, rm3, neighbours)

@@ -18,6 +18,7 @@ from services.retrieval.corelevance import CoScores
 from services.retrieval.evidence import Evidence, Ranked
 from services.retrieval.judgements import Judgements
 from services.retrieval.knn import VoteTable
+from services.retrieval.settings import KnnSettings
 
 FEATURES = (
     "dense_score", "dense_rank", "dense_z",
@@ -61,17 +62,15 @@ def _list_features(ranked: Ranked) -> dict[str, tuple[float, int, float]]:
 def candidates(
     evidence: Evidence,
     judgements: Judgements,
-    knn_k: int,
-    knn_power: float,
-    vote_depth: int,
+    knn: KnnSettings,
     exclude_query: str | None = None,
 ) -> tuple[list[str], VoteTable]:
-    """Union of the retrievers' lists and the ``vote_depth`` most-voted documents.
+    """Union of the retrievers' lists and the ``knn.vote_depth`` most-voted documents.
 
     Only documents of the corpus get votes (``judgements`` is indexed over it).
     """
-    votes = VoteTable(judgements, evidence.neighbours, knn_k, knn_power, exclude_query)
-    voted = votes.ranked[:vote_depth]
+    votes = VoteTable(judgements, evidence.neighbours, knn.neighbours, knn.power, exclude_query)
+    voted = votes.ranked[: knn.vote_depth]
     seen: dict[str, None] = {}
     for ranked in (evidence.dense, evidence.bm25, evidence.rm3):
         for doc_id, _ in ranked:

@@ -11,26 +11,15 @@ documents *and* rare in the corpus, which is what RM3 with an IDF-weighted term 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
-from services.retrieval.settings import RetrievalSettings
-from services.retrieval.sparse import SparseVector
-from services.retrieval.store.base import Hit
-
-
-@dataclass(frozen=True, slots=True)
-class FeedbackParams:
-    """Feedback depth, expansion size and mixing weight (chosen on dev queries)."""
-
-    docs: int = 10
-    terms: int = 20
-    weight: float = 0.5
+from services.retrieval.settings import FeedbackSettings
+from services.retrieval.store.base import Hit, SparseVector
 
 
 def expand(
     query: SparseVector,
     feedback: Sequence[tuple[float, SparseVector]],
-    params: FeedbackParams,
+    params: FeedbackSettings,
 ) -> SparseVector:
     """The expanded query from ``(first-pass score, document vector)`` pairs."""
     usable = [(score, doc) for score, doc in feedback if score > 0 and doc.values]
@@ -56,10 +45,7 @@ def expand(
 
 
 def expand_from_hits(
-    query: SparseVector, hits: Sequence[Hit], settings: RetrievalSettings
+    query: SparseVector, hits: Sequence[Hit], params: FeedbackSettings
 ) -> SparseVector:
-    """:func:`expand` over first-pass hits carrying sparse vectors, with the configured RM3."""
-    params = FeedbackParams(
-        settings.feedback_docs, settings.feedback_terms, settings.feedback_weight
-    )
+    """:func:`expand` over first-pass hits carrying sparse vectors."""
     return expand(query, [(h.score, h.sparse) for h in hits if h.sparse], params)

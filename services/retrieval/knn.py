@@ -1,24 +1,20 @@
-"""The collaborative signal: training queries as a Qdrant collection, voting for documents.
+"""The collaborative signal: the nearest training queries vote for the documents they judged.
 
 NFCorpus queries come from NutritionFacts pages that link to the same articles, so a new query's
 nearest *training* queries point at its relevant documents: each of the ``k`` nearest training
 queries votes for the documents its qrels mark relevant, with weight ``similarity ** power``
-times the grade. The collection holds one point per training query: its MiniLM embedding and
-``{"query_id", "relevant": {doc_id: grade}}`` as payload.
+times the grade. The training queries live in a Qdrant collection of their own
+(:mod:`services.retrieval.store.artifacts`); this module is the vote arithmetic.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-from services.retrieval.dense import Matrix
 from services.retrieval.judgements import Judgements
-from services.retrieval.store.base import CollectionSpec, Point, Store, point_id
-
-SPEC = CollectionSpec(dense_size=384, sparse=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,25 +93,3 @@ class VoteTable:
     def nearest_similarity(self) -> float:
         """Similarity of the nearest voting neighbour (NaN without votes)."""
         return float(self.best_similarity.max()) if len(self.ranked) else float("nan")
-
-
-def knn_points(
-    query_ids: Sequence[str], vectors: Matrix, qrels: Mapping[str, Mapping[str, int]]
-) -> list[Point]:
-    """One point per training query (the ids are uuid5 of ``knn:<query id>``)."""
-    return [
-        Point(
-            id=point_id(f"knn:{q}"),
-            dense=vectors[i].tolist(),
-            payload={"query_id": q, "relevant": dict(qrels[q])},
-        )
-        for i, q in enumerate(query_ids)
-    ]
-
-
-def upsert_knn(store: Store, name: str, points: Sequence[Point], batch: int = 256) -> None:
-    """Create the collection if needed and upsert the training queries."""
-    if not store.collection_exists(name):
-        store.create_collection(name, SPEC)
-    for start in range(0, len(points), batch):
-        store.upsert(name, points[start : start + batch])

@@ -3,7 +3,7 @@
 ``mode=zero-shot`` (or an index built without training data) serves the plain hybrid search;
 ``mode=full`` gathers :mod:`evidence <services.retrieval.evidence>`, turns it into
 :mod:`features <services.retrieval.features>` and orders candidates with the
-:mod:`ranker <services.retrieval.ranker>` (or, with ``use_ranker=false``, by a z-score fusion of
+:mod:`ranker <services.retrieval.ranker>` (or, with ``RETRIEVAL_USE_RANKER=false``, by a z-score fusion of
 hybrid scores and votes: the ablation step between the two).
 """
 
@@ -13,32 +13,22 @@ import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from services.retrieval import ranker as ranker_store
 from services.retrieval.corelevance import CoRelevance, seeds
 from services.retrieval.dense import DenseEncoder
-from services.retrieval.evidence import gather
+from services.retrieval.evidence import Depths, gather
 from services.retrieval.features import CandidateSet, DocInfo, build_features, candidates
 from services.retrieval.fusion import fuse
 from services.retrieval.judgements import Judgements
 from services.retrieval.knn import VoteTable
+from services.retrieval.layout import knn_collection, ranker_collection
 from services.retrieval.ranker import Ranker
 from services.retrieval.search import EncodedQuery, HybridSearcher, SearchResult
 from services.retrieval.settings import RetrievalSettings
+from services.retrieval.store.artifacts import load_ranker, read_doc_info, read_knn
 from services.retrieval.store.base import Store, StoreError, VectorQuery, point_id
 from services.retrieval.text import analyze
 
 log = logging.getLogger(__name__)
-DOC_INFO = ["doc_id", "title_terms", "train_votes"]
-
-
-def knn_collection(docs: str) -> str:
-    """Name of the training-query collection built with documents collection ``docs``."""
-    return f"{docs}-knn"
-
-
-def ranker_collection(docs: str) -> str:
-    """Name of the one-point collection holding the ranker trained on ``docs``."""
-    return f"{docs}-ranker"
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,7 +62,9 @@ class RankingPipeline:
         """Bind the store and settings; :meth:`refresh` finds the collections and model."""
         self._store = store
         self._settings = settings
-        self._hybrid = HybridSearcher(store, encoder, settings)
+        s = settings
+        self._hybrid = HybridSearcher(store, encoder, s.store.collection, s.hybrid, s.feedback)
+        self._depths = Depths(s.hybrid.candidates, s.feedback, s.knn.neighbours)
         self._version = _Version(self._hybrid.collection)
         self.refresh()
 
@@ -109,21 +101,13 @@ class RankingPipeline:
         if not (self._store.collection_exists(docs) and self._store.collection_exists(knn)):
             log.warning("%s has no training-query collection: serving zero-shot", docs)
             return None
-        names: dict[str, str] = {}
-        doc_info: dict[str, DocInfo] = {}
-        for h in self._store.scroll(docs, payload=DOC_INFO):
-            doc_id = str(h.payload["doc_id"])
-            names[h.id] = doc_id
-            terms = frozenset(h.payload.get("title_terms", ()))
-            doc_info[doc_id] = DocInfo(terms, int(h.payload.get("train_votes", 0)))
-        judgements: dict[str, dict[str, int]] = {}
-        for h in self._store.scroll(knn, payload=["query_id", "relevant"]):
-            names[h.id] = str(h.payload["query_id"])
-            judgements[names[h.id]] = dict(h.payload["relevant"])
+        doc_names, doc_info = read_doc_info(self._store, docs)
+        query_names, judgements = read_knn(self._store, knn)
+        names = {**doc_names, **query_names}
         model = None
-        if self._settings.use_ranker:
+        if self._settings.ranker.enabled:
             try:
-                model = ranker_store.load(self._store, ranker_collection(docs))
+                model = load_ranker(self._store, ranker_collection(docs))
             except StoreError as e:
                 log.warning("no ranker for %s (%s): fusing votes without it", docs, e)
         # Documents in id order: ties in every ranking then break by doc id.
@@ -145,20 +129,14 @@ class RankingPipeline:
         sup = v.supervised
         if sup is None:
             raise RuntimeError(f"{v.docs} has no supervised side: nothing to build features from")
-        evidence = gather(self._store, v.docs, sup.knn, q, s, sup.names, exclude_query)
-        doc_ids, votes = candidates(
-            evidence,
-            sup.judgements,
-            s.knn_neighbours,
-            s.knn_power,
-            s.vote_depth,
-            exclude_query,
-        )
+        evidence = gather(self._store, v.docs, sup.knn, q, self._depths, sup.names, exclude_query)
+        doc_ids, votes = candidates(evidence, sup.judgements, s.knn, exclude_query)
         first = [[d for d, _ in ranked] for ranked in (evidence.dense, evidence.rm3)]
         co = sup.co_relevance.scores(seeds(first), exclude_query)
         terms = analyze(q.text)
+        depth = s.hybrid.candidates
         rows = build_features(
-            evidence, doc_ids, votes, sup.doc_info, terms, s.candidates, co, own_judgements
+            evidence, doc_ids, votes, sup.doc_info, terms, depth, co, own_judgements
         )
         return CandidateSet(doc_ids, rows)
 
@@ -191,12 +169,12 @@ class RankingPipeline:
         self, docs: str, sup: Supervised, q: EncodedQuery, top_k: int
     ) -> dict[str, float]:
         """Ablation step without the model: z-score fusion of hybrid scores and votes."""
-        s = self._settings
-        depth = max(s.candidates, top_k)
+        knn = self._settings.knn
+        depth = max(self._settings.hybrid.candidates, top_k)
         hybrid = {r.doc_id: r.score for r in self._hybrid.retrieve(q, depth, docs)}
-        (hits,) = self._store.search(sup.knn, [VectorQuery(q.dense, s.knn_neighbours)], False)
+        (hits,) = self._store.search(sup.knn, [VectorQuery(q.dense, knn.neighbours)], False)
         neighbours = [(sup.names[h.id], h.score) for h in hits if h.id in sup.names]
-        votes = VoteTable(sup.judgements, neighbours, s.knn_neighbours, s.knn_power)
+        votes = VoteTable(sup.judgements, neighbours, knn.neighbours, knn.power)
         voted = {d: float(votes.score[sup.judgements.doc_index[d]]) for d in votes.ranked}
-        weights = [1 - s.knn_weight, s.knn_weight]
+        weights = [1 - knn.weight, knn.weight]
         return dict(fuse([hybrid, voted], weights, "zscore"))

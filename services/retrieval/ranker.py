@@ -1,13 +1,12 @@
 """The learned ranker: LightGBM lambdarank over :data:`~services.retrieval.features.FEATURES`.
 
-The model lives in Qdrant next to the collections it was trained on (a one-point collection
-``<docs collection>-ranker`` whose payload holds the model text), so every version of the index
-carries its own ranker and a server never pairs a model with vectors it was not trained on.
+The model lives in Qdrant next to the collections it was trained on
+(:mod:`services.retrieval.store.artifacts`), so every version of the index carries its own ranker
+and a server never pairs a model with vectors it was not trained on.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -17,9 +16,7 @@ import numpy as np
 import numpy.typing as npt
 
 from services.retrieval.features import FEATURES
-from services.retrieval.store.base import CollectionSpec, Point, Store, StoreError, point_id
 
-RANKER_POINT = point_id("ranker")
 PARAMS: dict[str, Any] = {
     "objective": "lambdarank",
     "metric": "ndcg",
@@ -126,20 +123,3 @@ def group_rows(
     return Grouped(
         np.concatenate(features), np.concatenate(labels), [len(rows) for rows in features]
     )
-
-
-def save(store: Store, name: str, ranker: Ranker) -> None:
-    """Store the model as the payload of the one point of collection ``name``."""
-    if not store.collection_exists(name):
-        store.create_collection(name, CollectionSpec(dense_size=1, sparse=False))
-    payload = {"model": ranker.to_text(), "meta": json.dumps(ranker.meta)}
-    store.upsert(name, [Point(RANKER_POINT, [1.0], payload)])
-
-
-def load(store: Store, name: str) -> Ranker:
-    """The model stored by :func:`save`; :class:`StoreError` if there is none."""
-    hits = store.retrieve(name, [RANKER_POINT])
-    if not hits:
-        raise StoreError(f"no ranker model in collection {name}")
-    payload = hits[0].payload
-    return Ranker.from_text(str(payload["model"]), json.loads(str(payload["meta"])))

@@ -11,9 +11,9 @@ from dataclasses import dataclass
 from services.retrieval.dense import DenseEncoder
 from services.retrieval.feedback import expand_from_hits
 from services.retrieval.fusion import fuse
-from services.retrieval.settings import RetrievalSettings
-from services.retrieval.sparse import SparseVector, encode_query
-from services.retrieval.store.base import Hit, Store, VectorQuery
+from services.retrieval.settings import FeedbackSettings, HybridSettings
+from services.retrieval.sparse import encode_query
+from services.retrieval.store.base import Hit, SparseVector, Store, VectorQuery
 
 TIE_MARGIN = 10
 
@@ -44,19 +44,26 @@ class HybridSearcher:
     collection explicitly, for callers that pin one version across several calls.
     """
 
-    def __init__(self, store: Store, encoder: DenseEncoder, settings: RetrievalSettings) -> None:
-        """Bind store, encoder and ranking settings."""
+    def __init__(
+        self,
+        store: Store,
+        encoder: DenseEncoder,
+        alias: str,
+        params: HybridSettings,
+        feedback: FeedbackSettings,
+    ) -> None:
+        """Search the collection ``alias`` points at, with these fusion and feedback settings."""
         self._store = store
         self._encoder = encoder
-        self._settings = settings
-        self.collection = settings.collection
+        self._alias = alias
+        self._params = params
+        self._feedback = feedback
+        self.collection = alias
         self.refresh()
 
     def refresh(self) -> str:
         """Re-resolve the alias (after a re-index) and return the concrete collection."""
-        self.collection = self._store.resolve_alias(self._settings.collection) or (
-            self._settings.collection
-        )
+        self.collection = self._store.resolve_alias(self._alias) or self._alias
         return self.collection
 
     def encode(self, query: str) -> EncodedQuery:
@@ -68,7 +75,7 @@ class HybridSearcher:
         self, q: EncodedQuery, top_k: int, collection: str | None = None
     ) -> list[SearchResult]:
         """Top ``top_k`` documents by the configured fusion, with title and text."""
-        s = self._settings
+        s = self._params
         collection = collection or self.collection
         limit = max(s.candidates, top_k)
         queries = [VectorQuery(q.dense, limit)]
@@ -91,13 +98,11 @@ class HybridSearcher:
 
     def _with_feedback(self, sparse: SparseVector, collection: str) -> SparseVector:
         """RM3 expansion from a first lexical pass (one extra store call), when switched on."""
-        s = self._settings
-        if s.feedback_docs == 0:
+        if self._feedback.docs == 0:
             return sparse
-        (first,) = self._store.search(
-            collection, [VectorQuery(sparse, s.feedback_docs, with_sparse=True)], payload=False
-        )
-        return expand_from_hits(sparse, first, s)
+        first_pass = VectorQuery(sparse, self._feedback.docs, with_sparse=True)
+        (first,) = self._store.search(collection, [first_pass], payload=False)
+        return expand_from_hits(sparse, first, self._feedback)
 
     def search(self, query: str, top_k: int) -> list[SearchResult]:
         """Encode and retrieve in one call."""

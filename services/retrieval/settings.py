@@ -1,22 +1,187 @@
-"""Settings of the retrieval core, shared by the indexer, the MCP server and the evaluators.
+"""Settings of the retrieval core, shared by the indexer and the MCP server.
 
-Every field is read from the environment with the ``RETRIEVAL_`` prefix (for example
-``RETRIEVAL_STORE=server``); services build one instance in ``__main__`` and pass it down.
+Grouped by concern: where the index lives (:class:`StoreSettings`), the hybrid first stage
+(:class:`HybridSettings`), RM3 feedback (:class:`FeedbackSettings`), the kNN votes
+(:class:`KnnSettings`), the learned ranker (:class:`RankerSettings`) and slicing for tests and
+smoke runs (:class:`ExperimentSettings`). The algorithms take their group, not the whole object.
+
+Every field is read from one environment variable. Top-level fields use the ``RETRIEVAL_`` prefix
+(``RETRIEVAL_MODE``); grouped fields keep the flat names they had before grouping, which each
+field declares with :class:`Env` metadata (``RETRIEVAL_KNN_NEIGHBOURS`` -> ``knn.neighbours``,
+``RETRIEVAL_STORE`` -> ``store.backend``). Services build one instance in ``__main__`` and pass
+it down.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import Field, model_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic.fields import FieldInfo
+from pydantic_settings import (
+    BaseSettings,
+    EnvSettingsSource,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+)
+
+from services.nfcorpus.dataset import DEFAULT_DATA_DIR
+from services.nfcorpus.download import BEIR_NFCORPUS_MD5, BEIR_NFCORPUS_URL
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-BEIR_NFCORPUS_URL = (
-    "https://public.ukp.informatik.tu-darmstadt.de/thakur/BEIR/datasets/nfcorpus.zip"
-)
-BEIR_NFCORPUS_MD5 = "a89dba18a62ef92f7d323ec890a0d38d"
+
+
+@dataclass(frozen=True, slots=True)
+class Env:
+    """Field metadata: the environment variable a grouped setting is read from."""
+
+    name: str
+
+
+class _Group(BaseModel):
+    """A group of settings; each field names its variable with :class:`Env` metadata."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class StoreSettings(_Group):
+    """Which Qdrant holds the index, and the alias the service reads."""
+
+    backend: Annotated[Literal["edge", "server"], Env("RETRIEVAL_STORE")] = Field(
+        default="edge",
+        description="edge: embedded qdrant-edge shard; server: Qdrant at qdrant_url.",
+    )
+    edge_path: Annotated[Path, Env("RETRIEVAL_EDGE_PATH")] = Field(
+        default=REPO_ROOT / "var" / "qdrant-edge", description="Folder of the embedded shards."
+    )
+    edge_private_copy: Annotated[bool, Env("RETRIEVAL_EDGE_PRIVATE_COPY")] = Field(
+        default=False,
+        description="Open a private copy of the shard (needed when several worker processes serve).",
+    )
+    qdrant_url: Annotated[str | None, Env("RETRIEVAL_QDRANT_URL")] = Field(
+        default=None, description="Qdrant server URL (backend=server)."
+    )
+    qdrant_api_key: Annotated[str | None, Env("RETRIEVAL_QDRANT_API_KEY")] = Field(
+        default=None, description="Qdrant API key."
+    )
+    qdrant_path: Annotated[str | None, Env("RETRIEVAL_QDRANT_PATH")] = Field(
+        default=None,
+        description="qdrant-client local mode path or ':memory:' (backend=server without a URL).",
+    )
+    collection: Annotated[str, Env("RETRIEVAL_COLLECTION")] = Field(
+        default="nfcorpus", description="Alias the service reads; versions are '<alias>-<hash>'."
+    )
+
+    @model_validator(mode="after")
+    def _server_needs_a_location(self) -> StoreSettings:
+        if self.backend == "server" and not (self.qdrant_url or self.qdrant_path):
+            raise ValueError("RETRIEVAL_STORE=server needs RETRIEVAL_QDRANT_URL or _QDRANT_PATH")
+        return self
+
+
+class HybridSettings(_Group):
+    """The first stage: dense and BM25 candidates and how they are fused."""
+
+    candidates: Annotated[int, Env("RETRIEVAL_CANDIDATES")] = Field(
+        default=100, ge=1, le=1000, description="Candidates each retriever contributes to fusion."
+    )
+    fusion: Annotated[Literal["zscore", "minmax", "rrf", "dbsf"], Env("RETRIEVAL_FUSION")] = Field(
+        default="dbsf",
+        description="How dense and sparse candidates are fused (rrf/dbsf: inside Qdrant).",
+    )
+    dense_weight: Annotated[float, Env("RETRIEVAL_DENSE_WEIGHT")] = Field(
+        default=0.5,
+        ge=0.0,
+        le=1.0,
+        description="Weight of the dense side in zscore/minmax fusion (ablations).",
+    )
+
+
+class FeedbackSettings(_Group):
+    """RM3 pseudo-relevance feedback on the BM25 side (chosen on dev queries)."""
+
+    docs: Annotated[int, Env("RETRIEVAL_FEEDBACK_DOCS")] = Field(
+        default=5, ge=0, le=100, description="Feedback documents (0 switches feedback off)."
+    )
+    terms: Annotated[int, Env("RETRIEVAL_FEEDBACK_TERMS")] = Field(
+        default=20, ge=1, le=200, description="Expansion terms."
+    )
+    weight: Annotated[float, Env("RETRIEVAL_FEEDBACK_WEIGHT")] = Field(
+        default=0.5, ge=0.0, le=1.0, description="Weight of the expansion in the RM3 query."
+    )
+
+
+class KnnSettings(_Group):
+    """Votes of the nearest training queries."""
+
+    neighbours: Annotated[int, Env("RETRIEVAL_KNN_NEIGHBOURS")] = Field(
+        default=20, ge=1, le=200, description="Training queries that vote."
+    )
+    power: Annotated[float, Env("RETRIEVAL_KNN_POWER")] = Field(
+        default=5.0, ge=0.0, le=20.0, description="Vote weight = similarity ** power."
+    )
+    weight: Annotated[float, Env("RETRIEVAL_KNN_WEIGHT")] = Field(
+        default=0.5,
+        ge=0.0,
+        le=1.0,
+        description="Weight of votes when fused without the ranker (ablation).",
+    )
+    vote_depth: Annotated[int, Env("RETRIEVAL_VOTE_DEPTH")] = Field(
+        default=100,
+        ge=0,
+        le=1000,
+        description="Most-voted documents added to the ranker's candidates.",
+    )
+
+
+class RankerSettings(_Group):
+    """The learned ranker."""
+
+    enabled: Annotated[bool, Env("RETRIEVAL_USE_RANKER")] = Field(
+        default=True,
+        description="Rank with the learned model (else fuse hybrid and kNN votes: ablation).",
+    )
+
+
+class ExperimentSettings(_Group):
+    """Slices of the data for tests and smoke runs; unset in production."""
+
+    max_train_queries: Annotated[int | None, Env("RETRIEVAL_MAX_TRAIN_QUERIES")] = Field(
+        default=None, ge=10, description="Use only the first N training queries."
+    )
+    max_docs: Annotated[int | None, Env("RETRIEVAL_MAX_DOCS")] = Field(
+        default=None, ge=1, description="Index only the first N documents."
+    )
+
+
+def _is_group(info: FieldInfo) -> bool:
+    return isinstance(info.annotation, type) and issubclass(info.annotation, _Group)
+
+
+class _Environment(EnvSettingsSource):
+    """``RETRIEVAL_<name>`` for top-level fields; each grouped field from its :class:`Env`."""
+
+    def get_field_value(self, field: FieldInfo, field_name: str) -> tuple[Any, str, bool]:
+        """Top-level fields as pydantic-settings reads them; groups are read in ``__call__``."""
+        if _is_group(field):
+            return None, field_name, False
+        return super().get_field_value(field, field_name)
+
+    def __call__(self) -> dict[str, Any]:
+        """Top-level values, plus ``{group: {field: raw value}}`` for each variable set."""
+        found = super().__call__()
+        for group, info in self.settings_cls.model_fields.items():
+            if not _is_group(info):
+                continue
+            assert isinstance(info.annotation, type)
+            for name, field in info.annotation.model_fields.items():
+                for env in (m for m in field.metadata if isinstance(m, Env)):
+                    value = self.env_vars.get(env.name.lower())
+                    if value is not None:
+                        found.setdefault(group, {})[name] = value
+        return found
 
 
 class RetrievalSettings(BaseSettings):
@@ -25,54 +190,19 @@ class RetrievalSettings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="RETRIEVAL_", extra="ignore")
 
     data_dir: Path = Field(
-        default=REPO_ROOT.parent / "shared" / "data" / "nfcorpus",
+        default=DEFAULT_DATA_DIR,
         description="BEIR NFCorpus folder (corpus.jsonl[.gz], queries.jsonl[.gz], qrels/).",
     )
     download_url: str = Field(
         default=BEIR_NFCORPUS_URL, description="Archive fetched when data_dir holds no corpus."
     )
     download_md5: str = Field(default=BEIR_NFCORPUS_MD5, description="md5 the archive must have.")
-    store: Literal["edge", "server"] = Field(
-        default="edge",
-        description="edge: embedded qdrant-edge shard; server: Qdrant at qdrant_url.",
-    )
-    edge_path: Path = Field(
-        default=REPO_ROOT / "var" / "qdrant-edge", description="Folder of the embedded shards."
-    )
-    edge_private_copy: bool = Field(
-        default=False,
-        description="Open a private copy of the shard (needed when several worker processes serve).",
-    )
-    qdrant_url: str | None = Field(default=None, description="Qdrant server URL (store=server).")
-    qdrant_api_key: str | None = Field(default=None, description="Qdrant API key, if any.")
-    qdrant_path: str | None = Field(
-        default=None,
-        description="qdrant-client local mode path or ':memory:' (store=server without a URL).",
-    )
-    collection: str = Field(default="nfcorpus", description="Alias the service reads.")
     cache_dir: Path = Field(
         default=Path.home() / ".cache" / "nfcorpus-retrieval",
         description="Cache of computed document vectors, keyed by model and corpus hash.",
     )
     encode_threads: int = Field(default=1, ge=1, le=64, description="onnxruntime intra-op threads.")
     encode_batch_size: int = Field(default=32, ge=1, le=1024)
-    candidates: int = Field(
-        default=100, ge=1, le=1000, description="Candidates each retriever contributes to fusion."
-    )
-    dense_weight: float = Field(
-        default=0.5, ge=0.0, le=1.0, description="Weight of the dense side in score fusion."
-    )
-    fusion: Literal["zscore", "minmax", "rrf", "dbsf"] = Field(
-        default="dbsf",
-        description="How dense and sparse candidates are fused (rrf/dbsf: inside Qdrant).",
-    )
-    feedback_docs: int = Field(
-        default=5, ge=0, le=100, description="RM3 feedback documents (0 switches feedback off)."
-    )
-    feedback_terms: int = Field(default=20, ge=1, le=200, description="RM3 expansion terms.")
-    feedback_weight: float = Field(
-        default=0.5, ge=0.0, le=1.0, description="Weight of the expansion in the RM3 query."
-    )
     mode: Literal["full", "zero-shot"] = Field(
         default="full",
         description="full: kNN votes of training queries + learned ranker; zero-shot: hybrid only.",
@@ -81,30 +211,31 @@ class RetrievalSettings(BaseSettings):
         default="train+dev",
         description="Queries that vote and teach the ranker; 'train' keeps dev for measuring.",
     )
-    use_ranker: bool = Field(
-        default=True, description="Rank with the learned model (else fuse hybrid and kNN votes)."
-    )
-    knn_neighbours: int = Field(default=20, ge=1, le=200, description="Training queries that vote.")
-    knn_power: float = Field(
-        default=5.0, ge=0.0, le=20.0, description="Vote weight = similarity ** power."
-    )
-    knn_weight: float = Field(
-        default=0.5, ge=0.0, le=1.0, description="Weight of votes when fused without the ranker."
-    )
-    vote_depth: int = Field(
-        default=100, ge=0, le=1000, description="Most-voted documents added to the candidates."
-    )
-    max_train_queries: int | None = Field(
-        default=None,
-        ge=10,
-        description="Use only the first N training queries (tests, smoke runs).",
-    )
-    max_docs: int | None = Field(
-        default=None, ge=1, description="Index only the first N documents (tests, smoke runs)."
-    )
+    store: StoreSettings = StoreSettings()
+    hybrid: HybridSettings = HybridSettings()
+    feedback: FeedbackSettings = FeedbackSettings()
+    knn: KnnSettings = KnnSettings()
+    ranker: RankerSettings = RankerSettings()
+    experiment: ExperimentSettings = ExperimentSettings()
 
-    @model_validator(mode="after")
-    def _server_needs_a_location(self) -> RetrievalSettings:
-        if self.store == "server" and not (self.qdrant_url or self.qdrant_path):
-            raise ValueError("RETRIEVAL_STORE=server needs RETRIEVAL_QDRANT_URL or _QDRANT_PATH")
-        return self
+    def updated(self, **changes: Any) -> RetrievalSettings:
+        """A validated copy with ``changes``; a group takes a dict of just its fields to change.
+
+        ``settings.updated(mode="zero-shot", store={"edge_private_copy": True})``
+        """
+        data = self.model_dump()
+        for key, value in changes.items():
+            data[key] = {**data[key], **value} if isinstance(value, dict) else value
+        return type(self).model_validate(data)
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        """Arguments first, then the environment."""
+        return init_settings, _Environment(settings_cls)

@@ -16,15 +16,8 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from services.retrieval.store.base import SparseVector
 from services.retrieval.text import analyze, term_index
-
-
-@dataclass(frozen=True, slots=True)
-class SparseVector:
-    """Indices and values of a sparse vector, indices unique."""
-
-    indices: list[int]
-    values: list[float]
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,6 +1,6 @@
-"""Text analysis for the lexical (BM25) side: tokenize, drop stopwords, stem.
+"""Text as the retrievers read it: a document's text, and the lexical (BM25) analyzer.
 
-The same analyzer runs at index time and at query time, so a term always maps to the same
+The analyzer tokenizes, drops stopwords and stems. The same analyzer runs at index time and at query time, so a term always maps to the same
 sparse-vector index. Stemming is Snowball English (Porter2) via PyStemmer; the stopword list is
 Lucene's English default, which Anserini's BM25 baselines for BEIR use too.
 """
@@ -13,6 +13,8 @@ from functools import lru_cache
 
 import Stemmer
 
+from services.nfcorpus.dataset import Document
+
 _TOKEN = re.compile(r"[^\W_]+", re.UNICODE)
 
 # fmt: off
@@ -22,6 +24,11 @@ STOPWORDS = frozenset((
     "they", "this", "to", "was", "will", "with",
 ))
 # fmt: on
+
+
+def document_text(doc: Document) -> str:
+    """What the dense model and BM25 read of a document: title, then abstract."""
+    return f"{doc.title} {doc.text}".strip()
 
 
 @lru_cache(maxsize=1)

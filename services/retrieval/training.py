@@ -17,15 +17,15 @@ import numpy as np
 import numpy.typing as npt
 from rich.progress import Progress
 
-from services.retrieval import ranker as ranker_store
-from services.retrieval.corpus import Qrels, load_qrels, load_queries
+from services.nfcorpus.dataset import Qrels, load_qrels, load_queries
 from services.retrieval.dense import DenseEncoder, Matrix
-from services.retrieval.knn import knn_points, upsert_knn
-from services.retrieval.pipeline import RankingPipeline, knn_collection, ranker_collection
-from services.retrieval.ranker import Ranker, group_rows
+from services.retrieval.layout import knn_collection, ranker_collection
+from services.retrieval.pipeline import RankingPipeline
+from services.retrieval.ranker import Ranker, group_rows, train
 from services.retrieval.search import EncodedQuery
 from services.retrieval.settings import RetrievalSettings
 from services.retrieval.sparse import encode_query
+from services.retrieval.store.artifacts import knn_points, save_ranker, upsert_knn
 from services.retrieval.store.base import Store
 from services.retrieval.vector_cache import cached_vectors
 
@@ -142,7 +142,7 @@ def build_supervised(
         raise RuntimeError(f"{knn} holds {store.count(knn)} points, expected {len(voter_ids)}")
 
     # The pipeline, pointed at the collections being built, computes features exactly as served.
-    local = settings.model_copy(update={"collection": docs, "mode": "full", "use_ranker": False})
+    local = settings.updated(store={"collection": docs}, mode="full", ranker={"enabled": False})
     pipeline = RankingPipeline(store, encoder, local)
     learner_ids = sorted(data.learners)
     row_of = {q: i for i, q in enumerate(voter_ids)}
@@ -158,7 +158,7 @@ def build_supervised(
                 pipeline, data, held_ids, held_vectors, data.held_out, False, "held-out features"
             )
         )
-    model = ranker_store.train(group_rows(rows), held)
+    model = train(group_rows(rows), held)
     log.info("ranker: %s", model.meta)
-    ranker_store.save(store, ranker_collection(docs), model)
+    save_ranker(store, ranker_collection(docs), model)
     return model

@@ -9,8 +9,9 @@ them, so a scrape sees the whole pod rather than whichever worker answered.
 from __future__ import annotations
 
 import os
+from functools import cache
 
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Histogram, generate_latest
 from prometheus_client.multiprocess import MultiProcessCollector
 from starlette.requests import Request
 from starlette.responses import Response
@@ -20,6 +21,21 @@ LATENCY_BUCKETS = (
     0.0005, 0.001, 0.002, 0.004, 0.008, 0.016, 0.032, 0.064, 0.128, 0.256, 0.512, 1.0, 2.5, 5.0,
     10.0, 30.0,
 )  # fmt: skip
+
+
+@cache
+def http_request_histogram(prefix: str) -> Histogram:
+    """``<prefix>_http_request_duration_seconds{route, outcome}``, registered once per process.
+
+    Cached because a metric registered twice is an error, and an app factory may run several
+    times in one process (tests).
+    """
+    return Histogram(
+        f"{prefix}_http_request_duration_seconds",
+        "HTTP request latency by route and outcome.",
+        ["route", "outcome"],
+        buckets=LATENCY_BUCKETS,
+    )
 
 
 def _registry() -> CollectorRegistry | None:

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from tests.support.servers import ServerProcess
+from services.common.processes import ServerProcess
 
 
 @pytest.fixture(scope="session")
@@ -15,8 +15,8 @@ def purple_agent(
     mcp_server: Any, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[ServerProcess]:
     log = tmp_path_factory.mktemp("logs") / "purple_agent.log"
-    agent = ServerProcess(
-        "services.purple_agent", ["--mcp-url", mcp_server.mcp_url], {}, "/readyz", log
+    agent = ServerProcess.module(
+        "services.purple_agent", ["--mcp-url", mcp_server.mcp_url], log_path=log
     )
     agent.start(timeout_s=30)
     try:
@@ -28,7 +28,9 @@ def purple_agent(
 @pytest.fixture(scope="session")
 def green_agent(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
     log = tmp_path_factory.mktemp("logs") / "green_agent.log"
-    agent = ServerProcess("services.green_agent", ["serve"], {}, "/healthz", log)
+    agent = ServerProcess.module(
+        "services.green_agent", ["serve"], ready_path="/healthz", log_path=log
+    )
     agent.start(timeout_s=30)
     try:
         yield agent

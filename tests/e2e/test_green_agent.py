@@ -19,12 +19,12 @@ from a2a.client import A2ACardResolver, ClientConfig, create_client
 from a2a.helpers import get_data_parts, get_text_parts
 from a2a.types import Message, Part, Role, SendMessageRequest, TaskState
 
+from services.common.processes import REPO, ServerProcess
 from services.green_agent.dataset import load_test_set
+from services.nfcorpus.dataset import DEFAULT_DATA_DIR
+from services.nfcorpus.metrics import ndcg_at_k
 from services.purple_agent.ranking import Candidate, ServerOrder
 from services.purple_agent.settings import PurpleSettings
-from services.retrieval.metrics import ndcg_at_k
-from services.retrieval.settings import RetrievalSettings
-from tests.support.servers import REPO, ServerProcess
 
 CLI_TIMEOUT_S = 120
 
@@ -59,7 +59,7 @@ def test_eval_matches_the_mcp_server_called_directly(
 
     # The same retrieval without A2A: the MCP server's REST twin, asked for the same candidates,
     # cut by the same policy.
-    test_set = load_test_set(RetrievalSettings().data_dir)
+    test_set = load_test_set(DEFAULT_DATA_DIR)
     policy = ServerOrder(PurpleSettings().candidates)
     direct: dict[str, list[str]] = {}
     with httpx.Client(base_url=mcp_server.base_url, timeout=30) as http:
@@ -88,6 +88,19 @@ def test_eval_against_nothing_fails_with_a_clear_error(tmp_path: Path) -> None:
     run = _green("eval", "--agent", "http://127.0.0.1:9", "--num-queries", "1")
     assert run.returncode == 2
     assert run.stderr.startswith("error: ")
+
+
+def test_rest_scores_the_mcp_server_on_whole_splits(mcp_server: Any, tmp_path: Path) -> None:
+    out = tmp_path / "rest.json"
+    args = ["--url", mcp_server.base_url, "--splits", "test", "--concurrency", "4"]
+    run = _green("rest", *args, "--out", str(out))
+    assert run.returncode == 0, run.stdout + run.stderr
+    (split,) = json.loads(out.read_text())["splits"].items()
+    assert split[0] == "test" and split[1]["queries"] == 323
+    assert 0.0 < split[1]["ndcg@10"] <= 1.0 and split[1]["latency_p50_ms"] > 0
+    assert "NDCG@10" in run.stdout
+    refused = _green("rest", "--url", mcp_server.base_url, "--splits", "dev,tests")
+    assert refused.returncode == 2 and "unknown split 'tests'" in refused.stderr
 
 
 @pytest.mark.parametrize("pace", [["--concurrency", "4"], ["--rate", "20"]])

@@ -4,8 +4,6 @@ qdrant-edge lets one process open a shard; with RETRIEVAL_EDGE_PRIVATE_COPY each
 copy, and Prometheus multi-process mode sums the workers on /metrics.
 """
 
-import os
-import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,34 +11,28 @@ from pathlib import Path
 import httpx
 import pytest
 
+from services.common.processes import REPO, ServerProcess, free_port
 from tests.conftest import SmallIndex
-from tests.support.servers import REPO, free_port, wait_until_ready
 
 
 @pytest.fixture
 def gunicorn_mcp(small_index: SmallIndex, tmp_path: Path) -> Iterator[str]:
     port = free_port()
     env = {
-        **os.environ,
         **small_index.env(),
         "RETRIEVAL_EDGE_PRIVATE_COPY": "true",
         "PROMETHEUS_MULTIPROC_DIR": str(tmp_path / "metrics"),
-        "PYTHONPATH": str(REPO),
-        "OPENBLAS_NUM_THREADS": "1",
     }
     cmd = [
         sys.executable, "-m", "gunicorn", "--config", str(REPO / "scripts/k8s/gunicorn.conf.py"),
         "--workers", "2", "--bind", f"127.0.0.1:{port}", "services.mcp_server.asgi:app",
     ]  # fmt: skip
-    with open(tmp_path / "gunicorn.log", "wb") as log:
-        proc = subprocess.Popen(cmd, env=env, cwd=REPO, stdout=log, stderr=log)
-    base = f"http://127.0.0.1:{port}"
+    server = ServerProcess(cmd, port, env=env, log_path=tmp_path / "gunicorn.log")
+    server.start(timeout_s=90)
     try:
-        wait_until_ready(f"{base}/readyz", 90.0, proc)
-        yield base
+        yield server.base_url
     finally:
-        proc.terminate()
-        proc.wait(timeout=30)
+        server.stop(timeout_s=30)
 
 
 def test_two_workers_serve_one_index_and_sum_their_metrics(gunicorn_mcp: str) -> None:

@@ -7,31 +7,39 @@ from typing import Any, Literal
 import numpy as np
 import pytest
 
+from services.common.processes import REPO
+from services.nfcorpus.dataset import load_qrels
 from services.retrieval import ranker
-from services.retrieval.corpus import load_qrels
 from services.retrieval.dense import OnnxMiniLM
 from services.retrieval.index import build_index
-from services.retrieval.pipeline import RankingPipeline, knn_collection, ranker_collection
-from services.retrieval.settings import RetrievalSettings
+from services.retrieval.layout import knn_collection, ranker_collection
+from services.retrieval.pipeline import RankingPipeline
+from services.retrieval.settings import ExperimentSettings, RetrievalSettings, StoreSettings
 from services.retrieval.store import open_store
+from services.retrieval.store.artifacts import load_ranker
 from services.retrieval.store.base import CollectionSpec, Store
 from tests.support.dataset import make_subset
-from tests.support.servers import REPO
 
 DOCS = 30
 
 
 def _settings(
-    tmp_path: Path, store: Literal["edge", "server"], max_docs: int = DOCS
+    tmp_path: Path,
+    store: Literal["edge", "server"],
+    max_docs: int = DOCS,
+    max_train_queries: int | None = None,
+    **top: Any,
 ) -> RetrievalSettings:
-    # Zero-shot: these tests are about the documents collection; the supervised build has its own.
+    # Zero-shot unless asked: most tests here are about the documents collection.
     return RetrievalSettings(
-        mode="zero-shot",
-        store=store,
-        edge_path=tmp_path / "edge",
-        qdrant_path=str(tmp_path / "local") if store == "server" else None,
+        **{"mode": "zero-shot", **top},
+        store=StoreSettings(
+            backend=store,
+            edge_path=tmp_path / "edge",
+            qdrant_path=str(tmp_path / "local") if store == "server" else None,
+        ),
         cache_dir=tmp_path / "cache",
-        max_docs=max_docs,
+        experiment=ExperimentSettings(max_docs=max_docs, max_train_queries=max_train_queries),
     )
 
 
@@ -40,7 +48,7 @@ def test_rerun_is_idempotent_and_versions_rotate(
     tmp_path: Path, backend: Literal["edge", "server"], encoder: OnnxMiniLM
 ) -> None:
     settings = _settings(tmp_path, backend)
-    store: Store = open_store(settings)
+    store: Store = open_store(settings.store)
     try:
         first = build_index(settings, store, encoder)
         assert first.built and first.documents == DOCS
@@ -67,7 +75,7 @@ def test_rerun_is_idempotent_and_versions_rotate(
 
 def test_resumes_a_half_built_collection(tmp_path: Path, encoder: OnnxMiniLM) -> None:
     settings = _settings(tmp_path, "edge")
-    store = open_store(settings)
+    store = open_store(settings.store)
     try:
         report = build_index(settings, store, encoder)
         # Simulate a crash mid-way through a rebuild: alias gone, collection partly emptied.
@@ -81,7 +89,7 @@ def test_resumes_a_half_built_collection(tmp_path: Path, encoder: OnnxMiniLM) ->
 
 def test_cache_is_used_and_a_corrupt_cache_is_ignored(tmp_path: Path, encoder: OnnxMiniLM) -> None:
     settings = _settings(tmp_path, "edge")
-    store = open_store(settings)
+    store = open_store(settings.store)
     try:
         build_index(settings, store, encoder)
         (cached,) = (tmp_path / "cache" / "vectors").glob("*.npy")
@@ -110,7 +118,7 @@ def test_cli_runs_twice_without_duplicates(tmp_path: Path) -> None:
     second = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300, check=True)
     assert "12 documents, built" in first.stdout
     assert "12 documents, already up to date" in second.stdout
-    store = open_store(RetrievalSettings(edge_path=tmp_path / "edge"))
+    store = open_store(StoreSettings(edge_path=tmp_path / "edge"))
     try:
         assert store.count(store.resolve_alias("nfcorpus") or "") == 12
     finally:
@@ -119,21 +127,19 @@ def test_cli_runs_twice_without_duplicates(tmp_path: Path) -> None:
 
 def test_server_store_needs_a_location() -> None:
     with pytest.raises(ValueError, match="RETRIEVAL_STORE=server needs"):
-        RetrievalSettings(store="server")
+        StoreSettings(backend="server")
 
 
 def test_supervised_build_adds_knn_and_ranker_and_rotates_them(
     tmp_path: Path, encoder: OnnxMiniLM
 ) -> None:
-    settings = _settings(tmp_path, "edge", max_docs=40).model_copy(
-        update={"mode": "full", "max_train_queries": 60, "supervision": "train"}
-    )
-    store = open_store(settings)
+    settings = _settings(tmp_path, "edge", 40, 60, mode="full", supervision="train")
+    store = open_store(settings.store)
     try:
         first = build_index(settings, store, encoder)
         name = first.collection
         assert store.count(knn_collection(name)) == 60  # dev is held out: it only measures
-        model = ranker.load(store, ranker_collection(name))
+        model = load_ranker(store, ranker_collection(name))
         assert model.meta["train_queries"] == 60 and model.meta["rounds"] == ranker.ROUNDS
         assert 0.0 <= model.meta["dev_lightgbm_ndcg@10"] <= 1.0
         assert not build_index(settings, store, encoder).built  # idempotent, model included
@@ -145,7 +151,8 @@ def test_supervised_build_adds_knn_and_ranker_and_rotates_them(
 
         # Two newer versions later, the first version's three collections are all gone.
         for n in (61, 62):
-            build_index(settings.model_copy(update={"max_train_queries": n}), store, encoder)
+            newer = _settings(tmp_path, "edge", 40, n, mode="full", supervision="train")
+            build_index(newer, store, encoder)
         left = store.list_collections()
         assert not any(c.startswith(name) for c in left)
         assert len(left) == 6  # two versions x (documents, knn, ranker)
@@ -154,15 +161,13 @@ def test_supervised_build_adds_knn_and_ranker_and_rotates_them(
 
 
 def test_dev_queries_vote_by_default(tmp_path: Path, encoder: OnnxMiniLM) -> None:
-    settings = _settings(tmp_path, "edge", max_docs=40).model_copy(
-        update={"mode": "full", "max_train_queries": 20}
-    )
+    settings = _settings(tmp_path, "edge", 40, 20, mode="full")
     dev_queries = len(load_qrels(settings.data_dir, "dev"))
-    store = open_store(settings)
+    store = open_store(settings.store)
     try:
         name = build_index(settings, store, encoder).collection
         assert store.count(knn_collection(name)) == 20 + dev_queries
-        model = ranker.load(store, ranker_collection(name))
+        model = load_ranker(store, ranker_collection(name))
         assert model.meta["train_queries"] == 20  # the ranker learns from train queries only
         assert "dev_lightgbm_ndcg@10" not in model.meta  # dev votes: it cannot measure
     finally:
@@ -185,10 +190,8 @@ def test_training_never_opens_the_test_qrels(
         return real_open(file, *args, **kwargs)
 
     monkeypatch.setattr(builtins, "open", guarded_open)
-    settings = _settings(tmp_path, "edge", max_docs=40).model_copy(
-        update={"mode": "full", "max_train_queries": 30, "data_dir": data}
-    )
-    store = open_store(settings)
+    settings = _settings(tmp_path, "edge", 40, 30, mode="full", data_dir=data)
+    store = open_store(settings.store)
     try:
         report = build_index(settings, store, encoder)
     finally:

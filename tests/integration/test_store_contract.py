@@ -1,22 +1,24 @@
 """Both store backends honour the same contract: the server backend runs on qdrant-client's
-local mode here, the embedded backend on a real qdrant-edge shard."""
+local mode here, the embedded backend on a real qdrant-edge shard; the counting wrapper the MCP
+server uses passes the same contract."""
 
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from services.retrieval.sparse import SparseVector
 from services.retrieval.store.base import (
     CollectionSpec,
     Fusion,
     Hit,
     Point,
+    SparseVector,
     Store,
     StoreError,
     VectorQuery,
     point_id,
 )
+from services.retrieval.store.counting import CountingStore
 from services.retrieval.store.edge import EdgeStore
 from services.retrieval.store.server import ServerStore
 
@@ -43,11 +45,13 @@ POINTS = [
 ]
 
 
-@pytest.fixture(params=["edge", "server-memory", "server-path"])
+@pytest.fixture(params=["edge", "server-memory", "server-path", "counting"])
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
     backend: Store
     if request.param == "edge":
         backend = EdgeStore(tmp_path / "edge")
+    elif request.param == "counting":
+        backend = CountingStore(EdgeStore(tmp_path / "edge"))
     elif request.param == "server-memory":
         backend = ServerStore(path=":memory:")
     else:
@@ -164,3 +168,19 @@ def test_edge_rejects_unsafe_names(tmp_path: Path) -> None:
     for bad in ("", "../x", ".hidden", "aliases"):
         with pytest.raises(StoreError, match="invalid collection name"):
             store.collection_exists(bad)
+
+
+def test_counting_store_counts_every_call_until_reset(tmp_path: Path) -> None:
+    store = CountingStore(EdgeStore(tmp_path / "edge"))
+    try:
+        store.create_collection("c", SPEC)
+        store.upsert("c", POINTS)
+        store.search("c", [VectorQuery([1, 0, 0, 0], 2), VectorQuery([0, 1, 0, 0], 2)], False)
+        store.retrieve("c", [POINTS[0].id])
+        assert store.calls == 4  # a batch of queries is one call
+        store.reset()
+        assert store.calls == 0
+        store.count("c")
+        assert store.calls == 1
+    finally:
+        store.close()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.k8s.rendering import ToolMissing, tool
+from tests.k8s.rendering import Rendered, ToolMissing, render, scenarios, tool
 
 
 @pytest.fixture(autouse=True, scope="session")
@@ -17,3 +17,9 @@ def _k8s_tools() -> None:
         problem = str(e)
     if problem:
         pytest.fail(problem, pytrace=False)
+
+
+@pytest.fixture(params=scenarios())
+def rendered(request: pytest.FixtureRequest) -> Rendered:
+    """The chart rendered with one ``ci/*-values.yaml`` scenario."""
+    return render(request.param)

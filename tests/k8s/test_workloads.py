@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import pytest
-
 from tests.k8s.rendering import (
     Rendered,
     containers,
@@ -28,11 +26,6 @@ PROBE_PATHS = {
     "mcp-server": ("/healthz", "/readyz", "/healthz"),
     "qdrant": ("/livez", "/readyz", "/livez"),
 }
-
-
-@pytest.fixture(params=SCENARIOS)
-def rendered(request: pytest.FixtureRequest) -> Rendered:
-    return render(request.param)
 
 
 def test_every_scenario_renders_the_core_components() -> None:
@@ -166,123 +159,3 @@ def test_headless_qdrant_service_serves_the_statefulset() -> None:
     assert headless["spec"]["clusterIP"] == "None"
     assert headless["spec"]["publishNotReadyAddresses"] is True
     assert {p["port"] for p in headless["spec"]["ports"]} == {6333, 6334, 6335}
-
-
-def test_purple_agent_reaches_mcp_through_its_service_and_allowed_host(rendered: Rendered) -> None:
-    (purple,) = containers(rendered.component("Deployment", "purple-agent")[0])
-    (mcp,) = containers(rendered.component("Deployment", "mcp-server")[0])
-    (mcp_service,) = rendered.component("Service", "mcp-server")
-    url = env(purple)["PURPLE_MCP_URL"]
-    host = url.removeprefix("http://").split("/")[0]
-    assert host == f"{mcp_service['metadata']['name']}:{mcp_service['spec']['ports'][0]['port']}"
-    assert url.endswith("/mcp")
-    assert host in env(mcp)["MCP_ALLOWED_HOSTS"].split(",")
-
-
-def test_card_url_is_the_service_url_or_the_ingress_host() -> None:
-    default = render("ci/default-values.yaml")
-    (purple,) = containers(default.component("Deployment", "purple-agent")[0])
-    assert env(purple)["PURPLE_CARD_URL"] == "http://nfcorpus-retrieval-purple-agent:9009/"
-    full = render("ci/full-values.yaml")
-    (purple,) = containers(full.component("Deployment", "purple-agent")[0])
-    assert env(purple)["PURPLE_CARD_URL"] == "https://retrieval.example.com/"
-    (ingress,) = full.of_kind("Ingress")
-    backend = ingress["spec"]["rules"][0]["http"]["paths"][0]["backend"]["service"]
-    assert backend == {"name": "nfcorpus-retrieval-purple-agent", "port": {"name": "http"}}
-
-
-def test_mcp_server_and_indexer_share_the_qdrant_settings(rendered: Rendered) -> None:
-    (mcp,) = containers(rendered.component("Deployment", "mcp-server")[0])
-    indexer_job = rendered.component("Job", "indexer")[0]
-    indexer = next(c for c in containers(indexer_job, init=False))
-    wait = next(c for c in pod_spec(indexer_job)["initContainers"])
-    keys = (
-        "RETRIEVAL_STORE",
-        "RETRIEVAL_QDRANT_URL",
-        "RETRIEVAL_QDRANT_API_KEY",
-        "RETRIEVAL_COLLECTION",
-    )
-    assert [env(mcp)[k] for k in keys] == [env(indexer)[k] for k in keys]
-    assert env(mcp)["RETRIEVAL_STORE"] == "server"
-    assert env(wait)["RETRIEVAL_QDRANT_URL"] == env(mcp)["RETRIEVAL_QDRANT_URL"]
-
-
-def test_otel_settings_reach_every_service_container() -> None:
-    r = render("ci/full-values.yaml")
-    for workload in r.of_kind("Deployment") + r.of_kind("Job"):
-        for c in containers(workload, init=False):
-            e = env(c)
-            assert (
-                e["OTEL_EXPORTER_OTLP_ENDPOINT"] == "http://otel-collector.observability.svc:4317"
-            )
-            assert e["OTEL_SERVICE_NAME"].startswith("nfcorpus-")
-            assert e["OTEL_RESOURCE_ATTRIBUTES"] == "deployment.environment=staging"
-    (mcp,) = containers(render("ci/default-values.yaml").component("Deployment", "mcp-server")[0])
-    assert "OTEL_EXPORTER_OTLP_ENDPOINT" not in env(mcp)
-
-
-def test_indexer_is_a_hook_in_helm_and_a_plain_job_in_k8s() -> None:
-    (job,) = render("ci/default-values.yaml").component("Job", "indexer")
-    annotations = job["metadata"]["annotations"]
-    assert annotations["helm.sh/hook"] == "post-install,post-upgrade"
-    assert "before-hook-creation" in annotations["helm.sh/hook-delete-policy"]
-    assert pod_spec(job)["restartPolicy"] == "Never"
-    (indexer,) = containers(job, init=False)
-    assert env(indexer)["OMP_NUM_THREADS"] == "2"  # a batch job uses its CPU limit
-    volumes = {v["name"]: v for v in pod_spec(job)["volumes"]}
-    assert "emptyDir" in volumes["data"]
-    (plain,) = render("ci/default-values.yaml", indexer__hook=False).component("Job", "indexer")
-    assert "annotations" not in plain["metadata"]
-
-
-def test_indexer_can_read_the_dataset_from_an_existing_claim() -> None:
-    (job,) = render("ci/external-qdrant-values.yaml").component("Job", "indexer")
-    volumes = {v["name"]: v for v in pod_spec(job)["volumes"]}
-    assert volumes["data"]["persistentVolumeClaim"]["claimName"] == "nfcorpus-data"
-    (indexer,) = containers(job, init=False)
-    data_mount = next(m for m in indexer["volumeMounts"] if m["name"] == "data")
-    assert data_mount == {"name": "data", "mountPath": "/data", "subPath": "beir"}
-    assert env(indexer)["RETRIEVAL_DATA_DIR"].startswith("/data/")
-
-
-def test_helm_test_pod_queries_the_purple_agent_service() -> None:
-    r = render("ci/default-values.yaml")
-    (pod,) = r.of_kind("Pod")
-    assert pod["metadata"]["annotations"]["helm.sh/hook"] == "test"
-    (c,) = containers(pod)
-    assert c["command"][:2] == ["python", "-c"]
-    assert "message/send" in c["command"][2]
-    args = dict(zip(c["command"][3::2], c["command"][4::2], strict=True))
-    assert args["--url"] == "http://nfcorpus-retrieval-purple-agent:9009/"
-    assert args["--top-k"] == "5"
-    assert render("ci/default-values.yaml", tests__enabled=False).of_kind("Pod") == []
-
-
-def test_service_monitors_select_the_services_and_their_ports() -> None:
-    r = render("ci/full-values.yaml")
-    monitors = r.of_kind("ServiceMonitor")
-    assert {labels(m)["app.kubernetes.io/component"] for m in monitors} == {
-        "purple-agent",
-        "mcp-server",
-        "qdrant",
-    }
-    for monitor in monitors:
-        assert labels(monitor)["release"] == "kube-prometheus-stack"
-        component = labels(monitor)["app.kubernetes.io/component"]
-        (service,) = [s for s in r.component("Service", component) if "clusterIP" not in s["spec"]]
-        assert matches(monitor["spec"]["selector"]["matchLabels"], labels(service))
-        port_names = {p["name"] for p in service["spec"]["ports"]}
-        assert {e["port"] for e in monitor["spec"]["endpoints"]} <= port_names
-    qdrant = next(m for m in monitors if labels(m)["app.kubernetes.io/component"] == "qdrant")
-    assert (
-        qdrant["spec"]["endpoints"][0]["authorization"]["credentials"]["name"]
-        == "nfcorpus-retrieval-qdrant-api-key"
-    )
-    assert render("ci/default-values.yaml").of_kind("ServiceMonitor") == []
-
-
-def test_dashboard_configmap_carries_the_sidecar_label() -> None:
-    (cm,) = render("ci/full-values.yaml").component("ConfigMap", "dashboard")
-    assert labels(cm)["grafana_dashboard"] == "1"
-    assert list(cm["data"]) == ["nfcorpus-retrieval.json"]
-    assert render("ci/default-values.yaml").component("ConfigMap", "dashboard") == []

@@ -7,10 +7,9 @@ import json
 import shutil
 from pathlib import Path
 
-from services.retrieval.corpus import load_corpus, load_qrels
-from services.retrieval.settings import RetrievalSettings
+from services.nfcorpus.dataset import DEFAULT_DATA_DIR, load_corpus, load_qrels
 
-SHARED_DATA = RetrievalSettings().data_dir
+SHARED_DATA = DEFAULT_DATA_DIR
 SUBSET_QUERIES = 30
 # Judged documents kept per query, best grades first: encoding is the slow part of a cold run
 # (about 17 documents a second on 2 cores), so the slice stays near 450 documents.

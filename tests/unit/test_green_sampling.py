@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from services.green_agent.dataset import TestSet, load_test_set, sample_query_ids
-from services.retrieval.settings import RetrievalSettings
+from services.nfcorpus.dataset import DEFAULT_DATA_DIR
 
 POPULATION = [f"PLAIN-{i}" for i in range(1, 324)]
 
@@ -37,7 +37,7 @@ def test_sample_size_out_of_range_is_refused(n: int) -> None:
 
 @pytest.fixture(scope="module")
 def test_set() -> TestSet:
-    return load_test_set(RetrievalSettings().data_dir)
+    return load_test_set(DEFAULT_DATA_DIR)
 
 
 def test_the_test_split_has_323_judged_queries(test_set: TestSet) -> None:

@@ -3,9 +3,11 @@ from collections import Counter
 
 import pytest
 
-from services.retrieval.feedback import FeedbackParams, expand
+from services.retrieval.feedback import expand
 from services.retrieval.fusion import fuse, normalize
-from services.retrieval.sparse import Bm25Params, SparseVector, encode_documents, encode_query
+from services.retrieval.settings import FeedbackSettings
+from services.retrieval.sparse import Bm25Params, encode_documents, encode_query
+from services.retrieval.store.base import SparseVector
 from services.retrieval.text import analyze, term_index
 
 
@@ -61,9 +63,9 @@ def test_fusion_normalizes_and_floors_missing() -> None:
 def test_feedback_mixes_original_and_expansion_terms() -> None:
     query = SparseVector([1, 2], [1.0, 1.0])
     docs = [(2.0, SparseVector([1, 3], [1.0, 3.0])), (1.0, SparseVector([3, 4], [1.0, 1.0]))]
-    expanded = expand(query, docs, FeedbackParams(docs=2, terms=2, weight=0.5))
+    expanded = expand(query, docs, FeedbackSettings(docs=2, terms=2, weight=0.5))
     weights = dict(zip(expanded.indices, expanded.values, strict=True))
     assert sum(weights.values()) == pytest.approx(1.0)
     assert set(weights) == {1, 2, 3}  # term 4 is not among the two best
     assert weights[3] > weights[2]  # strongly supported by the best feedback document
-    assert expand(query, [], FeedbackParams()) == query
+    assert expand(query, [], FeedbackSettings()) == query

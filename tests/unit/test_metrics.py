@@ -3,7 +3,7 @@ import random
 import pytest
 import pytrec_eval
 
-from services.retrieval.metrics import (
+from services.nfcorpus.metrics import (
     mean_over_queries,
     ndcg_at_k,
     ndcg_at_k_retrieved_ideal,

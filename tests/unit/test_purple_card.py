@@ -8,7 +8,8 @@ import httpx
 import pytest
 from pydantic import ValidationError
 
-from services.purple_agent.app import CARD_PATHS, create_app
+from services.common.a2a import CARD_PATHS
+from services.purple_agent.app import create_app
 from services.purple_agent.card import build_card
 from services.purple_agent.settings import PurpleSettings
 

@@ -9,6 +9,7 @@ from services.retrieval.evidence import Evidence
 from services.retrieval.features import FEATURES, DocInfo, build_features, candidates
 from services.retrieval.judgements import Judgements
 from services.retrieval.knn import VoteTable
+from services.retrieval.settings import KnnSettings
 
 
 def _hits(*scored: tuple[str, float]) -> list[tuple[str, float]]:
@@ -56,7 +57,7 @@ def test_candidates_union_lists_and_known_voted_documents() -> None:
         _hits(("A", 0.9)), _hits(("D", 3.0)), _hits(("D", 4.0), ("E", 1.0)), NEIGHBOURS
     )
     corpus = Judgements(QRELS, ["A", "B", "D", "E"])  # C has left the corpus
-    ids, votes = candidates(evidence, corpus, 3, 1.0, vote_depth=10)
+    ids, votes = candidates(evidence, corpus, KnnSettings(neighbours=3, power=1.0, vote_depth=10))
     assert ids == ["A", "D", "E", "B"]
     assert votes.get("C") is None
 

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from services.retrieval.settings import RetrievalSettings
+from services.retrieval.settings import StoreSettings
 from services.retrieval.store.base import Store
 
 
-def open_store(settings: RetrievalSettings) -> Store:
+def open_store(settings: StoreSettings) -> Store:
     """The backend the settings ask for (edge by default, server in Kubernetes)."""
-    if settings.store == "edge":
+    if settings.backend == "edge":
         from services.retrieval.store.edge import EdgeStore
 
         return EdgeStore(settings.edge_path, private_copy=settings.edge_private_copy)

@@ -14,8 +14,6 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, Literal, Protocol
 
-from services.retrieval.sparse import SparseVector
-
 DENSE = "dense"
 SPARSE = "bm25"
 # Fixed namespace: the same doc id gives the same point id in every collection and every run,
@@ -27,6 +25,14 @@ POINT_NAMESPACE = uuid.UUID("6f1d3c2e-8a4b-4e1f-9c7d-2b5a0e9f4c31")
 def point_id(key: str) -> str:
     """Deterministic point id (uuid5) of a document or query id."""
     return str(uuid.uuid5(POINT_NAMESPACE, key))
+
+
+@dataclass(frozen=True, slots=True)
+class SparseVector:
+    """Indices and values of a sparse vector, indices unique."""
+
+    indices: list[int]
+    values: list[float]
 
 
 @dataclass(frozen=True, slots=True)

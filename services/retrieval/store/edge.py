@@ -18,7 +18,6 @@ from typing import Any
 
 import qdrant_edge as qe
 
-from services.retrieval.sparse import SparseVector
 from services.retrieval.store.base import (
     DENSE,
     SPARSE,
@@ -26,6 +25,7 @@ from services.retrieval.store.base import (
     Fusion,
     Hit,
     Point,
+    SparseVector,
     StoreError,
     VectorQuery,
     hit_from_point,

@@ -13,7 +13,6 @@ from typing import Any
 from qdrant_client import QdrantClient, models
 from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedResponse
 
-from services.retrieval.sparse import SparseVector
 from services.retrieval.store.base import (
     DENSE,
     SPARSE,
@@ -21,6 +20,7 @@ from services.retrieval.store.base import (
     Fusion,
     Hit,
     Point,
+    SparseVector,
     StoreError,
     VectorQuery,
     hit_from_point,

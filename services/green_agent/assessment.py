@@ -1,4 +1,4 @@
-"""The evaluator as an A2A agent.
+"""The evaluator as an A2A agent: one assessment per task.
 
 It takes an AgentBeats assessment request, streams progress, and ends with one ``results``
 artifact (a text summary and the report as data).
@@ -15,18 +15,19 @@ from __future__ import annotations
 
 import asyncio
 import json
+from dataclasses import dataclass
 from functools import cache
-from pathlib import Path
 from typing import Any, Literal
 
 from a2a.helpers import get_data_parts, get_text_parts, new_data_part, new_text_part
 from a2a.server.agent_execution import AgentExecutor, RequestContext
 from a2a.server.events import EventQueue
 from a2a.server.tasks import TaskUpdater
-from a2a.types import Message, Task, TaskState, TaskStatus
+from a2a.types import Message, TaskState
 from a2a.utils.errors import UnsupportedOperationError
 from pydantic import BaseModel, ConfigDict, Field, HttpUrl, ValidationError
 
+from services.common.a2a import open_task
 from services.green_agent.client import TransportFailure, connect
 from services.green_agent.dataset import TestSet, load_test_set, sample_query_ids
 from services.green_agent.evaluator import QueryOutcome, evaluate
@@ -76,78 +77,103 @@ def parse_assessment(message: Message | None) -> AssessmentRequest:
     return request
 
 
-class AssessmentExecutor(AgentExecutor):
-    """Runs one evaluation per assessment request."""
+@dataclass(frozen=True, slots=True)
+class Assessment:
+    """A parsed request, resolved against the test set: who to ask what, and how."""
 
-    def __init__(self, settings: GreenSettings, data_dir: Path) -> None:
+    agent: str
+    protocol: Literal["1.0", "0.3"]
+    config: AssessmentConfig
+    test_set: TestSet
+    query_ids: list[str]
+
+
+def _say(updater: TaskUpdater, text: str) -> Message:
+    return updater.new_agent_message([new_text_part(text)])
+
+
+class AssessmentExecutor(AgentExecutor):
+    """Runs one evaluation per assessment request: parse, run, report."""
+
+    def __init__(self, settings: GreenSettings) -> None:
         self._settings = settings
-        self._data_dir = data_dir
 
     @cache  # noqa: B019 - one executor per process; the test set is read once
     def _test_set(self) -> TestSet:
-        return load_test_set(self._data_dir)
+        return load_test_set(self._settings.data_dir)
 
     async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
         """Evaluate the named agent, reporting progress as status updates."""
-        task = context.current_task or Task(
-            id=context.task_id or "",
-            context_id=context.context_id or "",
-            status=TaskStatus(state=TaskState.TASK_STATE_SUBMITTED),
-            history=[context.message] if context.message is not None else [],
-        )
-        if context.current_task is None:
-            await event_queue.enqueue_event(task)
-        updater = TaskUpdater(event_queue, task.id, task.context_id)
-
-        def say(text: str) -> Message:
-            return updater.new_agent_message([new_text_part(text)])
-
+        updater = await open_task(context, event_queue)
         try:
-            request = parse_assessment(context.message)
-            test_set = await asyncio.to_thread(self._test_set)  # first call reads the files
-            config = request.config
-            query_ids = sample_query_ids(test_set.query_ids, config.num_queries, config.random_seed)
+            assessment = await self._parse(context.message)
         except ValueError as e:
-            await updater.failed(say(str(e)))
+            await updater.failed(_say(updater, str(e)))
             return
+        agent, queries = assessment.agent, len(assessment.query_ids)
+        await updater.start_work(_say(updater, f"evaluating {agent} on {queries} test queries"))
+        try:
+            outcomes, wall_s = await self._run(assessment, updater)
+        except TransportFailure as e:
+            await updater.failed(_say(updater, f"cannot reach {agent}: {e}"))
+            return
+        await self._report(assessment, outcomes, wall_s, updater)
+
+    async def _parse(self, message: Message | None) -> Assessment:
+        """The request and its sample of test queries; ``ValueError`` says what is wrong."""
+        request = parse_assessment(message)
+        test_set = await asyncio.to_thread(self._test_set)  # the first call reads the files
+        config = request.config
+        query_ids = sample_query_ids(test_set.query_ids, config.num_queries, config.random_seed)
         agent = str(request.participants[ROLE])
         protocol = config.protocol or self._settings.protocol
-        await updater.start_work(say(f"evaluating {agent} on {len(query_ids)} test queries"))
-        try:
-            client = await connect(agent, protocol, self._settings.timeout_s)
-        except TransportFailure as e:
-            await updater.failed(say(f"cannot reach {agent}: {e}"))
-            return
+        return Assessment(agent, protocol, config, test_set, query_ids)
+
+    async def _run(
+        self, assessment: Assessment, updater: TaskUpdater
+    ) -> tuple[list[QueryOutcome], float]:
+        """Ask every sampled query, with a status update every tenth of the way."""
+        a = assessment
+        client = await connect(a.agent, a.protocol, self._settings.timeout_s)
         done = 0
-        step = max(1, len(query_ids) // 10)
+        step = max(1, len(a.query_ids) // 10)
 
         async def progress(_: QueryOutcome) -> None:
             nonlocal done
             done += 1
-            if done % step == 0 and done < len(query_ids):
-                await updater.update_status(
-                    TaskState.TASK_STATE_WORKING, say(f"{done}/{len(query_ids)} queries done")
-                )
+            if done % step == 0 and done < len(a.query_ids):
+                message = _say(updater, f"{done}/{len(a.query_ids)} queries done")
+                await updater.update_status(TaskState.TASK_STATE_WORKING, message)
 
         try:
-            outcomes, wall_s = await evaluate(
+            return await evaluate(
                 client,
-                test_set,
-                query_ids,
-                config.top_k,
-                config.concurrency or self._settings.concurrency,
-                legacy=protocol == "0.3",
+                a.test_set,
+                a.query_ids,
+                a.config.top_k,
+                a.config.concurrency or self._settings.concurrency,
+                legacy=a.protocol == "0.3",
                 on_result=progress,
             )
         finally:
             await client.aclose()
+
+    async def _report(
+        self,
+        assessment: Assessment,
+        outcomes: list[QueryOutcome],
+        wall_s: float,
+        updater: TaskUpdater,
+    ) -> None:
+        """Complete the task with one ``results`` artifact: a text summary and the report."""
+        a = assessment
         report = build_report(
             outcomes,
-            test_set.qrels,
-            agent=agent,
-            protocol=protocol,
-            top_k=config.top_k,
-            seed=config.random_seed,
+            a.test_set.qrels,
+            agent=a.agent,
+            protocol=a.protocol,
+            top_k=a.config.top_k,
+            seed=a.config.random_seed,
             wall_s=wall_s,
         )
         parts = [new_text_part(eval_summary(report)), new_data_part(report.model_dump(mode="json"))]

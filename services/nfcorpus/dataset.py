@@ -1,8 +1,8 @@
 """The NFCorpus files in BEIR format: documents, queries and relevance judgements.
 
-Files are read from a folder (``RETRIEVAL_DATA_DIR``), plain or gzipped. When the folder holds no
-corpus, :func:`ensure_dataset` downloads the official BEIR archive, checks its md5 and unpacks it
-there, so a connected machine needs nothing prepared by hand.
+Files are read from a folder, plain or gzipped; by default the shared copy beside the repository
+(``../shared/data/nfcorpus``), never a copy inside it. :mod:`services.nfcorpus.download` fills an
+empty folder from the official archive.
 """
 
 from __future__ import annotations
@@ -10,18 +10,13 @@ from __future__ import annotations
 import gzip
 import hashlib
 import json
-import logging
-import shutil
-import tempfile
-import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, TextIO
 
-import httpx
-
-log = logging.getLogger(__name__)
+#: The shared BEIR folder beside the repository (``../shared/data/nfcorpus``).
+DEFAULT_DATA_DIR = Path(__file__).resolve().parents[3] / "shared" / "data" / "nfcorpus"
 
 Split = Literal["train", "dev", "test"]
 #: query id -> doc id -> grade (BEIR qrels; NFCorpus grades are 1 and 2).
@@ -37,11 +32,6 @@ class Document:
     text: str
 
 
-def document_text(doc: Document) -> str:
-    """What the dense model and BM25 read of a document: title, then abstract."""
-    return f"{doc.title} {doc.text}".strip()
-
-
 class DatasetError(RuntimeError):
     """The dataset is missing, corrupt or could not be fetched."""
 
@@ -55,7 +45,8 @@ def _open_text(folder: Path, name: str) -> TextIO:
     raise DatasetError(f"{name} (or {name}.gz) not found in {folder}")
 
 
-def _has_corpus(folder: Path) -> bool:
+def has_corpus(folder: Path) -> bool:
+    """Whether ``folder`` holds a corpus file (plain or gzipped)."""
     return any((folder / n).exists() for n in ("corpus.jsonl", "corpus.jsonl.gz"))
 
 
@@ -112,44 +103,3 @@ def corpus_fingerprint(docs: list[Document]) -> str:
             digest.update(part.encode())
             digest.update(b"\0")
     return digest.hexdigest()[:16]
-
-
-def ensure_dataset(folder: Path, url: str, md5: str, timeout_s: float = 120.0) -> Path:
-    """Return ``folder``, first downloading and unpacking the BEIR archive if it has no corpus."""
-    if _has_corpus(folder):
-        return folder
-    log.info("no corpus in %s: downloading %s", folder, url)
-    folder.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=folder) as tmp:
-        archive = Path(tmp) / "dataset.zip"
-        digest = hashlib.md5(usedforsecurity=False)
-        try:
-            with (
-                httpx.stream("GET", url, timeout=timeout_s, follow_redirects=True) as response,
-                open(archive, "wb") as out,
-            ):
-                response.raise_for_status()
-                for chunk in response.iter_bytes(1 << 16):
-                    digest.update(chunk)
-                    out.write(chunk)
-        except httpx.HTTPError as e:
-            raise DatasetError(f"download of {url} failed: {e}") from e
-        if digest.hexdigest() != md5:
-            raise DatasetError(f"{url}: md5 {digest.hexdigest()} does not match expected {md5}")
-        _unpack(archive, folder)
-    if not _has_corpus(folder):
-        raise DatasetError(f"the archive from {url} holds no corpus.jsonl")
-    return folder
-
-
-def _unpack(archive: Path, folder: Path) -> None:
-    """Extract the archive's files into ``folder``, dropping its top-level directory."""
-    with zipfile.ZipFile(archive) as zf:
-        for member in zf.infolist():
-            parts = Path(member.filename).parts
-            if member.is_dir() or len(parts) < 2 or ".." in parts or parts[0].startswith("/"):
-                continue
-            target = folder.joinpath(*parts[1:])
-            target.parent.mkdir(parents=True, exist_ok=True)
-            with zf.open(member) as src, open(target, "wb") as dst:
-                shutil.copyfileobj(src, dst)

@@ -10,15 +10,16 @@ from pathlib import Path
 
 import pytest
 
-from services.retrieval.corpus import (
+from services.nfcorpus.dataset import (
+    DEFAULT_DATA_DIR,
     DatasetError,
+    Document,
     corpus_fingerprint,
-    ensure_dataset,
     load_corpus,
     load_qrels,
     load_queries,
 )
-from services.retrieval.settings import RetrievalSettings
+from services.nfcorpus.download import ensure_dataset
 
 CORPUS: list[dict[str, object]] = [
     {"_id": "MED-1", "title": "Title one", "text": "Text one", "metadata": {"url": "http://x/1"}},
@@ -74,15 +75,13 @@ def test_clear_errors_for_missing_and_corrupt_files(tmp_path: Path) -> None:
 
 
 def test_fingerprint_changes_with_content() -> None:
-    from services.retrieval.corpus import Document
-
     a = [Document("MED-1", "t", "x")]
     assert corpus_fingerprint(a) == corpus_fingerprint(list(a))
     assert corpus_fingerprint(a) != corpus_fingerprint([Document("MED-1", "t", "y")])
 
 
 def test_shared_dataset_matches_source_md() -> None:
-    folder = RetrievalSettings().data_dir
+    folder = DEFAULT_DATA_DIR
     docs = load_corpus(folder)
     assert len(docs) == 3633 and len({d.doc_id for d in docs}) == 3633
     assert len(load_qrels(folder, "test")) == 323

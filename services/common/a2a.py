@@ -1,0 +1,58 @@
+"""A2A plumbing shared by our agents: card parts, the routes, and the opening of ``execute``."""
+
+from __future__ import annotations
+
+from a2a.server.agent_execution import AgentExecutor, RequestContext
+from a2a.server.events import EventQueue
+from a2a.server.request_handlers import DefaultRequestHandler
+from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes
+from a2a.server.tasks import TaskStore, TaskUpdater
+from a2a.types import AgentCard, AgentInterface, AgentProvider, Task, TaskState, TaskStatus
+from a2a.utils.constants import PROTOCOL_VERSION_0_3, PROTOCOL_VERSION_1_0
+from starlette.routing import BaseRoute
+
+ORGANIZATION = "nfcorpus-retrieval"
+#: Where the card is served: the root (AgentBeats), the current and the 0.3 well-known paths.
+CARD_PATHS = ("/", "/.well-known/agent-card.json", "/.well-known/agent.json")
+
+
+def jsonrpc_interfaces(url: str) -> list[AgentInterface]:
+    """JSON-RPC at ``url`` in A2A 1.0 and 0.3.
+
+    The 0.3 interface is what makes the served card carry the legacy ``url``,
+    ``preferredTransport`` and ``protocolVersion`` fields an a2a-sdk 0.3 client requires.
+    """
+    return [
+        AgentInterface(url=url, protocol_binding="JSONRPC", protocol_version=PROTOCOL_VERSION_1_0),
+        AgentInterface(url=url, protocol_binding="JSONRPC", protocol_version=PROTOCOL_VERSION_0_3),
+    ]
+
+
+def provider(url: str) -> AgentProvider:
+    """Who runs the agent."""
+    return AgentProvider(organization=ORGANIZATION, url=url)
+
+
+def a2a_routes(card: AgentCard, executor: AgentExecutor, tasks: TaskStore) -> list[BaseRoute]:
+    """The card at every :data:`CARD_PATHS` and JSON-RPC (1.0 and 0.3) at ``POST /``."""
+    handler = DefaultRequestHandler(agent_executor=executor, task_store=tasks, agent_card=card)
+    cards = [r for path in CARD_PATHS for r in create_agent_card_routes(card, card_url=path)]
+    return [*cards, *create_jsonrpc_routes(handler, rpc_url="/", enable_v0_3_compat=True)]
+
+
+async def open_task(context: RequestContext, event_queue: EventQueue) -> TaskUpdater:
+    """The updater of this request's task; a new task is enqueued first, as the SDK requires.
+
+    The task is built by hand rather than with ``new_task_from_user_message``, which refuses an
+    empty text part before the executor could fail the task with a useful message.
+    """
+    task = context.current_task
+    if task is None:
+        task = Task(
+            id=context.task_id or "",
+            context_id=context.context_id or "",
+            status=TaskStatus(state=TaskState.TASK_STATE_SUBMITTED),
+            history=[context.message] if context.message is not None else [],
+        )
+        await event_queue.enqueue_event(task)
+    return TaskUpdater(event_queue, task.id, task.context_id)

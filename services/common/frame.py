@@ -1,0 +1,103 @@
+"""The app factory every server composes, and the one way to serve it.
+
+A server hands over its own routes; the frame adds ``GET /healthz`` (the process is alive),
+``GET /readyz`` (when the server has a readiness check; 503 with the reason otherwise),
+``GET /metrics`` (Prometheus) and, around every request, a latency sample by route and outcome
+(``<prefix>_http_request_duration_seconds``) and a server span parented on the caller's W3C trace
+context. Anything every server should do per request (limits, authentication, a log line) is
+added here, once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass
+
+import uvicorn
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import BaseRoute, Mount, Route
+from starlette.types import ASGIApp
+
+from services.common.readiness import CachedCheck, Check
+from services.telemetry.http import RequestTelemetry
+from services.telemetry.metrics import http_request_histogram, metrics_endpoint
+from services.telemetry.tracing import setup_tracing
+
+Lifespan = Callable[[Starlette], AbstractAsyncContextManager[None]]
+
+
+@dataclass(frozen=True, slots=True)
+class ServiceId:
+    """How a server names itself: its metric prefix and its OpenTelemetry service name."""
+
+    metric_prefix: str
+    trace_name: str
+
+
+@dataclass(frozen=True, slots=True)
+class Readiness:
+    """What ``/readyz`` runs (cached for ``cache_s``) and the key its explanation is served under."""
+
+    check: Check
+    cache_s: float
+    detail_key: str = "reason"
+
+
+async def _healthz(_: Request) -> Response:
+    return JSONResponse({"status": "ok"})
+
+
+def _readyz(readiness: Readiness) -> Callable[[Request], Awaitable[Response]]:
+    cached = CachedCheck(readiness.check, readiness.cache_s)
+
+    async def readyz(_: Request) -> Response:
+        ready, detail = await cached()
+        body = {"status": "ready" if ready else "not ready", readiness.detail_key: detail}
+        return JSONResponse(body, status_code=200 if ready else 503)
+
+    return readyz
+
+
+def route_paths(routes: Iterable[BaseRoute]) -> set[str]:
+    """Every path the routes serve (mounted apps included): the latency metric's route labels."""
+    paths: set[str] = set()
+    for route in routes:
+        if isinstance(route, Mount):
+            paths |= {route.path + p for p in route_paths(route.routes)}
+        elif isinstance(route, Route):
+            paths.add(route.path)
+    return paths
+
+
+def service_app(
+    service: ServiceId,
+    routes: Sequence[BaseRoute],
+    *,
+    readiness: Readiness | None = None,
+    lifespan: Lifespan | None = None,
+) -> Starlette:
+    """The server's routes inside the frame (see the module docstring)."""
+    setup_tracing(service.trace_name)
+    frame: list[BaseRoute] = [
+        Route("/healthz", _healthz, methods=["GET"]),
+        Route("/metrics", metrics_endpoint, methods=["GET"]),
+    ]
+    if readiness is not None:
+        frame.append(Route("/readyz", _readyz(readiness), methods=["GET"]))
+    # The frame's routes first: a server may mount an app that catches every other path.
+    every_route = [*frame, *routes]
+    app = Starlette(routes=every_route, lifespan=lifespan)
+    app.add_middleware(
+        RequestTelemetry,
+        histogram=http_request_histogram(service.metric_prefix),
+        routes=route_paths(every_route),
+    )
+    return app
+
+
+def serve(app: ASGIApp, host: str, port: int) -> None:
+    """Run ``app`` with uvicorn: no access log, uvicorn's lines in our logging format."""
+    uvicorn.run(app, host=host, port=port, access_log=False, log_config=None)

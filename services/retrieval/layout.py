@@ -1,0 +1,73 @@
+"""How an index version is named in Qdrant, what it holds, and which versions are kept.
+
+A version is three collections sharing one name: the documents ``<alias>-<hash>``, the voting
+training queries ``<alias>-<hash>-knn`` and the ranker ``<alias>-<hash>-ranker``. The hash covers
+everything that changes what the version serves (corpus content, model, BM25 parameters, schema,
+training data, features and ranker settings), so a build with other inputs never overwrites a
+version in service; the service reads the alias, which moves once a version is complete.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+
+from services.retrieval.dense import DIMENSION
+from services.retrieval.features import FEATURES
+from services.retrieval.ranker import PARAMS, ROUNDS
+from services.retrieval.settings import RetrievalSettings
+from services.retrieval.store.base import CollectionSpec, Store
+
+log = logging.getLogger(__name__)
+
+SCHEMA_VERSION = "1"
+#: The training-query collection: one MiniLM embedding per query, judgements as payload.
+KNN_SPEC = CollectionSpec(dense_size=DIMENSION, sparse=False)
+#: The ranker collection: a single point whose payload holds the model (the vector is unused).
+RANKER_SPEC = CollectionSpec(dense_size=1, sparse=False)
+
+
+def collection_version(*parts: object) -> str:
+    """Short hash of everything that shapes the stored vectors and the trained ranker."""
+    key = "|".join(str(p) for p in (SCHEMA_VERSION, *parts))
+    return hashlib.sha256(key.encode()).hexdigest()[:12]
+
+
+def versioned_collection(alias: str, version: str) -> str:
+    """The documents collection of one version."""
+    return f"{alias}-{version}"
+
+
+def knn_collection(docs: str) -> str:
+    """Name of the training-query collection built with documents collection ``docs``."""
+    return f"{docs}-knn"
+
+
+def ranker_collection(docs: str) -> str:
+    """Name of the one-point collection holding the ranker trained on ``docs``."""
+    return f"{docs}-ranker"
+
+
+def supervised_config(settings: RetrievalSettings, training_fingerprint: str | None) -> str:
+    """What the kNN collection and the ranker depend on beyond the documents.
+
+    ``training_fingerprint`` is None for an index without training data (zero-shot).
+    """
+    if training_fingerprint is None:
+        return "zero-shot"
+    knn, feedback = settings.knn, settings.feedback
+    return (
+        f"{training_fingerprint}|{FEATURES}|{sorted(PARAMS.items())}|{ROUNDS}|{knn.neighbours}|"
+        f"{knn.power}|{knn.vote_depth}|{settings.hybrid.candidates}|{feedback.docs}|"
+        f"{feedback.terms}|{feedback.weight}"
+    )
+
+
+def drop_old_versions(store: Store, alias: str, keep: set[str | None]) -> None:
+    """Keep the new version and the one it replaced (for a quick rollback), drop the rest."""
+    kept = tuple(k for k in keep if k)
+    for name in store.list_collections():
+        mine = any(name == k or name.startswith(f"{k}-") for k in kept)
+        if name.startswith(f"{alias}-") and not mine:
+            log.info("dropping old collection %s", name)
+            store.delete_collection(name)

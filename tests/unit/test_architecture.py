@@ -1,0 +1,58 @@
+"""The folder tree is the architecture: imports flow one way, and modules stay small.
+
+agent -> MCP server -> store: the purple agent reaches retrieval only over MCP; the evaluator
+(green agent) depends on the benchmark (``services.nfcorpus``), never on the system it evaluates;
+the shared frame and the benchmark depend on no server.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+from services.common.processes import REPO
+
+# What each package may import from the others (telemetry is shared by all).
+ALLOWED = {
+    "common": {"telemetry"},
+    "nfcorpus": set(),
+    "retrieval": {"nfcorpus", "telemetry"},
+    "mcp_server": {"common", "retrieval", "telemetry"},
+    "purple_agent": {"common", "telemetry"},
+    "green_agent": {"common", "nfcorpus", "telemetry"},
+    "telemetry": set(),
+}
+MAX_LINES = 250
+
+
+def _imported_packages(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text(), filename=str(path))
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            names.add(node.module)
+        elif isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+    return {n.split(".")[1] for n in names if n.startswith("services.") and n.count(".") >= 1}
+
+
+@pytest.mark.parametrize("package", sorted(ALLOWED))
+def test_imports_flow_one_way(package: str) -> None:
+    crossing = {}
+    for path in sorted((REPO / "services" / package).rglob("*.py")):
+        wrong = _imported_packages(path) - ALLOWED[package] - {package}
+        if wrong:
+            crossing[str(path.relative_to(REPO))] = sorted(wrong)
+    assert crossing == {}
+
+
+def test_no_module_is_over_250_lines() -> None:
+    long = {
+        str(path.relative_to(REPO)): n
+        for folder in ("services", "tests", "scripts")
+        for path in (REPO / folder).rglob("*.py")
+        if (n := len(path.read_text().splitlines())) > MAX_LINES
+    }
+    assert long == {}

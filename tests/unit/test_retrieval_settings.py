@@ -1,0 +1,89 @@
+"""Grouped retrieval settings keep every flat environment variable they had before grouping."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from services.common.processes import REPO
+from services.retrieval.settings import Env, RetrievalSettings, StoreSettings
+
+# Every variable, a value that is not its default, and where it must land.
+FLAT = {
+    "RETRIEVAL_STORE": ("server", ("store", "backend"), "server"),
+    "RETRIEVAL_EDGE_PATH": ("/tmp/edge", ("store", "edge_path"), Path("/tmp/edge")),
+    "RETRIEVAL_EDGE_PRIVATE_COPY": ("true", ("store", "edge_private_copy"), True),
+    "RETRIEVAL_QDRANT_URL": ("http://q:6333", ("store", "qdrant_url"), "http://q:6333"),
+    "RETRIEVAL_QDRANT_API_KEY": ("k", ("store", "qdrant_api_key"), "k"),
+    "RETRIEVAL_QDRANT_PATH": (":memory:", ("store", "qdrant_path"), ":memory:"),
+    "RETRIEVAL_COLLECTION": ("other", ("store", "collection"), "other"),
+    "RETRIEVAL_CANDIDATES": ("50", ("hybrid", "candidates"), 50),
+    "RETRIEVAL_FUSION": ("rrf", ("hybrid", "fusion"), "rrf"),
+    "RETRIEVAL_DENSE_WEIGHT": ("0.25", ("hybrid", "dense_weight"), 0.25),
+    "RETRIEVAL_FEEDBACK_DOCS": ("0", ("feedback", "docs"), 0),
+    "RETRIEVAL_FEEDBACK_TERMS": ("7", ("feedback", "terms"), 7),
+    "RETRIEVAL_FEEDBACK_WEIGHT": ("0.1", ("feedback", "weight"), 0.1),
+    "RETRIEVAL_KNN_NEIGHBOURS": ("9", ("knn", "neighbours"), 9),
+    "RETRIEVAL_KNN_POWER": ("2", ("knn", "power"), 2.0),
+    "RETRIEVAL_KNN_WEIGHT": ("0.3", ("knn", "weight"), 0.3),
+    "RETRIEVAL_VOTE_DEPTH": ("11", ("knn", "vote_depth"), 11),
+    "RETRIEVAL_USE_RANKER": ("false", ("ranker", "enabled"), False),
+    "RETRIEVAL_MAX_TRAIN_QUERIES": ("12", ("experiment", "max_train_queries"), 12),
+    "RETRIEVAL_MAX_DOCS": ("13", ("experiment", "max_docs"), 13),
+    "RETRIEVAL_MODE": ("zero-shot", ("mode",), "zero-shot"),
+    "RETRIEVAL_SUPERVISION": ("train", ("supervision",), "train"),
+    "RETRIEVAL_ENCODE_THREADS": ("3", ("encode_threads",), 3),
+    "RETRIEVAL_DATA_DIR": ("/tmp/data", ("data_dir",), Path("/tmp/data")),
+}
+
+
+def _grouped_names() -> set[str]:
+    names = set()
+    for info in RetrievalSettings.model_fields.values():
+        fields = getattr(info.annotation, "model_fields", {})
+        names |= {m.name for f in fields.values() for m in f.metadata if isinstance(m, Env)}
+    return names
+
+
+def test_every_flat_variable_lands_in_its_group(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name, (value, _, _) in FLAT.items():
+        monkeypatch.setenv(name, value)
+    settings = RetrievalSettings()
+    for name, (_, path, expected) in FLAT.items():
+        found: object = settings
+        for part in path:
+            found = getattr(found, part)
+        assert found == expected, name
+
+
+def test_every_grouped_variable_is_tested_and_documented() -> None:
+    assert _grouped_names() <= set(FLAT)
+    readme = (REPO / "README.md").read_text()
+    documented = set(re.findall(r"`(RETRIEVAL_[A-Z_]+)`", readme))
+    assert _grouped_names() <= documented
+
+
+def test_arguments_win_over_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("RETRIEVAL_KNN_NEIGHBOURS", "9")
+    monkeypatch.setenv("retrieval_knn_power", "2")  # names ignore case, as at the top level
+    settings = RetrievalSettings(knn={"neighbours": 3})
+    assert (settings.knn.neighbours, settings.knn.power) == (3, 2.0)
+
+
+def test_bad_values_are_refused_with_the_field_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("RETRIEVAL_KNN_NEIGHBOURS", "many")
+    with pytest.raises(ValueError, match=r"knn\.neighbours"):
+        RetrievalSettings()
+    with pytest.raises(ValueError, match="RETRIEVAL_STORE=server needs"):
+        StoreSettings(backend="server")
+
+
+def test_updated_changes_only_what_it_names_and_validates() -> None:
+    settings = RetrievalSettings()
+    copy = settings.updated(mode="zero-shot", store={"edge_private_copy": True})
+    assert copy.mode == "zero-shot" and copy.store.edge_private_copy
+    assert copy.store.collection == settings.store.collection and settings.mode == "full"
+    with pytest.raises(ValueError, match=r"experiment\.max_docs"):
+        settings.updated(experiment={"max_docs": 0})
