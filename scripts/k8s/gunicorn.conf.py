@@ -13,7 +13,9 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-worker_class = "uvicorn_worker.UvicornWorker"
+# uvicorn workers with the shared guard (request-head deadline, connection cap): see
+# services/common/server.py.
+worker_class = "services.common.server.Worker"
 # The root file system is read-only; gunicorn's heartbeat files go to the /tmp volume.
 worker_tmp_dir = "/tmp"
 # A worker silent this long is restarted; above the purple agent's 60 s hard deadline.

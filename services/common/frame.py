@@ -1,26 +1,27 @@
-"""The app factory every server composes, and the one way to serve it.
+"""The app factory every server composes.
 
 A server hands over its own routes; the frame adds ``GET /healthz`` (the process is alive),
 ``GET /readyz`` (when the server has a readiness check; 503 with the reason otherwise),
 ``GET /metrics`` (Prometheus) and, around every request, a latency sample by route and outcome
-(``<prefix>_http_request_duration_seconds``) and a server span parented on the caller's W3C trace
-context. Anything every server should do per request (limits, authentication, a log line) is
-added here, once.
+(``<prefix>_http_request_duration_seconds``), a server span parented on the caller's W3C trace
+context, and the request guard (:mod:`services.common.guard`: overload, body size and time,
+JSON nesting and text). Anything every server should do per request is added here, once;
+:mod:`services.common.server` runs the app.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 
-import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
-from starlette.types import ASGIApp
 
+from services.common.guard import BodyCheck, RequestGuard
+from services.common.limits import ServerLimits
 from services.common.readiness import CachedCheck, Check
 from services.telemetry.http import RequestTelemetry
 from services.telemetry.metrics import http_request_histogram, metrics_endpoint
@@ -78,8 +79,15 @@ def service_app(
     *,
     readiness: Readiness | None = None,
     lifespan: Lifespan | None = None,
+    jsonrpc_paths: Collection[str] = (),
+    body_checks: Mapping[str, BodyCheck] | None = None,
+    limits: ServerLimits | None = None,
 ) -> Starlette:
-    """The server's routes inside the frame (see the module docstring)."""
+    """The server's routes inside the frame (see the module docstring).
+
+    ``jsonrpc_paths`` are answered with JSON-RPC errors when the guard refuses a request there;
+    ``body_checks`` add a protocol's rules for the JSON bodies of one path.
+    """
     setup_tracing(service.trace_name)
     frame: list[BaseRoute] = [
         Route("/healthz", _healthz, methods=["GET"]),
@@ -90,14 +98,16 @@ def service_app(
     # The frame's routes first: a server may mount an app that catches every other path.
     every_route = [*frame, *routes]
     app = Starlette(routes=every_route, lifespan=lifespan)
+    # Added last, so outermost: refused requests are timed and traced like the others.
+    app.add_middleware(
+        RequestGuard,
+        limits=limits or ServerLimits(),
+        jsonrpc_paths=jsonrpc_paths,
+        body_checks=body_checks,
+    )
     app.add_middleware(
         RequestTelemetry,
         histogram=http_request_histogram(service.metric_prefix),
         routes=route_paths(every_route),
     )
     return app
-
-
-def serve(app: ASGIApp, host: str, port: int) -> None:
-    """Run ``app`` with uvicorn: no access log, uvicorn's lines in our logging format."""
-    uvicorn.run(app, host=host, port=port, access_log=False, log_config=None)

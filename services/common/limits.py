@@ -1,6 +1,9 @@
-"""Limits of the answer contract, the same for the purple agent, the MCP tool and REST."""
+"""Limits: the answer contract's, and each server process's (bodies, nesting, load, timeouts)."""
 
 from __future__ import annotations
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
 
 #: Longest query accepted, in characters.
 MAX_QUERY_CHARS = 2000
@@ -8,3 +11,42 @@ MAX_QUERY_CHARS = 2000
 MAX_TOP_K = 100
 #: A green agent gives up after 60 s; every answer must come well before that.
 HARD_DEADLINE_S = 60.0
+
+
+class ServerLimits(BaseSettings):
+    """What one server process accepts before it refuses (``SERVER_*`` environment variables).
+
+    The same variables for every server; a Deployment tunes its own pods through its env.
+    """
+
+    model_config = SettingsConfigDict(env_prefix="SERVER_", extra="ignore", frozen=True)
+
+    max_body_bytes: int = Field(
+        default=64 * 1024,
+        ge=1024,
+        description="Largest request body; a 2,000-character query needs about 8 KB. Else 413.",
+    )
+    max_json_depth: int = Field(
+        default=32, ge=4, le=256, description="Deepest JSON nesting a body may have."
+    )
+    max_in_flight: int = Field(
+        default=64,
+        ge=1,
+        description="Requests one process works on at once (probes and metrics excepted); "
+        "more are refused at once with 503 and Retry-After.",
+    )
+    max_connections: int = Field(
+        default=1024, ge=8, description="Open connections one process holds; more get 503."
+    )
+    header_timeout_s: float = Field(
+        default=10.0, gt=0, description="Time a client has to send a whole request head."
+    )
+    body_timeout_s: float = Field(
+        default=10.0, gt=0, description="Time a client has to send a whole request body."
+    )
+    keep_alive_s: float = Field(
+        default=5.0, gt=0, description="Idle time after which a keep-alive connection is closed."
+    )
+    retry_after_s: int = Field(
+        default=1, ge=1, description="Retry-After a refused (overloaded) request is given."
+    )

@@ -102,6 +102,11 @@ class ServerProcess:
         return cls(argv, port, env=env, ready_path=ready_path, log_path=log_path, host=host)
 
     @property
+    def pid(self) -> int | None:
+        """The child's process id while it runs."""
+        return self._process.pid if self._process is not None else None
+
+    @property
     def running(self) -> bool:
         """Whether the child is alive."""
         return self._process is not None and self._process.poll() is None

@@ -5,7 +5,7 @@ from __future__ import annotations
 from a2a.server.tasks import InMemoryTaskStore
 from starlette.applications import Starlette
 
-from services.common.a2a import a2a_routes
+from services.common.a2a import A2A_RPC_PATH, a2a_routes, message_problem
 from services.common.frame import ServiceId, service_app
 from services.green_agent.assessment import AssessmentExecutor
 from services.green_agent.card import build_card
@@ -18,4 +18,5 @@ def create_app(settings: GreenSettings) -> Starlette:
     """Build the evaluator's app; the test set is read on the first assessment."""
     card = build_card(settings.public_url)
     routes = a2a_routes(card, AssessmentExecutor(settings), InMemoryTaskStore())
-    return service_app(SERVICE, routes)
+    checks = {A2A_RPC_PATH: message_problem}
+    return service_app(SERVICE, routes, jsonrpc_paths=[A2A_RPC_PATH], body_checks=checks)

@@ -18,7 +18,7 @@ from pydantic import BaseModel
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from services.common.frame import serve
+from services.common.server import serve
 from services.green_agent.app import create_app
 from services.green_agent.client import Protocol_, TransportFailure, connect
 from services.green_agent.dataset import load_test_set, sample_query_ids

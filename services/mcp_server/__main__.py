@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from services.common.frame import serve
+from services.common.server import serve
 from services.mcp_server.app import create_app
 from services.mcp_server.settings import McpServerSettings
 from services.telemetry.logging import setup_logging

@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
-from mcp.server import MCPServer
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.applications import Starlette
-from starlette.routing import Mount
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Mount, Route
 
 from services.common.frame import Readiness, ServiceId, service_app
 from services.mcp_server.routes import rest_routes
 from services.mcp_server.service import SearchService
 from services.mcp_server.settings import McpServerSettings
-from services.mcp_server.tools import register_tools
+from services.mcp_server.tools import SearchServer, register_tools
 from services.retrieval.dense import OnnxMiniLM
 from services.retrieval.pipeline import RankingPipeline
 from services.retrieval.settings import RetrievalSettings
@@ -19,6 +20,7 @@ from services.retrieval.store import open_store
 from services.retrieval.store.counting import CountingStore
 
 SERVICE = ServiceId(metric_prefix="mcp", trace_name="nfcorpus-mcp-server")
+MCP_PATH = "/mcp"
 INSTRUCTIONS = (
     "Retrieval over NFCorpus (PubMed nutrition/medicine abstracts): call search_nfcorpus."
 )
@@ -36,6 +38,11 @@ def transport_security(allowed_hosts: list[str]) -> TransportSecuritySettings:
     )
 
 
+async def _no_stream(_: Request) -> Response:
+    message = "this server is stateless: POST JSON-RPC requests to /mcp, there is no event stream"
+    return JSONResponse({"error": message}, status_code=405, headers={"allow": "POST"})
+
+
 def create_app(
     settings: McpServerSettings | None = None, retrieval: RetrievalSettings | None = None
 ) -> Starlette:
@@ -46,19 +53,27 @@ def create_app(
     searcher = RankingPipeline(store, OnnxMiniLM(threads=retrieval.encode_threads), retrieval)
     service = SearchService(searcher, store, settings.search_threads)
 
-    mcp = MCPServer(name="nfcorpus-retrieval", version="0.1.0", instructions=INSTRUCTIONS)
+    mcp = SearchServer(name="nfcorpus-retrieval", version="0.1.0", instructions=INSTRUCTIONS)
     register_tools(mcp, service)
     mcp_app = mcp.streamable_http_app(
-        streamable_http_path="/mcp",
+        streamable_http_path=MCP_PATH,
         stateless_http=True,
         json_response=True,
         transport_security=transport_security(settings.allowed_hosts),
     )
+    routes = [
+        *rest_routes(service),
+        # Stateless JSON mode has no server-to-client stream to offer: without this, GET /mcp
+        # opens an event stream that never closes.
+        Route(MCP_PATH, _no_stream, methods=["GET"]),
+        # Mounted last: it answers every path the other routes do not (404 but for /mcp).
+        Mount("", app=mcp_app),
+    ]
     return service_app(
         SERVICE,
-        # Mounted last: it answers every path the other routes do not (404 but for /mcp).
-        [*rest_routes(service), Mount("", app=mcp_app)],
+        routes,
         readiness=Readiness(service.ready, settings.ready_cache_s),
         # A mounted app's own lifespan does not run: the session manager is started here.
         lifespan=lambda _: mcp.session_manager.run(),
+        jsonrpc_paths=[MCP_PATH],
     )

@@ -4,24 +4,16 @@ from __future__ import annotations
 
 import json
 
-from pydantic import ValidationError
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from services.mcp_server.schemas import SearchRequest, SearchResponse
+from services.mcp_server.schemas import InvalidSearch, SearchResponse, validate_search
 from services.mcp_server.service import SearchService, SearchUnavailableError
 
 
 def _invalid(detail: list[dict[str, str]]) -> JSONResponse:
     return JSONResponse({"error": "invalid request", "detail": detail}, status_code=422)
-
-
-def _describe(e: ValidationError) -> list[dict[str, str]]:
-    return [
-        {"field": ".".join(str(p) for p in err["loc"]) or "body", "message": err["msg"]}
-        for err in e.errors(include_url=False)
-    ]
 
 
 def rest_routes(service: SearchService) -> list[BaseRoute]:
@@ -32,12 +24,10 @@ def rest_routes(service: SearchService) -> list[BaseRoute]:
             body = json.loads(await request.body())
         except (json.JSONDecodeError, UnicodeDecodeError):
             return _invalid([{"field": "body", "message": "body must be a JSON object"}])
-        if not isinstance(body, dict):
-            return _invalid([{"field": "body", "message": "body must be a JSON object"}])
         try:
-            parsed = SearchRequest.model_validate(body)
-        except ValidationError as e:
-            return _invalid(_describe(e))
+            parsed = validate_search(body)
+        except InvalidSearch as e:
+            return _invalid(e.detail)
         try:
             hits = await service.search(parsed.query, parsed.top_k, via="rest")
         except SearchUnavailableError as e:

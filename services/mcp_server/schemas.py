@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from services.common.limits import MAX_QUERY_CHARS, MAX_TOP_K
 
@@ -39,6 +39,29 @@ class SearchRequest(BaseModel):
     top_k: TopK = 5
 
     _not_blank = field_validator("query")(check_not_blank)
+
+
+class InvalidSearch(ValueError):
+    """A search request broke the rules; ``detail`` names each field and what is wrong."""
+
+    def __init__(self, detail: list[dict[str, str]]) -> None:
+        super().__init__("; ".join(f"{d['field']}: {d['message']}" for d in detail))
+        self.detail = detail
+
+
+def validate_search(payload: object) -> SearchRequest:
+    """The one validation of REST bodies and tool arguments (messages never echo the input)."""
+    if not isinstance(payload, dict):
+        raise InvalidSearch([{"field": "body", "message": "body must be a JSON object"}])
+    try:
+        return SearchRequest.model_validate(payload)
+    except ValidationError as e:
+        raise InvalidSearch(
+            [
+                {"field": ".".join(str(p) for p in err["loc"]) or "body", "message": err["msg"]}
+                for err in e.errors(include_url=False)
+            ]
+        ) from None
 
 
 class SearchHit(BaseModel):

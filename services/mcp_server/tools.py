@@ -1,13 +1,24 @@
-"""The MCP tool ``search_nfcorpus``."""
+"""The MCP tool ``search_nfcorpus``, validated exactly as ``POST /search_nfcorpus`` is."""
 
 from __future__ import annotations
 
+from typing import Any
+
+import mcp_types
 from mcp.server import MCPServer
+from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
 
-from services.mcp_server.schemas import QueryText, SearchResponse, TopK, check_not_blank
+from services.mcp_server.schemas import (
+    InvalidSearch,
+    QueryText,
+    SearchResponse,
+    TopK,
+    validate_search,
+)
 from services.mcp_server.service import SearchService, SearchUnavailableError
 
+TOOL_NAME = "search_nfcorpus"
 DESCRIPTION = """Search NFCorpus, a collection of 3,633 PubMed articles (titles and abstracts) on
 nutrition and medicine, for the documents most relevant to a question.
 
@@ -19,14 +30,34 @@ work well); set top_k to how many documents you need. Returns `results`, best fi
 matching."""
 
 
+class SearchServer(MCPServer):
+    """An MCP server whose search tool takes only what the REST endpoint takes.
+
+    The SDK validates tool arguments leniently (``"5"``, ``5.0`` and ``true`` pass as a top_k)
+    and reports failures as a pydantic dump that echoes the input; the arguments go through
+    :func:`~services.mcp_server.schemas.validate_search` first instead, whose messages name each
+    field and what is wrong with it.
+    """
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
+    ) -> mcp_types.CallToolResult | mcp_types.InputRequiredResult:
+        """Validate the search tool's arguments strictly, then call it as the SDK does."""
+        if name == TOOL_NAME:
+            try:
+                validate_search(arguments)
+            except InvalidSearch as e:
+                raise ToolError(f"invalid arguments: {e}") from None
+        return await super().call_tool(name, arguments, context)
+
+
 def register_tools(mcp: MCPServer, service: SearchService) -> None:
     """Add the search tool to ``mcp``."""
 
-    @mcp.tool(name="search_nfcorpus", title="Search NFCorpus", description=DESCRIPTION)
+    @mcp.tool(name=TOOL_NAME, title="Search NFCorpus", description=DESCRIPTION)
     async def search_nfcorpus(query: QueryText, top_k: TopK = 5) -> SearchResponse:
         try:
-            check_not_blank(query)
             hits = await service.search(query, top_k, via="tool")
-        except (ValueError, SearchUnavailableError) as e:
+        except SearchUnavailableError as e:
             raise ToolError(str(e)) from e
         return SearchResponse(results=hits)

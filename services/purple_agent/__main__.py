@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 
-from services.common.frame import serve
+from services.common.server import serve
 from services.purple_agent.app import create_app
 from services.purple_agent.settings import PurpleSettings
 from services.telemetry.logging import setup_logging

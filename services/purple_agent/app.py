@@ -12,7 +12,7 @@ from contextlib import asynccontextmanager
 
 from starlette.applications import Starlette
 
-from services.common.a2a import a2a_routes
+from services.common.a2a import A2A_RPC_PATH, a2a_routes, message_problem
 from services.common.frame import Readiness, ServiceId, service_app
 from services.common.limits import MAX_TOP_K
 from services.purple_agent.agent import RetrievalAgent
@@ -52,4 +52,11 @@ def create_app(settings: PurpleSettings) -> Starlette:
         await mcp.aclose()
 
     readiness = Readiness(mcp_ready, READINESS_CACHE_S, detail_key="mcp")
-    return service_app(SERVICE, routes, readiness=readiness, lifespan=lifespan)
+    return service_app(
+        SERVICE,
+        routes,
+        readiness=readiness,
+        lifespan=lifespan,
+        jsonrpc_paths=[A2A_RPC_PATH],
+        body_checks={A2A_RPC_PATH: message_problem},
+    )

@@ -47,7 +47,12 @@ async def test_tool_returns_structured_results(
         ({"query": ""}, "at least 1 character"),
         ({"query": "   "}, "query must contain non-whitespace text"),
         ({"query": "x" * 2001}, "at most 2000 characters"),
-        ({"top_k": 3}, "query"),
+        ({"top_k": 3}, "query: Field required"),
+        # The same rules as REST: no lenient coercion, no unknown arguments.
+        ({"query": "x", "top_k": "5"}, "top_k: Input should be a valid integer"),
+        ({"query": "x", "top_k": 5.0}, "top_k: Input should be a valid integer"),
+        ({"query": "x", "top_k": True}, "top_k: Input should be a valid integer"),
+        ({"query": "x", "k": 3}, "k: Extra inputs are not permitted"),
     ],
 )
 async def test_tool_errors_are_error_results(
@@ -56,7 +61,9 @@ async def test_tool_errors_are_error_results(
     async with Client(mcp_server.mcp_url) as client:
         result = await client.call_tool("search_nfcorpus", arguments)
         assert result.is_error
-        assert message in result.content[0].text  # type: ignore[union-attr]
+        text = result.content[0].text  # type: ignore[union-attr]
+        assert text.startswith("invalid arguments: ") and message in text, text
+        assert "input_value" not in text and "pydantic" not in text  # no dump of the input
         # ...and the server keeps serving.
         ok = await client.call_tool("search_nfcorpus", {"query": "fish oil", "top_k": 1})
         assert not ok.is_error

@@ -1,0 +1,204 @@
+"""Admission and body checks in front of every route: overload, size, time, nesting, bad text.
+
+A request is refused before the server works on it when the process already works on
+``max_in_flight`` requests (503 with ``Retry-After``), when its body is larger than
+``max_body_bytes`` (413, decided from ``Content-Length`` before reading, or as soon as a streamed
+body passes the limit), when the body does not arrive within ``body_timeout_s`` (408), and when a
+JSON body nests deeper than ``max_json_depth`` or holds a lone UTF-16 surrogate, which no
+downstream library handles gracefully (the JSON decoder overflows its stack on deep nesting, and
+protobuf and UTF-8 encoders raise on surrogates). Bodies that are not JSON at all pass through:
+each endpoint says itself what it expected.
+
+JSON-RPC endpoints (A2A, MCP) get a JSON-RPC error; other endpoints a JSON error naming the
+problem. Probes and ``/metrics`` are never refused.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable, Collection, Mapping
+from typing import Any
+
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from services.common.limits import ServerLimits
+
+#: A protocol's own rule on a decoded JSON body: what is wrong with it, or None.
+BodyCheck = Callable[[Any], str | None]
+INVALID_REQUEST = -32600
+OVERLOADED = -32000  # JSON-RPC "server error" range
+EXEMPT_PATHS = frozenset({"/healthz", "/readyz", "/metrics"})
+
+
+class Refusal(Exception):
+    """A request the guard answers itself (``request_id``: the JSON-RPC id, when one was read)."""
+
+    def __init__(
+        self,
+        status: int,
+        message: str,
+        *,
+        retry_after: int | None = None,
+        request_id: object = None,
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.retry_after = retry_after
+        self.request_id = request_id
+
+
+def json_problem(value: Any, max_depth: int) -> str | None:
+    """What makes a decoded JSON value unacceptable (too deep, lone surrogates), or None."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict | list):
+            if depth > max_depth:
+                return f"JSON nested deeper than {max_depth} levels"
+            children = [*item.keys(), *item.values()] if isinstance(item, dict) else item
+            stack.extend((child, depth + 1) for child in children)
+        elif isinstance(item, str) and not item.isascii():
+            try:
+                item.encode("utf-8")
+            except UnicodeEncodeError:
+                return "text holds a lone UTF-16 surrogate (an unpaired \\ud800-\\udfff escape)"
+    return None
+
+
+def check_json_body(body: bytes, max_depth: int, extra: BodyCheck | None = None) -> None:
+    """Raise :class:`Refusal` (422) for an unacceptable JSON body.
+
+    Bodies that are not JSON at all are not judged here: each endpoint answers that itself.
+    ``extra`` adds the endpoint's protocol rules (run on JSON that passed the generic ones).
+    """
+    stripped = body.lstrip()
+    if not stripped or stripped[:1] not in (b"{", b"["):
+        return
+    try:
+        value = json.loads(body)
+    except RecursionError:
+        raise Refusal(422, f"JSON nested deeper than {max_depth} levels") from None
+    except ValueError:
+        return
+    problem = json_problem(value, max_depth)
+    if problem is None and extra is not None:
+        problem = extra(value)
+    if problem is not None:
+        request_id = value.get("id") if isinstance(value, dict) else None
+        raise Refusal(422, problem, request_id=request_id)
+
+
+def _declared_length(scope: Scope) -> int | None:
+    for name, value in scope["headers"]:
+        if name == b"content-length":
+            try:
+                return int(value)
+            except ValueError:
+                return None
+    return None
+
+
+class RequestGuard:
+    """ASGI middleware applying :class:`~services.common.limits.ServerLimits` to each request."""
+
+    def __init__(
+        self,
+        app: ASGIApp,
+        limits: ServerLimits,
+        jsonrpc_paths: Collection[str] = (),
+        body_checks: Mapping[str, BodyCheck] | None = None,
+    ) -> None:
+        """Guard ``app``; ``jsonrpc_paths`` answer refusals as JSON-RPC errors.
+
+        ``body_checks`` adds a protocol's rules for the JSON bodies of one path.
+        """
+        self._app = app
+        self._limits = limits
+        self._jsonrpc = frozenset(jsonrpc_paths)
+        self._body_checks = dict(body_checks or {})
+        self.in_flight = 0
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Admit, check and pass on one request, or refuse it."""
+        if scope["type"] != "http" or scope["path"] in EXEMPT_PATHS:
+            await self._app(scope, receive, send)
+            return
+        limits = self._limits
+        if self.in_flight >= limits.max_in_flight:
+            message = f"overloaded: {limits.max_in_flight} requests in progress, retry shortly"
+            await self._refuse(scope, send, Refusal(503, message, retry_after=limits.retry_after_s))
+            return
+        self.in_flight += 1
+        try:
+            if scope["method"] in ("POST", "PUT", "PATCH"):
+                try:
+                    receive = await self._checked_body(scope, receive)
+                except Refusal as refusal:
+                    await self._refuse(scope, send, refusal)
+                    return
+            await self._app(scope, receive, send)
+        finally:
+            self.in_flight -= 1
+
+    async def _checked_body(self, scope: Scope, receive: Receive) -> Receive:
+        """Read the whole body within the limits, check it, and hand it on unchanged."""
+        limit = self._limits.max_body_bytes
+        declared = _declared_length(scope)
+        if declared is not None and declared > limit:
+            raise Refusal(413, f"request body of {declared} bytes is over the {limit}-byte limit")
+        chunks: list[bytes] = []
+        size = 0
+        try:
+            async with asyncio.timeout(self._limits.body_timeout_s):
+                more = True
+                while more:
+                    message = await receive()
+                    if message["type"] == "http.disconnect":
+                        break
+                    chunk = message.get("body", b"")
+                    size += len(chunk)
+                    if size > limit:
+                        raise Refusal(413, f"request body is over the {limit}-byte limit")
+                    chunks.append(chunk)
+                    more = message.get("more_body", False)
+        except TimeoutError:
+            timeout = self._limits.body_timeout_s
+            raise Refusal(408, f"request body not received within {timeout:g} s") from None
+        body = b"".join(chunks)
+        check_json_body(body, self._limits.max_json_depth, self._body_checks.get(scope["path"]))
+        replayed = False
+
+        async def replay() -> Message:
+            nonlocal replayed
+            if replayed:
+                return await receive()
+            replayed = True
+            return {"type": "http.request", "body": body, "more_body": False}
+
+        return replay
+
+    async def _refuse(self, scope: Scope, send: Send, refusal: Refusal) -> None:
+        reason = str(refusal)
+        if scope["path"] in self._jsonrpc:
+            code = OVERLOADED if refusal.status == 503 else INVALID_REQUEST
+            prefix = "" if refusal.status == 503 else "invalid request: "
+            error = {"code": code, "message": prefix + reason}
+            request_id = refusal.request_id if isinstance(refusal.request_id, str | int) else None
+            body: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id, "error": error}
+            # A well-formed request with bad content is a JSON-RPC error like any other.
+            status = 200 if refusal.status == 422 else refusal.status
+        else:
+            body = {"error": "invalid request", "detail": [{"field": "body", "message": reason}]}
+            if refusal.status == 503:
+                body = {"error": reason}
+            status = refusal.status
+        headers = [(b"content-type", b"application/json")]
+        if refusal.retry_after is not None:
+            headers.append((b"retry-after", str(refusal.retry_after).encode()))
+        if refusal.status in (408, 413):  # the body was not read to its end
+            headers.append((b"connection", b"close"))
+        payload = json.dumps(body).encode()
+        headers.append((b"content-length", str(len(payload)).encode()))
+        await send({"type": "http.response.start", "status": status, "headers": headers})
+        await send({"type": "http.response.body", "body": payload})

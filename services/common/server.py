@@ -1,0 +1,103 @@
+"""How our servers run: uvicorn (``serve``) or gunicorn's worker (:class:`Worker`), both guarded.
+
+uvicorn closes a keep-alive connection that stays idle, but it waits forever for a request head
+that never completes: a client that connects and sends nothing, or sends its headers a byte at a
+time (slowloris), holds a connection and a file descriptor for as long as it likes.
+:class:`GuardedH11Protocol` gives every request head ``header_timeout_s`` to arrive, then closes
+the connection. Connections beyond ``max_connections`` get 503 from uvicorn itself.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, ClassVar
+
+import h11
+import uvicorn
+from uvicorn.protocols.http.h11_impl import H11Protocol
+from uvicorn_worker import UvicornWorker
+
+from services.common.limits import ServerLimits
+
+
+class GuardedH11Protocol(H11Protocol):
+    """h11 with a deadline for each request head (:attr:`header_timeout_s`)."""
+
+    header_timeout_s: ClassVar[float] = ServerLimits().header_timeout_s
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        """Start the clock for the first request head."""
+        super().connection_made(transport)
+        self._head_timer: asyncio.TimerHandle | None = None
+        self._watch_head()
+
+    def data_received(self, data: bytes) -> None:
+        """Feed h11, then keep the clock running only while a request head is incomplete.
+
+        Between requests the clock is off: an idle keep-alive connection is uvicorn's
+        ``timeout_keep_alive`` business; the first byte of the next head starts the clock again.
+        """
+        super().data_received(data)
+        self._watch_head()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        """Stop the clock."""
+        self._stop_head_timer()
+        super().connection_lost(exc)
+
+    def _watch_head(self) -> None:
+        waiting = self.conn.their_state is h11.IDLE and not self.transport.is_closing()
+        if not waiting:
+            self._stop_head_timer()
+        elif self._head_timer is None:
+            self._head_timer = self.loop.call_later(self.header_timeout_s, self._head_timed_out)
+
+    def _stop_head_timer(self) -> None:
+        timer = getattr(self, "_head_timer", None)
+        if timer is not None:
+            timer.cancel()
+            self._head_timer = None
+
+    def _head_timed_out(self) -> None:
+        self._head_timer = None
+        # Only a connection with no request in progress: a slow response is not the client's.
+        if self.conn.their_state is h11.IDLE and (
+            self.cycle is None or self.cycle.response_complete
+        ):
+            self.transport.close()
+
+
+def protocol_for(limits: ServerLimits) -> type[GuardedH11Protocol]:
+    """:class:`GuardedH11Protocol` with the head deadline of ``limits``."""
+    return type(
+        "GuardedH11Protocol", (GuardedH11Protocol,), {"header_timeout_s": limits.header_timeout_s}
+    )
+
+
+def uvicorn_options(limits: ServerLimits) -> dict[str, Any]:
+    """Uvicorn settings every server shares: guarded h11, connection cap, idle timeout, no access log."""
+    return {
+        "http": protocol_for(limits),
+        "limit_concurrency": limits.max_connections,
+        "timeout_keep_alive": limits.keep_alive_s,
+        "access_log": False,
+        # Our logging set-up formats uvicorn's lines like every other line.
+        "log_config": None,
+    }
+
+
+def serve(app: Any, host: str, port: int, limits: ServerLimits | None = None) -> None:
+    """Run ``app`` with uvicorn and the shared options."""
+    uvicorn.run(app, host=host, port=port, **uvicorn_options(limits or ServerLimits()))
+
+
+class Worker(UvicornWorker):  # type: ignore[misc]  # untyped base
+    """gunicorn's uvicorn worker with the same guard (``-k services.common.server.Worker``).
+
+    gunicorn's own ``keepalive`` and ``timeout`` settings still apply on top.
+    """
+
+    CONFIG_KWARGS: ClassVar[dict[str, Any]] = {
+        **UvicornWorker.CONFIG_KWARGS,
+        **{k: v for k, v in uvicorn_options(ServerLimits()).items() if k != "timeout_keep_alive"},
+    }

@@ -1,0 +1,98 @@
+"""A real server (the green agent: the service frame without a model) against hostile clients."""
+
+from __future__ import annotations
+
+import select
+import socket
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from services.common.processes import ServerProcess
+
+HEAD_TIMEOUT_S = 0.5
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+    log = tmp_path_factory.mktemp("logs") / "limits.log"
+    env = {"SERVER_HEADER_TIMEOUT_S": str(HEAD_TIMEOUT_S), "SERVER_KEEP_ALIVE_S": "1"}
+    process = ServerProcess.module(
+        "services.green_agent", ["serve"], env=env, ready_path="/healthz", log_path=log
+    )
+    with process:
+        yield process
+
+
+def _connect(server: ServerProcess) -> socket.socket:
+    sock = socket.create_connection(("127.0.0.1", server.port), timeout=10)
+    sock.settimeout(10)
+    return sock
+
+
+def _closed_after(sock: socket.socket) -> float:
+    """Seconds until the server closes the connection (reading whatever it sends)."""
+    started = time.monotonic()
+    while sock.recv(65536):
+        pass
+    return time.monotonic() - started
+
+
+def _rss_kb(pid: int | None) -> int:
+    status = Path(f"/proc/{pid}/status").read_text()
+    return int(next(line for line in status.splitlines() if line.startswith("VmRSS")).split()[1])
+
+
+def test_a_silent_connection_is_closed_after_the_head_deadline(server: ServerProcess) -> None:
+    with _connect(server) as sock:
+        assert _closed_after(sock) < HEAD_TIMEOUT_S + 2
+
+
+def test_a_slowloris_head_is_cut_off_though_bytes_keep_coming(server: ServerProcess) -> None:
+    with _connect(server) as sock:
+        sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n")
+        started = time.monotonic()
+        with pytest.raises(OSError):  # reset or broken pipe once the server has closed
+            for _ in range(50):
+                sock.sendall(b"X-Slow: y\r\n")
+                time.sleep(0.1)
+                if not sock.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT):
+                    raise ConnectionResetError("closed by the server")
+        assert time.monotonic() - started < HEAD_TIMEOUT_S + 2
+
+
+def test_keep_alive_serves_several_requests_on_one_connection(server: ServerProcess) -> None:
+    with _connect(server) as sock:
+        for _ in range(3):
+            sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+            answer = b""
+            while b'{"status":"ok"}' not in answer:
+                chunk = sock.recv(65536)
+                assert chunk, f"closed after {answer!r}"
+                answer += chunk
+            time.sleep(HEAD_TIMEOUT_S * 1.5)  # idle between requests is keep-alive's business
+
+
+@pytest.mark.parametrize("chunked", [False, True])
+def test_a_100_mb_body_is_refused_before_it_is_read(server: ServerProcess, chunked: bool) -> None:
+    rss_before = _rss_kb(server.pid)
+    framing = b"Transfer-Encoding: chunked" if chunked else b"Content-Length: 100000000"
+    chunk = b"x" * 65536
+    piece = b"10000\r\n" + chunk + b"\r\n" if chunked else chunk
+    sent = 0
+    with _connect(server) as sock:
+        sock.sendall(b"POST / HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n")
+        sock.sendall(framing + b"\r\n\r\n")
+        while sent < 100_000_000 and not select.select([sock], [], [], 0)[0]:
+            try:
+                sock.sendall(piece)
+            except OSError:
+                break  # the server answered and closed
+            sent += len(chunk)
+        answer = sock.recv(65536)
+    assert answer.startswith(b"HTTP/1.1 413 "), answer[:200]
+    assert b"over the 65536-byte limit" in answer
+    assert sent < 10_000_000  # refused long before the client was done
+    assert _rss_kb(server.pid) < rss_before + 10_000  # nothing buffered: within 10 MB

@@ -1,0 +1,184 @@
+"""The request guard of the service frame: overload, body size and time, nesting, bad text."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx
+import pytest
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+from starlette.types import Message
+
+from services.common.a2a import message_problem
+from services.common.frame import ServiceId, service_app
+from services.common.guard import Refusal, check_json_body
+from services.common.limits import ServerLimits
+
+SERVICE = ServiceId(metric_prefix="guardtest", trace_name="guard-test")
+LIMITS = ServerLimits(max_body_bytes=2048, max_json_depth=8, max_in_flight=1, body_timeout_s=0.2)
+release = asyncio.Event()
+
+
+async def _echo(request: Request) -> Response:
+    body = await request.body()
+    return JSONResponse({"received": len(body)})
+
+
+async def _slow(_: Request) -> Response:
+    await release.wait()
+    return JSONResponse({"done": True})
+
+
+def _app() -> httpx.AsyncClient:
+    routes = [Route("/echo", _echo, methods=["POST"]), Route("/rpc", _echo, methods=["POST"])]
+    routes.append(Route("/slow", _slow, methods=["GET"]))
+    app = service_app(
+        SERVICE,
+        routes,
+        jsonrpc_paths=["/rpc"],
+        body_checks={"/rpc": message_problem},
+        limits=LIMITS,
+    )
+    return httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://guard")
+
+
+@pytest.fixture
+async def client() -> AsyncIterator[httpx.AsyncClient]:
+    async with _app() as c:
+        yield c
+
+
+def _nested(depth: int) -> bytes:
+    return ("[" * depth + "]" * depth).encode()
+
+
+async def test_small_bodies_and_non_json_pass_unchanged(client: httpx.AsyncClient) -> None:
+    for body in (b'{"query": "x"}', b"not json at all", _nested(8), "caf\u00e9".encode()):
+        response = await client.post("/echo", content=body)
+        assert response.json() == {"received": len(body)}
+
+
+async def test_a_declared_oversized_body_is_refused_before_it_is_read(
+    client: httpx.AsyncClient,
+) -> None:
+    response = await client.post("/echo", content=b"x" * 4096)
+    assert response.status_code == 413 and response.headers["connection"] == "close"
+    assert response.json()["detail"][0]["message"] == (
+        "request body of 4096 bytes is over the 2048-byte limit"
+    )
+
+
+async def test_a_streamed_oversized_body_is_refused_as_it_passes_the_limit(
+    client: httpx.AsyncClient,
+) -> None:
+    sent = 0
+
+    async def chunks() -> AsyncIterator[bytes]:
+        nonlocal sent
+        for _ in range(100):
+            sent += 1
+            yield b"x" * 1024
+
+    response = await client.post("/echo", content=chunks())
+    assert response.status_code == 413
+    assert "over the 2048-byte limit" in response.json()["detail"][0]["message"]
+    assert sent < 100  # the rest was never asked for
+
+
+@pytest.mark.parametrize(
+    ("body", "problem"),
+    [
+        (_nested(9), "JSON nested deeper than 8 levels"),
+        (_nested(1000), "JSON nested deeper than 8 levels"),  # at the decoder's stack limit
+        (b'{"query": "\\ud800"}', "lone UTF-16 surrogate"),
+        (b'{"\\udfff": 1}', "lone UTF-16 surrogate"),
+    ],
+)
+async def test_bad_json_is_a_clear_4xx_on_rest_and_an_invalid_request_over_json_rpc(
+    client: httpx.AsyncClient, body: bytes, problem: str
+) -> None:
+    rest = await client.post("/echo", content=body)
+    assert rest.status_code == 422 and problem in rest.json()["detail"][0]["message"]
+    rpc = await client.post("/rpc", content=body)
+    assert rpc.status_code == 200
+    error = rpc.json()["error"]
+    assert error["code"] == -32600 and error["message"].startswith("invalid request: ")
+    assert problem in error["message"]
+
+
+async def test_a_paired_surrogate_escape_is_fine(client: httpx.AsyncClient) -> None:
+    body = b'{"query": "\\ud83d\\ude00"}'  # one emoji, written as a surrogate pair
+    assert (await client.post("/echo", content=body)).json() == {"received": len(body)}
+
+
+async def test_a2a_file_parts_must_hold_base64(client: httpx.AsyncClient) -> None:
+    def call(parts: list[Any]) -> dict[str, object]:
+        message = {"messageId": "m", "role": "user", "parts": parts}
+        return {"jsonrpc": "2.0", "id": 7, "method": "message/send", "params": {"message": message}}
+
+    bad = await client.post("/rpc", json=call([{"kind": "file", "file": {"bytes": "!!!"}}]))
+    assert bad.json()["id"] == 7 and bad.json()["error"]["message"] == (
+        "invalid request: message part 0 holds bytes that are not valid base64"
+    )
+    for part in ({"raw": "aGVsbG8"}, {"raw": "aGVs-G8_"}, {"kind": "text", "text": "x"}):
+        assert (await client.post("/rpc", json=call([part]))).json().get("received")
+
+
+async def test_over_capacity_is_refused_at_once_and_probes_still_answer(
+    client: httpx.AsyncClient,
+) -> None:
+    release.clear()
+    first = asyncio.create_task(client.get("/slow"))
+    await asyncio.sleep(0.05)
+    busy = await client.post("/echo", content=b"{}")
+    assert busy.status_code == 503 and busy.headers["retry-after"] == "1"
+    assert busy.json()["error"].startswith("overloaded: 1 requests in progress")
+    rpc = await client.post("/rpc", content=b"{}")
+    assert rpc.status_code == 503 and rpc.json()["error"]["code"] == -32000
+    assert (await client.get("/healthz")).status_code == 200
+    release.set()
+    assert (await first).json() == {"done": True}
+    assert (await client.post("/echo", content=b"{}")).status_code == 200
+
+
+async def test_a_body_that_never_finishes_gets_408() -> None:
+    app = service_app(SERVICE, [Route("/echo", _echo, methods=["POST"])], limits=LIMITS)
+    sent: list[Message] = []
+
+    async def receive() -> Message:
+        if not sent:
+            sent.append({})
+            return {"type": "http.request", "body": b"{", "more_body": True}
+        await asyncio.sleep(10)  # the client stalls
+        raise AssertionError("unreachable")
+
+    async def send(message: Message) -> None:
+        sent.append(message)
+
+    scope = {
+        "type": "http",
+        "method": "POST",
+        "path": "/echo",
+        "headers": [],
+        "query_string": b"",
+        "root_path": "",
+        "scheme": "http",
+        "server": ("guard", 80),
+    }
+    await asyncio.wait_for(app(scope, receive, send), timeout=5)
+    start = next(m for m in sent if m.get("type") == "http.response.start")
+    body = next(m for m in sent if m.get("type") == "http.response.body")
+    assert start["status"] == 408
+    assert json.loads(body["body"])["detail"][0]["message"] == (
+        "request body not received within 0.2 s"
+    )
+
+
+def test_nesting_past_the_decoder_stack_is_a_refusal_not_a_crash() -> None:
+    with pytest.raises(Refusal, match="nested deeper than 32 levels"):
+        check_json_body(_nested(100_000), 32)
