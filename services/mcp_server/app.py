@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -61,6 +64,16 @@ def create_app(
         json_response=True,
         transport_security=transport_security(settings.allowed_hosts),
     )
+
+    @asynccontextmanager
+    async def lifespan(_: Starlette) -> AsyncIterator[None]:
+        # A mounted app's own lifespan does not run: the session manager is started here.
+        async with mcp.session_manager.run():
+            yield
+        # Closing removes this process's private shard copies (uvicorn re-raises SIGTERM
+        # after shutdown, so nothing after server.run() would ever get to).
+        store.close()
+
     routes = [
         *rest_routes(service),
         # Stateless JSON mode has no server-to-client stream to offer: without this, GET /mcp
@@ -73,7 +86,6 @@ def create_app(
         SERVICE,
         routes,
         readiness=Readiness(service.ready, settings.ready_cache_s),
-        # A mounted app's own lifespan does not run: the session manager is started here.
-        lifespan=lambda _: mcp.session_manager.run(),
+        lifespan=lifespan,
         jsonrpc_paths=[MCP_PATH],
     )

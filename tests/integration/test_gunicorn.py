@@ -18,10 +18,13 @@ from tests.conftest import SmallIndex
 @pytest.fixture
 def gunicorn_mcp(small_index: SmallIndex, tmp_path: Path) -> Iterator[str]:
     port = free_port()
+    scratch = tmp_path / "tmp"  # the workers' temporary folder: their shard copies go here
+    scratch.mkdir()
     env = {
         **small_index.env(),
         "RETRIEVAL_EDGE_PRIVATE_COPY": "true",
         "PROMETHEUS_MULTIPROC_DIR": str(tmp_path / "metrics"),
+        "TMPDIR": str(scratch),
     }
     cmd = [
         sys.executable, "-m", "gunicorn", "--config", str(REPO / "scripts/k8s/gunicorn.conf.py"),
@@ -33,6 +36,8 @@ def gunicorn_mcp(small_index: SmallIndex, tmp_path: Path) -> Iterator[str]:
         yield server.base_url
     finally:
         server.stop(timeout_s=30)
+    # Each worker removed its private shard copies on the way out (SIGTERM, graceful).
+    assert list((scratch / "nfcorpus-shard-copies").iterdir()) == []
 
 
 def test_two_workers_serve_one_index_and_sum_their_metrics(gunicorn_mcp: str) -> None:

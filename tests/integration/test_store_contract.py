@@ -2,11 +2,16 @@
 local mode here, the embedded backend on a real qdrant-edge shard; the counting wrapper the MCP
 server uses passes the same contract."""
 
+import os
+import signal
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from services.common.processes import REPO
 from services.retrieval.store.base import (
     CollectionSpec,
     Fusion,
@@ -18,6 +23,7 @@ from services.retrieval.store.base import (
     VectorQuery,
     point_id,
 )
+from services.retrieval.store.copies import owner_tag
 from services.retrieval.store.counting import CountingStore
 from services.retrieval.store.edge import EdgeStore
 from services.retrieval.store.server import ServerStore
@@ -182,5 +188,61 @@ def test_counting_store_counts_every_call_until_reset(tmp_path: Path) -> None:
         assert store.calls == 0
         store.count("c")
         assert store.calls == 1
+    finally:
+        store.close()
+
+
+def _shard(root: Path) -> None:
+    writer = EdgeStore(root)
+    writer.create_collection("c", SPEC)
+    writer.upsert("c", POINTS)
+    writer.close()
+
+
+def _disk_bytes(folder: Path) -> int:
+    return sum(p.stat().st_blocks * 512 for p in folder.rglob("*") if p.is_file())
+
+
+def _apparent_bytes(folder: Path) -> int:
+    return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
+
+
+def test_private_copies_keep_holes_and_go_on_close(tmp_path: Path) -> None:
+    _shard(tmp_path / "edge")
+    root = tmp_path / "copies"
+    readers = [EdgeStore(tmp_path / "edge", private_copy=True, copies_root=root) for _ in range(2)]
+    try:
+        assert [r.count("c") for r in readers] == [3, 3]
+        (owner,) = root.iterdir()  # one folder for this process, one sub-folder per store
+        assert len(list(owner.iterdir())) == 2
+        original = tmp_path / "edge" / "c"
+        # Shard files are mostly holes: the copies take the disk the data takes, not their size.
+        assert _apparent_bytes(owner) >= 2 * _apparent_bytes(original) * 0.99
+        assert _disk_bytes(owner) <= 2 * _disk_bytes(original) + (1 << 20)
+        assert _disk_bytes(owner) < _apparent_bytes(owner) / 4
+    finally:
+        for r in readers:
+            r.close()
+    assert list(root.iterdir()) == []
+
+
+def test_copies_of_a_killed_process_are_swept_by_the_next_one(tmp_path: Path) -> None:
+    _shard(tmp_path / "edge")
+    root = tmp_path / "copies"
+    opener = (
+        "import os, signal, sys; from pathlib import Path;"
+        "from services.retrieval.store.edge import EdgeStore;"
+        f"s = EdgeStore(Path({str(tmp_path / 'edge')!r}), True, Path({str(root)!r}));"
+        "s.count('c'); os.kill(os.getpid(), signal.SIGKILL)"
+    )
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    killed = subprocess.run([sys.executable, "-c", opener], env=env, check=False)
+    assert killed.returncode == -signal.SIGKILL
+    assert len(list(root.iterdir())) == 1  # the killed process could not clean up
+    (root / "not-a-pid").mkdir()  # not ours to judge: a folder without an owner goes too
+    store = EdgeStore(tmp_path / "edge", private_copy=True, copies_root=root)
+    try:
+        (mine,) = root.iterdir()
+        assert mine.name == owner_tag()
     finally:
         store.close()

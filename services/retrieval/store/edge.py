@@ -2,8 +2,8 @@
 
 Each collection is a shard directory under ``root``; an alias is a small file naming the shard,
 replaced atomically (``os.replace``) so a reader sees the old or the new version, never a mix.
-qdrant-edge lets one process open a shard directory: with ``private_copy`` each process copies
-the shard to a temporary folder and opens that, so several server workers can read one index.
+qdrant-edge lets one process open a shard directory: with ``private_copy`` each process opens a
+copy of its own (:mod:`.copies`), so several server workers can read one index.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from typing import Any
 
 import qdrant_edge as qe
 
+from services.retrieval.store import copies
 from services.retrieval.store.base import (
     DENSE,
     SPARSE,
@@ -51,12 +52,21 @@ def _payload_selector(payload: Sequence[str] | bool) -> Any:
 class EdgeStore:
     """The :class:`~services.retrieval.store.base.Store` on qdrant-edge shards."""
 
-    def __init__(self, root: Path, private_copy: bool = False) -> None:
-        """Use shard directories under ``root`` (created if missing)."""
+    def __init__(
+        self, root: Path, private_copy: bool = False, copies_root: Path = copies.COPIES_ROOT
+    ) -> None:
+        """Use shard directories under ``root`` (created if missing).
+
+        With ``private_copy``, copies go to a folder of this store's own under
+        ``copies_root/<this process>/``, and the copies of processes that have exited are
+        removed first.
+        """
         self._root = root
-        self._private_copy = private_copy
         self._shards: dict[str, qe.EdgeShard] = {}
-        self._copies: list[tempfile.TemporaryDirectory[str]] = []
+        self._copies: Path | None = None
+        if private_copy:
+            copies.sweep(copies_root)
+            self._copies = copies.private_folder(copies_root)
         self._lock = threading.Lock()
         (root / _ALIASES).mkdir(parents=True, exist_ok=True)
 
@@ -73,11 +83,11 @@ class EdgeStore:
             path = self._path(name)
             if not path.is_dir():
                 raise StoreError(f"collection {name!r} does not exist under {self._root}")
-            if self._private_copy:
-                copy = tempfile.TemporaryDirectory(prefix=f"{name}-")
-                self._copies.append(copy)
-                path = Path(copy.name) / name
-                shutil.copytree(self._path(name), path)
+            if self._copies is not None:
+                copy = self._copies / name
+                shutil.rmtree(copy, ignore_errors=True)  # a half-made copy of a failed open
+                copies.copy_tree_sparse(path, copy)
+                path = copy
             try:
                 shard = qe.EdgeShard.load(str(path))
             except Exception as e:  # the binding raises plain exceptions
@@ -196,11 +206,10 @@ class EdgeStore:
         return path.read_text().strip() if path.exists() else None
 
     def close(self) -> None:
-        """Close every open shard and drop private copies."""
+        """Close every open shard and remove this process's private copies."""
         with self._lock:
             for shard in self._shards.values():
                 shard.close()
             self._shards.clear()
-            for copy in self._copies:
-                copy.cleanup()
-            self._copies.clear()
+            if self._copies is not None:
+                copies.remove(self._copies)

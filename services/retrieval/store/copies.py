@@ -1,0 +1,110 @@
+"""Private copies of embedded shards: sparse, owned by one process, swept once it is gone.
+
+qdrant-edge lets one process open a shard directory, so each server worker reads its own copy.
+Shard files are mostly holes (165 MB apparent for 31 MB of data), so copies keep the holes
+instead of filling them in. A copy lives under ``<tmp>/nfcorpus-shard-copies/<pid>-<start>/``:
+the owner removes it when it closes the store, and any process that makes copies first removes
+those whose owner has exited (killed with SIGKILL, or a container restarted with /tmp kept),
+recognised by a pid that no longer runs with the recorded start time. Each store of a process
+copies into a folder of its own there.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+COPIES_ROOT = Path(tempfile.gettempdir()) / "nfcorpus-shard-copies"
+_CHUNK = 1 << 20
+
+
+def _start_time(pid: int) -> str | None:
+    """When ``pid`` started (clock ticks since boot), or None if no such process runs."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    # Field 22; the command name (field 2) may hold spaces, so count after its closing ")".
+    return stat.rsplit(")", 1)[1].split()[19]
+
+
+def owner_tag(pid: int | None = None) -> str:
+    """``<pid>-<start time>`` of a process: unique even when pids are reused."""
+    pid = os.getpid() if pid is None else pid
+    return f"{pid}-{_start_time(pid) or 'unknown'}"
+
+
+def _owner_alive(tag: str) -> bool:
+    pid, _, started = tag.partition("-")
+    if not pid.isdigit():
+        return False
+    return _start_time(int(pid)) == started
+
+
+def sweep(root: Path = COPIES_ROOT) -> int:
+    """Remove the copies of processes that no longer run; returns how many folders went."""
+    if not root.is_dir():
+        return 0
+    removed = 0
+    for folder in root.iterdir():
+        if folder.is_dir() and not _owner_alive(folder.name):
+            shutil.rmtree(folder, ignore_errors=True)
+            removed += 1
+    if removed:
+        log.info("removed %d shard copies left by exited processes under %s", removed, root)
+    return removed
+
+
+def private_folder(root: Path = COPIES_ROOT) -> Path:
+    """A new folder for one store's copies, under this process's own folder."""
+    owner = root / owner_tag()
+    owner.mkdir(parents=True, exist_ok=True)
+    return Path(tempfile.mkdtemp(prefix="store-", dir=owner))
+
+
+def remove(folder: Path) -> None:
+    """Remove a store's copies, and its process's folder once no other store uses it."""
+    shutil.rmtree(folder, ignore_errors=True)
+    with contextlib.suppress(OSError):  # another store of this process still has copies there
+        folder.parent.rmdir()
+
+
+def copy_file_sparse(source: Path, target: Path) -> None:
+    """Copy one file's data regions only; its holes stay holes (same size, same bytes)."""
+    with open(source, "rb") as src, open(target, "wb") as dst:
+        size = os.fstat(src.fileno()).st_size
+        offset = 0
+        while offset < size:
+            try:
+                start = os.lseek(src.fileno(), offset, os.SEEK_DATA)
+            except OSError:  # ENXIO: only a hole is left
+                break
+            end = os.lseek(src.fileno(), start, os.SEEK_HOLE)
+            src.seek(start)
+            dst.seek(start)
+            remaining = end - start
+            while remaining > 0:
+                chunk = src.read(min(_CHUNK, remaining))
+                if not chunk:
+                    break
+                dst.write(chunk)
+                remaining -= len(chunk)
+            offset = end
+        dst.truncate(size)
+
+
+def copy_tree_sparse(source: Path, target: Path) -> None:
+    """``shutil.copytree`` with :func:`copy_file_sparse` for every file."""
+
+    def copy(src: str, dst: str) -> str:
+        copy_file_sparse(Path(src), Path(dst))
+        shutil.copystat(src, dst)
+        return dst
+
+    shutil.copytree(source, target, copy_function=copy)
