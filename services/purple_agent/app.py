@@ -39,9 +39,8 @@ def create_app(settings: PurpleSettings) -> Starlette:
         max_connections=settings.mcp_max_connections,
     )
     agent = RetrievalAgent(mcp, ServerOrder(settings.candidates, MAX_TOP_K), settings.deadline_s)
-    routes = a2a_routes(
-        build_card(settings), RetrievalExecutor(agent), BoundedTaskStore(settings.max_tasks)
-    )
+    tasks = BoundedTaskStore(settings.max_tasks, settings.max_task_bytes, settings.task_ttl_s)
+    routes = a2a_routes(build_card(settings), RetrievalExecutor(agent), tasks)
 
     async def mcp_ready() -> tuple[bool, str]:
         return await mcp.ready(settings.health_url, settings.readiness_timeout_s)

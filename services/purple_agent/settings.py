@@ -58,6 +58,12 @@ class PurpleSettings(BaseSettings):
     max_tasks: int = Field(
         default=10_000, ge=1, description="Finished tasks kept in memory (oldest dropped first)."
     )
+    max_task_bytes: int = Field(
+        default=16 << 20, ge=1 << 16, description="Memory the kept tasks may take, in bytes."
+    )
+    task_ttl_s: float = Field(
+        default=600.0, gt=0, description="How long a task is kept after its last update."
+    )
     readiness_timeout_s: float = Field(
         default=2.0, gt=0, le=30, description="Timeout of the MCP probe behind /readyz."
     )

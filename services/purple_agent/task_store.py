@@ -1,37 +1,88 @@
-"""An in-memory task store that forgets the oldest tasks beyond a bound.
+"""An in-memory task store bounded in count, bytes and time, keeping no request text.
 
-The SDK's ``InMemoryTaskStore`` keeps every task for the life of the process; an agent answering
-thousands of queries an hour would grow without limit. Tasks here finish within seconds and are
-rarely fetched again, so keeping the most recent ``max_tasks`` is enough.
+The SDK's ``InMemoryTaskStore`` keeps every task, with the whole request message in its history,
+for the life of the process: an agent answering thousands of queries an hour grows without limit,
+and a task can be read back with the caller's text. Tasks here finish within seconds; they are
+kept without their history (the answer is the artifact), at most ``max_tasks`` of them, at most
+``max_bytes`` in all, and for ``ttl_s`` after their last update, oldest dropped first.
 """
 
 from __future__ import annotations
 
+import time
 from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass
 
 from a2a.server.context import ServerCallContext
 from a2a.server.tasks import InMemoryTaskStore
 from a2a.types import Task
 
 
-class BoundedTaskStore(InMemoryTaskStore):
-    """``InMemoryTaskStore`` holding at most ``max_tasks`` tasks (oldest first out)."""
+@dataclass(frozen=True, slots=True)
+class _Entry:
+    context: ServerCallContext
+    size: int
+    saved_at: float
 
-    def __init__(self, max_tasks: int) -> None:
+
+class BoundedTaskStore(InMemoryTaskStore):
+    """``InMemoryTaskStore`` with bounds (see the module docstring); owner scoping unchanged."""
+
+    def __init__(
+        self,
+        max_tasks: int,
+        max_bytes: int = 16 << 20,
+        ttl_s: float = 600.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         super().__init__()
         self._max_tasks = max_tasks
-        self._order: OrderedDict[str, ServerCallContext] = OrderedDict()
+        self._max_bytes = max_bytes
+        self._ttl_s = ttl_s
+        self._clock = clock
+        self._entries: OrderedDict[str, _Entry] = OrderedDict()
+        self._bytes = 0
+
+    @property
+    def stored_bytes(self) -> int:
+        """Serialized size of the tasks kept."""
+        return self._bytes
 
     async def save(self, task: Task, context: ServerCallContext) -> None:
-        """Save ``task`` and drop the oldest tasks beyond the bound."""
-        await super().save(task, context)
-        self._order[task.id] = context
-        self._order.move_to_end(task.id)
-        while len(self._order) > self._max_tasks:
-            old_id, old_context = self._order.popitem(last=False)
-            await super().delete(old_id, old_context)
+        """Save ``task`` without its history, then drop what the bounds no longer allow."""
+        kept = Task()
+        kept.CopyFrom(task)
+        kept.ClearField("history")
+        await super().save(kept, context)
+        self._forget(task.id)
+        self._entries[task.id] = _Entry(context, kept.ByteSize(), self._clock())
+        self._bytes += self._entries[task.id].size
+        await self._evict()
+
+    async def get(self, task_id: str, context: ServerCallContext) -> Task | None:
+        """The task, unless it has expired."""
+        entry = self._entries.get(task_id)
+        if entry is not None and self._clock() - entry.saved_at > self._ttl_s:
+            await self.delete(task_id, entry.context)
+            return None
+        return await super().get(task_id, context)
 
     async def delete(self, task_id: str, context: ServerCallContext) -> None:
         """Delete ``task_id``."""
-        self._order.pop(task_id, None)
+        self._forget(task_id)
         await super().delete(task_id, context)
+
+    def _forget(self, task_id: str) -> None:
+        entry = self._entries.pop(task_id, None)
+        if entry is not None:
+            self._bytes -= entry.size
+
+    async def _evict(self) -> None:
+        now = self._clock()
+        while self._entries:
+            task_id, oldest = next(iter(self._entries.items()))
+            over = len(self._entries) > self._max_tasks or self._bytes > self._max_bytes
+            if not over and now - oldest.saved_at <= self._ttl_s:
+                return
+            await self.delete(task_id, oldest.context)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from a2a.server.context import ServerCallContext
-from a2a.types import Task, TaskState, TaskStatus
+from a2a.types import Message, Part, Role, Task, TaskState, TaskStatus
 
 from services.purple_agent.task_store import BoundedTaskStore
 
@@ -31,3 +31,38 @@ async def test_saving_again_refreshes_a_task_and_delete_forgets_it() -> None:
     await store.delete("t1", context)
     await store.save(_task("t4"), context)
     assert await store.get("t3", context) is not None
+
+
+async def test_tasks_are_kept_without_the_request_text() -> None:
+    store, context = BoundedTaskStore(max_tasks=10), ServerCallContext()
+    task = _task("t1")
+    task.history.append(Message(role=Role.ROLE_USER, message_id="m", parts=[Part(text="x" * 5000)]))
+    await store.save(task, context)
+    kept = await store.get("t1", context)
+    assert kept is not None and len(kept.history) == 0
+    assert store.stored_bytes < 200
+
+
+async def test_the_bytes_bound_drops_the_oldest() -> None:
+    store, context = BoundedTaskStore(max_tasks=100, max_bytes=500), ServerCallContext()
+    for n in range(20):
+        task = _task(f"t{n}")
+        task.status.message.parts.append(Part(text="y" * 60))  # about 100 bytes each
+        await store.save(task, context)
+    assert store.stored_bytes <= 500
+    assert await store.get("t0", context) is None and await store.get("t19", context) is not None
+
+
+async def test_tasks_expire_after_their_ttl() -> None:
+    now = [0.0]
+    store = BoundedTaskStore(max_tasks=10, ttl_s=60, clock=lambda: now[0])
+    context = ServerCallContext()
+    await store.save(_task("old"), context)
+    now[0] = 30.0
+    await store.save(_task("young"), context)
+    now[0] = 61.0
+    assert await store.get("old", context) is None  # expired on read
+    assert await store.get("young", context) is not None
+    now[0] = 95.0
+    await store.save(_task("new"), context)  # expired tasks also go when others are saved
+    assert store.stored_bytes == (await store.get("new", context)).ByteSize()  # type: ignore[union-attr]
