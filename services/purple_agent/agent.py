@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 from pydantic_core import PydanticCustomError
 
 from services.common.limits import MAX_QUERY_CHARS, MAX_TOP_K
-from services.purple_agent.mcp_client import McpCallError
+from services.purple_agent.mcp_errors import McpCallError
 from services.purple_agent.metrics import FAILURES, IN_FLIGHT, REQUEST_SECONDS
 from services.purple_agent.ranking import Candidate, RankingPolicy
 
@@ -166,7 +166,7 @@ class RetrievalAgent:
             failure = McpCallError(
                 "deadline",
                 f"no answer from the MCP server at {self._searcher.url}",
-                transient=False,
+                retryable=False,
             )
         except McpCallError as e:
             failure = e

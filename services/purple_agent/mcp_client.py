@@ -18,11 +18,11 @@ import httpx2
 import mcp_types
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
-from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from opentelemetry.trace import SpanKind, StatusCode
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
+from services.purple_agent.mcp_errors import McpCallError, classify, raise_if_refused
 from services.purple_agent.metrics import MCP_CALL_SECONDS, MCP_RETRIES
 from services.purple_agent.ranking import Candidate
 from services.telemetry.tracing import inject_headers, tracer
@@ -31,65 +31,14 @@ log = logging.getLogger(__name__)
 _tracer = tracer(__name__)
 
 TOOL_NAME = "search_nfcorpus"
-# JSON-RPC errors the transport synthesizes for conditions worth another attempt.
-_TRANSIENT_CODES = {
-    mcp_types.CONNECTION_CLOSED,
-    mcp_types.REQUEST_TIMEOUT,
-    mcp_types.INTERNAL_ERROR,
-}
+#: Longest pause between two attempts.
+MAX_BACKOFF_S = 1.0
 
 
 class SearchOutput(BaseModel):
     """Structured output of the tool."""
 
     results: list[Candidate]
-
-
-class McpCallError(Exception):
-    """An MCP call failed; ``reason`` is a short label, the message says what happened."""
-
-    def __init__(self, reason: str, message: str, *, transient: bool) -> None:
-        super().__init__(message)
-        self.reason = reason
-        self.transient = transient
-
-
-def _leaf(error: BaseException) -> BaseException:
-    """Unwrap task-group exception groups down to the first real error."""
-    while isinstance(error, BaseExceptionGroup) and error.exceptions:
-        error = error.exceptions[0]
-    return error
-
-
-def _classify(error: BaseException, url: str) -> McpCallError:
-    leaf = _leaf(error)
-    if isinstance(leaf, McpCallError):
-        return leaf
-    if isinstance(leaf, TimeoutError | httpx2.TimeoutException):
-        return McpCallError(
-            "mcp_timeout", f"MCP server at {url} did not answer in time", transient=True
-        )
-    if isinstance(leaf, httpx2.TransportError):
-        return McpCallError(
-            "mcp_unavailable",
-            f"MCP server at {url} is unreachable ({type(leaf).__name__}: {leaf})",
-            transient=True,
-        )
-    if isinstance(leaf, MCPError):
-        transient = leaf.code in _TRANSIENT_CODES
-        reason = "mcp_unavailable" if transient else "mcp_error"
-        return McpCallError(
-            reason,
-            f"MCP server at {url} answered error {leaf.code}: {leaf.message}",
-            transient=transient,
-        )
-    if isinstance(leaf, ValidationError):
-        return McpCallError(
-            "mcp_bad_response", f"MCP server at {url} sent a malformed result", transient=False
-        )
-    return McpCallError(
-        "mcp_error", f"MCP call to {url} failed ({type(leaf).__name__}: {leaf})", transient=False
-    )
 
 
 async def _inject_trace_context(request: httpx2.Request) -> None:
@@ -129,7 +78,7 @@ class McpSearchClient:
             self._http = httpx2.AsyncClient(
                 timeout=httpx2.Timeout(self._timeout_s),
                 limits=self._limits,
-                event_hooks={"request": [_inject_trace_context]},
+                event_hooks={"request": [_inject_trace_context], "response": [raise_if_refused]},
             )
         return self._http
 
@@ -167,7 +116,7 @@ class McpSearchClient:
                 )
         if result.is_error:
             text = " ".join(c.text for c in result.content if isinstance(c, mcp_types.TextContent))
-            raise McpCallError("mcp_tool_error", f"search tool error: {text}", transient=False)
+            raise McpCallError("mcp_tool_error", f"search tool error: {text}", retryable=False)
         return SearchOutput.model_validate(result.structured_content)
 
     async def search(self, query: str, top_k: int, deadline: float) -> list[Candidate]:
@@ -188,7 +137,7 @@ class McpSearchClient:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 raise McpCallError(
-                    "deadline", "deadline reached before the MCP call", transient=False
+                    "deadline", "deadline reached before the MCP call", retryable=False
                 )
             started = time.perf_counter()
             name = f"tools/call {TOOL_NAME}"
@@ -196,7 +145,7 @@ class McpSearchClient:
                 try:
                     output = await self._call_once(arguments, min(self._timeout_s, remaining))
                 except Exception as e:
-                    error = _classify(e, self.url)
+                    error = classify(e, self.url)
                     span.set_status(StatusCode.ERROR, str(error))
                 else:
                     MCP_CALL_SECONDS.labels("ok").observe(time.perf_counter() - started)
@@ -206,8 +155,8 @@ class McpSearchClient:
             )
             if error.reason != "mcp_tool_error":
                 self._mode = None  # negotiate again: the server may have been replaced
-            delay = self._backoff_s * 2**attempt
-            if not error.transient or attempt >= self._retries:
+            delay = min(self._backoff_s * 2**attempt, MAX_BACKOFF_S)
+            if not error.retryable or attempt >= self._retries:
                 raise error
             if time.monotonic() + delay >= deadline:
                 raise error

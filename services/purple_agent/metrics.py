@@ -33,5 +33,6 @@ FAILURES = Counter(
     ["reason"],
 )
 MCP_RETRIES = Counter(
-    "purple_mcp_retries_total", "MCP tool call attempts repeated after a transient error."
+    "purple_mcp_retries_total",
+    "MCP tool call attempts repeated after an error that left no work running on the server.",
 )

@@ -41,10 +41,14 @@ class PurpleSettings(BaseSettings):
         description="Timeout of one MCP call attempt (capped by what is left of the deadline).",
     )
     mcp_retries: int = Field(
-        default=2, ge=0, le=5, description="Retries of a failed MCP call (transient errors only)."
+        default=6,
+        ge=0,
+        le=20,
+        description="Retries of an MCP call the server refused or never got (not of timeouts); "
+        "with the backoff they span a restart of the server behind its Service (about 4 s).",
     )
     mcp_backoff_s: float = Field(
-        default=0.1, ge=0, le=5, description="First retry delay; doubles on each retry."
+        default=0.1, ge=0, le=5, description="First retry delay; doubles on each retry, up to 1 s."
     )
     mcp_max_connections: int = Field(
         default=100, ge=1, le=10_000, description="Size of the pooled HTTP connection set."

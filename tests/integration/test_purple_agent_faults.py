@@ -12,6 +12,7 @@ import uuid
 from typing import Any
 
 import httpx
+import pytest
 
 from services.purple_agent.settings import PurpleSettings
 from tests.support.purple import ThreadedServer, v03_body
@@ -62,20 +63,43 @@ async def test_trace_context_is_propagated_to_the_mcp_server(http: httpx.AsyncCl
     assert all(h["traceparent"].split("-")[1] == trace_id for h in recorder.headers)
 
 
-async def test_a_silent_mcp_server_fails_the_task_within_the_deadline(
-    http: httpx.AsyncClient,
+@pytest.mark.parametrize(
+    ("deadline_s", "timeout_s", "message"),
+    [
+        # The call times out first: no retry, since the server may still be searching.
+        (3.0, 1.0, "retrieval failed: MCP server at {url} did not answer in time"),
+        # The deadline comes first.
+        (1.0, 5.0, "deadline of 1 s exceeded: no answer from the MCP server at {url}"),
+    ],
+)
+async def test_a_silent_mcp_server_fails_the_task_once_without_a_retry(
+    http: httpx.AsyncClient, deadline_s: float, timeout_s: float, message: str
 ) -> None:
     async with _Recorder(answer=False) as hole:
-        settings = PurpleSettings(mcp_url=hole.url, deadline_s=1.5, mcp_timeout_s=1.0)
+        settings = PurpleSettings(mcp_url=hole.url, deadline_s=deadline_s, mcp_timeout_s=timeout_s)
         with ThreadedServer(settings) as purple:
             started = time.monotonic()
             reply = await http.post(purple.url + "/", json=v03_body('{"query": "x"}'))
             elapsed = time.monotonic() - started
+        calls = len(hole.headers)
     status = reply.json()["result"]["status"]
     assert status["state"] == "failed"
-    text = status["message"]["parts"][0]["text"]
-    assert text.startswith("deadline of 1.5 s exceeded:"), text
-    assert elapsed < 1.5 + 1.0
+    assert status["message"]["parts"][0]["text"] == message.format(url=hole.url)
+    assert elapsed < min(deadline_s, timeout_s) + 1.0
+    assert calls == 1
+
+
+async def test_a_refusing_mcp_server_is_retried_with_backoff(http: httpx.AsyncClient) -> None:
+    async with _Recorder(answer=True) as refusing:  # 503 to everything
+        settings = PurpleSettings(mcp_url=refusing.url, mcp_retries=3, mcp_backoff_s=0.05)
+        with ThreadedServer(settings) as purple:
+            reply = await http.post(purple.url + "/", json=v03_body('{"query": "x"}'))
+            metrics = (await http.get(purple.url + "/metrics")).text
+        calls = len(refusing.headers)
+    text = reply.json()["result"]["status"]["message"]["parts"][0]["text"]
+    assert text == f"retrieval failed: MCP server at {refusing.url} refused the call (HTTP 503)"
+    assert calls == 4  # the first attempt and three retries
+    assert 'purple_request_failures_total{reason="mcp_overloaded"}' in metrics
 
 
 async def test_mcp_outage_fails_fast_and_recovers(
