@@ -21,6 +21,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
 
 from services.common.guard import BodyCheck, RequestGuard
+from services.common.lifecycle import draining
 from services.common.limits import ServerLimits
 from services.common.readiness import CachedCheck, Check
 from services.telemetry.http import RequestTelemetry
@@ -55,7 +56,7 @@ def _readyz(readiness: Readiness) -> Callable[[Request], Awaitable[Response]]:
     cached = CachedCheck(readiness.check, readiness.cache_s)
 
     async def readyz(_: Request) -> Response:
-        ready, detail = await cached()
+        ready, detail = (False, "draining: shutting down") if draining() else await cached()
         body = {"status": "ready" if ready else "not ready", readiness.detail_key: detail}
         return JSONResponse(body, status_code=200 if ready else 503)
 

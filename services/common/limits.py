@@ -47,6 +47,13 @@ class ServerLimits(BaseSettings):
     keep_alive_s: float = Field(
         default=5.0, gt=0, description="Idle time after which a keep-alive connection is closed."
     )
+    drain_s: float = Field(
+        default=0.0,
+        ge=0,
+        le=60,
+        description="On SIGTERM, time /readyz answers 503 while the server still serves, so a "
+        "load balancer stops sending first (Kubernetes: the preStop pause does this instead).",
+    )
     retry_after_s: int = Field(
         default=1, ge=1, description="Retry-After a refused (overloaded) request is given."
     )

@@ -138,6 +138,19 @@ class ServerProcess:
             self._process.wait()
         self._process = None
 
+    def signal(self, signum: int) -> None:
+        """Send ``signum`` to the child (SIGTERM to drain, SIGKILL to crash, SIGSTOP to hang)."""
+        if self._process is not None:
+            self._process.send_signal(signum)
+
+    def wait(self, timeout_s: float) -> int:
+        """Wait for the child to exit by itself; its exit status (negative: killed by signal)."""
+        if self._process is None:
+            raise RuntimeError("the server is not running")
+        returncode = self._process.wait(timeout=timeout_s)
+        self._process = None
+        return returncode
+
     def log(self) -> str:
         """What the server wrote to its log so far (for assertion messages)."""
         if self._log_path is None or not self._log_path.exists():

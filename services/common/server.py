@@ -10,6 +10,9 @@ the connection. Connections beyond ``max_connections`` get 503 from uvicorn itse
 from __future__ import annotations
 
 import asyncio
+import signal
+import threading
+from types import FrameType
 from typing import Any, ClassVar
 
 import h11
@@ -17,6 +20,7 @@ import uvicorn
 from uvicorn.protocols.http.h11_impl import H11Protocol
 from uvicorn_worker import UvicornWorker
 
+from services.common import lifecycle
 from services.common.limits import ServerLimits
 
 
@@ -86,9 +90,39 @@ def uvicorn_options(limits: ServerLimits) -> dict[str, Any]:
     }
 
 
+class DrainingServer(uvicorn.Server):
+    """uvicorn's server with a drain on the first SIGTERM (see :mod:`services.common.lifecycle`).
+
+    For ``drain_s`` the server keeps serving while ``/readyz`` fails, then it stops as uvicorn
+    does: no new connections, requests in flight finished. A second SIGTERM, or Ctrl-C, stops
+    at once.
+    """
+
+    def __init__(self, config: uvicorn.Config, drain_s: float) -> None:
+        """Serve ``config``; drain for ``drain_s`` on SIGTERM (0: stop at once)."""
+        super().__init__(config)
+        self._drain_s = drain_s
+
+    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+        """Drain on the first SIGTERM; anything else as uvicorn does."""
+        if sig == signal.SIGTERM and self._drain_s > 0 and not lifecycle.draining():
+            lifecycle.begin_drain()
+            self._captured_signals.append(sig)  # re-raised after shutdown, as uvicorn does
+            timer = threading.Timer(self._drain_s, self._stop)  # uvicorn polls should_exit
+            timer.daemon = True
+            timer.start()
+            return
+        super().handle_exit(sig, frame)
+
+    def _stop(self) -> None:
+        self.should_exit = True
+
+
 def serve(app: Any, host: str, port: int, limits: ServerLimits | None = None) -> None:
-    """Run ``app`` with uvicorn and the shared options."""
-    uvicorn.run(app, host=host, port=port, **uvicorn_options(limits or ServerLimits()))
+    """Run ``app`` with uvicorn, the shared options and the SIGTERM drain."""
+    limits = limits or ServerLimits()
+    config = uvicorn.Config(app, host=host, port=port, **uvicorn_options(limits))
+    DrainingServer(config, limits.drain_s).run()
 
 
 class Worker(UvicornWorker):  # type: ignore[misc]  # untyped base
