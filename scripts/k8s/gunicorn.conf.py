@@ -20,8 +20,9 @@ worker_class = "services.common.server.Worker"
 worker_tmp_dir = "/tmp"
 # A worker silent this long is restarted; above the purple agent's 60 s hard deadline.
 timeout = 75
-# Time a stopping worker gets to finish in-flight requests (below terminationGracePeriodSeconds).
-graceful_timeout = 25
+# Time a stopping worker gets to finish in-flight requests: above the purple agent's 30 s request
+# deadline, below terminationGracePeriodSeconds (45 s) minus the chart's 5 s preStop pause.
+graceful_timeout = 35
 # Longer than the idle timeout of typical L7 proxies, so they close first and never hit a dead socket.
 keepalive = 75
 accesslog = None

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tests.k8s.rendering import Rendered, containers, env, labels, matches, pod_spec, render
+from tests.k8s.rendering import ROOT, Rendered, containers, env, labels, matches, pod_spec, render
 
 
 def test_purple_agent_reaches_mcp_through_its_service_and_allowed_host(rendered: Rendered) -> None:
@@ -58,18 +58,41 @@ def test_otel_settings_reach_every_service_container() -> None:
     assert "OTEL_EXPORTER_OTLP_ENDPOINT" not in env(mcp)
 
 
-def test_indexer_is_a_hook_in_helm_and_a_plain_job_in_k8s() -> None:
+def test_indexer_is_a_plain_job_per_revision_so_install_wait_finishes() -> None:
+    # A post-install hook runs only after `helm install --wait` has seen every pod ready, and
+    # the MCP server is ready only once the index exists: the default must not be a hook.
     (job,) = render("ci/default-values.yaml").component("Job", "indexer")
-    annotations = job["metadata"]["annotations"]
-    assert annotations["helm.sh/hook"] == "post-install,post-upgrade"
-    assert "before-hook-creation" in annotations["helm.sh/hook-delete-policy"]
+    assert "annotations" not in job["metadata"]
+    assert job["metadata"]["name"].endswith("-indexer-r1")  # a new Job on every upgrade
     assert pod_spec(job)["restartPolicy"] == "Never"
     (indexer,) = containers(job, init=False)
     assert env(indexer)["OMP_NUM_THREADS"] == "2"  # a batch job uses its CPU limit
     volumes = {v["name"]: v for v in pod_spec(job)["volumes"]}
     assert "emptyDir" in volumes["data"]
-    (plain,) = render("ci/default-values.yaml", indexer__hook=False).component("Job", "indexer")
-    assert "annotations" not in plain["metadata"]
+    (hook,) = render("ci/default-values.yaml", indexer__hook=True).component("Job", "indexer")
+    annotations = hook["metadata"]["annotations"]
+    assert annotations["helm.sh/hook"] == "post-install,post-upgrade"
+    assert "before-hook-creation" in annotations["helm.sh/hook-delete-policy"]
+    assert hook["metadata"]["name"].endswith("-indexer")
+
+
+def test_web_pods_pause_before_sigterm_and_outlast_the_request_deadline(
+    rendered: Rendered,
+) -> None:
+    graceful = _gunicorn_setting("graceful_timeout")
+    for component in ("purple-agent", "mcp-server"):
+        (deployment,) = rendered.component("Deployment", component)
+        (container,) = containers(deployment)
+        pause = int(container["lifecycle"]["preStop"]["exec"]["command"][1])
+        assert pause >= 5, component
+        assert graceful > 30  # the purple agent's request deadline
+        assert pod_spec(deployment)["terminationGracePeriodSeconds"] >= pause + graceful
+
+
+def _gunicorn_setting(name: str) -> int:
+    text = (ROOT / "scripts" / "k8s" / "gunicorn.conf.py").read_text()
+    (line,) = [line for line in text.splitlines() if line.startswith(f"{name} = ")]
+    return int(line.split("=")[1])
 
 
 def test_indexer_can_read_the_dataset_from_an_existing_claim() -> None:
