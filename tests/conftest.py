@@ -22,13 +22,16 @@ class SmallIndex:
     settings: RetrievalSettings
     query_ids: list[str]
 
-    def env(self) -> dict[str, str]:
+    def env(self, private_copy: bool = False) -> dict[str, str]:
+        """Settings of a server over this index; a second server needs a private copy (the
+        suite's shared MCP server holds the shard itself open)."""
         s = self.settings
         return {
             "RETRIEVAL_DATA_DIR": str(s.data_dir),
             "RETRIEVAL_STORE": "edge",
             "RETRIEVAL_EDGE_PATH": str(s.store.edge_path),
             "RETRIEVAL_CACHE_DIR": str(s.cache_dir),
+            "RETRIEVAL_EDGE_PRIVATE_COPY": str(private_copy).lower(),
         }
 
 

@@ -7,12 +7,26 @@ import binascii
 from typing import Any
 
 from a2a.server.agent_execution import AgentExecutor, RequestContext
+from a2a.server.context import ServerCallContext
 from a2a.server.events import EventQueue
 from a2a.server.request_handlers import DefaultRequestHandler
 from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes
 from a2a.server.tasks import TaskStore, TaskUpdater
-from a2a.types import AgentCard, AgentInterface, AgentProvider, Task, TaskState, TaskStatus
+from a2a.types import (
+    AgentCard,
+    AgentInterface,
+    AgentProvider,
+    GetTaskRequest,
+    ListTasksRequest,
+    ListTasksResponse,
+    SecurityRequirement,
+    StringList,
+    Task,
+    TaskState,
+    TaskStatus,
+)
 from a2a.utils.constants import PROTOCOL_VERSION_0_3, PROTOCOL_VERSION_1_0
+from a2a.utils.errors import UnsupportedOperationError
 from starlette.routing import BaseRoute
 
 ORGANIZATION = "nfcorpus-retrieval"
@@ -34,14 +48,60 @@ def jsonrpc_interfaces(url: str) -> list[AgentInterface]:
     ]
 
 
+def require_bearer(card: AgentCard) -> AgentCard:
+    """Declare on ``card`` that requests need ``Authorization: Bearer <token>``."""
+    scheme = card.security_schemes["bearer"].http_auth_security_scheme
+    scheme.scheme = "bearer"
+    scheme.description = "A token issued by the operator of this agent."
+    card.security_requirements.append(SecurityRequirement(schemes={"bearer": StringList()}))
+    return card
+
+
 def provider(url: str) -> AgentProvider:
     """Who runs the agent."""
     return AgentProvider(organization=ORGANIZATION, url=url)
 
 
-def a2a_routes(card: AgentCard, executor: AgentExecutor, tasks: TaskStore) -> list[BaseRoute]:
-    """The card at every :data:`CARD_PATHS` and JSON-RPC (1.0 and 0.3) at ``POST /``."""
-    handler = DefaultRequestHandler(agent_executor=executor, task_store=tasks, agent_card=card)
+class _RequestHandler(DefaultRequestHandler):
+    """The SDK's handler, with reading tasks back (get, list) possibly switched off."""
+
+    def __init__(
+        self, executor: AgentExecutor, tasks: TaskStore, card: AgentCard, *, readable: bool
+    ) -> None:
+        super().__init__(agent_executor=executor, task_store=tasks, agent_card=card)
+        self._readable = readable
+
+    def _refuse_unless_readable(self) -> None:
+        if not self._readable:
+            raise UnsupportedOperationError(
+                message="reading tasks back needs authentication (each caller then sees only "
+                "its own tasks); message/send returns the finished task"
+            )
+
+    async def on_get_task(self, params: GetTaskRequest, context: ServerCallContext) -> Task | None:
+        """``tasks/get``: the caller's own task, when tasks are readable."""
+        self._refuse_unless_readable()
+        task: Task | None = await super().on_get_task(params, context)
+        return task
+
+    async def on_list_tasks(
+        self, params: ListTasksRequest, context: ServerCallContext
+    ) -> ListTasksResponse:
+        """``tasks/list``: the caller's own tasks, when tasks are readable."""
+        self._refuse_unless_readable()
+        page: ListTasksResponse = await super().on_list_tasks(params, context)
+        return page
+
+
+def a2a_routes(
+    card: AgentCard, executor: AgentExecutor, tasks: TaskStore, *, readable_tasks: bool = True
+) -> list[BaseRoute]:
+    """The card at every :data:`CARD_PATHS` and JSON-RPC (1.0 and 0.3) at ``POST /``.
+
+    ``readable_tasks`` false refuses ``tasks/get`` and ``tasks/list``: without authentication
+    there is no caller to scope them to.
+    """
+    handler = _RequestHandler(executor, tasks, card, readable=readable_tasks)
     cards = [r for path in CARD_PATHS for r in create_agent_card_routes(card, card_url=path)]
     return [*cards, *create_jsonrpc_routes(handler, rpc_url=A2A_RPC_PATH, enable_v0_3_compat=True)]
 

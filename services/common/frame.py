@@ -4,8 +4,9 @@ A server hands over its own routes; the frame adds ``GET /healthz`` (the process
 ``GET /readyz`` (when the server has a readiness check; 503 with the reason otherwise),
 ``GET /metrics`` (Prometheus) and, around every request, a latency sample by route and outcome
 (``<prefix>_http_request_duration_seconds``), a server span parented on the caller's W3C trace
-context, and the request guard (:mod:`services.common.guard`: overload, body size and time,
-JSON nesting and text). Anything every server should do per request is added here, once;
+context, bearer-token authentication when the server has tokens (:mod:`services.common.auth`),
+and the request guard (:mod:`services.common.guard`: overload, body size and time, JSON nesting
+and text). Anything every server should do per request is added here, once;
 :mod:`services.common.server` runs the app.
 """
 
@@ -20,6 +21,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
 
+from services.common.auth import BearerAuth
 from services.common.guard import BodyCheck, RequestGuard
 from services.common.lifecycle import draining
 from services.common.limits import ServerLimits
@@ -83,11 +85,15 @@ def service_app(
     jsonrpc_paths: Collection[str] = (),
     body_checks: Mapping[str, BodyCheck] | None = None,
     limits: ServerLimits | None = None,
+    tokens: Mapping[str, str] | None = None,
+    public_get_paths: Collection[str] = (),
 ) -> Starlette:
     """The server's routes inside the frame (see the module docstring).
 
     ``jsonrpc_paths`` are answered with JSON-RPC errors when the guard refuses a request there;
-    ``body_checks`` add a protocol's rules for the JSON bodies of one path.
+    ``body_checks`` add a protocol's rules for the JSON bodies of one path. With ``tokens``
+    (token -> caller name) every request needs one, but for probes, metrics and GETs of
+    ``public_get_paths`` (:mod:`services.common.auth`).
     """
     setup_tracing(service.trace_name)
     frame: list[BaseRoute] = [
@@ -106,6 +112,13 @@ def service_app(
         jsonrpc_paths=jsonrpc_paths,
         body_checks=body_checks,
     )
+    if tokens:  # outside the guard: a request without a token takes no slot and no body read
+        app.add_middleware(
+            BearerAuth,
+            tokens=tokens,
+            public_get_paths=public_get_paths,
+            jsonrpc_paths=jsonrpc_paths,
+        )
     app.add_middleware(
         RequestTelemetry,
         histogram=http_request_histogram(service.metric_prefix),

@@ -58,11 +58,12 @@ def create_app(
 
     mcp = SearchServer(name="nfcorpus-retrieval", version="0.1.0", instructions=INSTRUCTIONS)
     register_tools(mcp, service)
+    security = transport_security(settings.allowed_hosts)
     mcp_app = mcp.streamable_http_app(
         streamable_http_path=MCP_PATH,
         stateless_http=True,
         json_response=True,
-        transport_security=transport_security(settings.allowed_hosts),
+        transport_security=security,
     )
 
     @asynccontextmanager
@@ -75,7 +76,7 @@ def create_app(
         store.close()
 
     routes = [
-        *rest_routes(service),
+        *rest_routes(service, security),
         # Stateless JSON mode has no server-to-client stream to offer: without this, GET /mcp
         # opens an event stream that never closes.
         Route(MCP_PATH, _no_stream, methods=["GET"]),
@@ -88,4 +89,5 @@ def create_app(
         readiness=Readiness(service.ready, settings.ready_cache_s),
         lifespan=lifespan,
         jsonrpc_paths=[MCP_PATH],
+        tokens=settings.tokens(),
     )

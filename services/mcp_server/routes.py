@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+from mcp.server.transport_security import TransportSecurityMiddleware, TransportSecuritySettings
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
@@ -16,8 +17,13 @@ def _invalid(detail: list[dict[str, str]]) -> JSONResponse:
     return JSONResponse({"error": "invalid request", "detail": detail}, status_code=422)
 
 
-def rest_routes(service: SearchService) -> list[BaseRoute]:
-    """Every non-MCP route of the server."""
+def rest_routes(service: SearchService, security: TransportSecuritySettings) -> list[BaseRoute]:
+    """Every non-MCP route of the server.
+
+    The state-changing one (``POST /stats/reset``) checks Host and Origin as ``/mcp`` does
+    (``security``), so a web page cannot reset the evaluator's counter (421 or 403).
+    """
+    same_site = TransportSecurityMiddleware(security)
 
     async def search(request: Request) -> Response:
         try:
@@ -40,7 +46,10 @@ def rest_routes(service: SearchService) -> list[BaseRoute]:
     async def stats(_: Request) -> Response:
         return JSONResponse({"search_call_count": service.search_calls})
 
-    async def stats_reset(_: Request) -> Response:
+    async def stats_reset(request: Request) -> Response:
+        refused = await same_site.validate_request(request)
+        if refused is not None:
+            return refused
         service.reset_stats()
         return JSONResponse({"status": "reset", "search_call_count": 0})
 

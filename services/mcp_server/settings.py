@@ -7,9 +7,11 @@ from typing import Annotated
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+from services.common.auth import AuthFields
 
-class McpServerSettings(BaseSettings):
-    """Where the server listens and which requests it accepts."""
+
+class McpServerSettings(BaseSettings, AuthFields):
+    """Where the server listens and which requests it accepts (``MCP_AUTH_TOKENS[_FILE]``)."""
 
     model_config = SettingsConfigDict(env_prefix="MCP_", extra="ignore")
 

@@ -12,7 +12,7 @@ from contextlib import asynccontextmanager
 
 from starlette.applications import Starlette
 
-from services.common.a2a import A2A_RPC_PATH, a2a_routes, message_problem
+from services.common.a2a import A2A_RPC_PATH, CARD_PATHS, a2a_routes, message_problem
 from services.common.frame import Readiness, ServiceId, service_app
 from services.common.limits import MAX_TOP_K
 from services.purple_agent.agent import RetrievalAgent
@@ -37,10 +37,15 @@ def create_app(settings: PurpleSettings) -> Starlette:
         retries=settings.mcp_retries,
         backoff_s=settings.mcp_backoff_s,
         max_connections=settings.mcp_max_connections,
+        authorization=settings.mcp_authorization(),
     )
     agent = RetrievalAgent(mcp, ServerOrder(settings.candidates, MAX_TOP_K), settings.deadline_s)
+    tokens = settings.tokens()
     tasks = BoundedTaskStore(settings.max_tasks, settings.max_task_bytes, settings.task_ttl_s)
-    routes = a2a_routes(build_card(settings), RetrievalExecutor(agent), tasks)
+    card = build_card(settings, authenticated=bool(tokens))
+    # Without authentication every caller is the same anonymous user: reading tasks back would
+    # show one client's queries to another, so it is switched off.
+    routes = a2a_routes(card, RetrievalExecutor(agent), tasks, readable_tasks=bool(tokens))
 
     async def mcp_ready() -> tuple[bool, str]:
         return await mcp.ready(settings.health_url, settings.readiness_timeout_s)
@@ -58,4 +63,6 @@ def create_app(settings: PurpleSettings) -> Starlette:
         lifespan=lifespan,
         jsonrpc_paths=[A2A_RPC_PATH],
         body_checks={A2A_RPC_PATH: message_problem},
+        tokens=tokens,
+        public_get_paths=CARD_PATHS,
     )

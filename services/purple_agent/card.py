@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from a2a.types import AgentCapabilities, AgentCard, AgentSkill
 
-from services.common.a2a import jsonrpc_interfaces, provider
+from services.common.a2a import jsonrpc_interfaces, provider, require_bearer
 from services.common.limits import MAX_QUERY_CHARS, MAX_TOP_K
 from services.purple_agent.settings import PurpleSettings
 
@@ -18,8 +18,8 @@ AGENT_VERSION = "0.1.0"
 SKILL_ID = "nfcorpus_retrieval"
 
 
-def build_card(settings: PurpleSettings) -> AgentCard:
-    """Build the agent card announcing the URL of ``settings``."""
+def build_card(settings: PurpleSettings, authenticated: bool = False) -> AgentCard:
+    """Build the agent card announcing the URL of ``settings`` (and the bearer scheme)."""
     url = settings.public_url
     skill = AgentSkill(
         id=SKILL_ID,
@@ -38,7 +38,7 @@ def build_card(settings: PurpleSettings) -> AgentCard:
         input_modes=["text/plain", "application/json"],
         output_modes=["application/json"],
     )
-    return AgentCard(
+    card = AgentCard(
         name=AGENT_NAME,
         description=(
             "Answers NFCorpus retrieval queries with a ranked list of document ids, using the "
@@ -53,3 +53,4 @@ def build_card(settings: PurpleSettings) -> AgentCard:
         default_output_modes=["application/json"],
         skills=[skill],
     )
+    return require_bearer(card) if authenticated else card

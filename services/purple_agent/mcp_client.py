@@ -58,8 +58,10 @@ class McpSearchClient:
         retries: int,
         backoff_s: float,
         max_connections: int,
+        authorization: str | None = None,
     ) -> None:
         self.url = url
+        self._headers = {"authorization": authorization} if authorization else {}
         self._timeout_s = timeout_s
         self._retries = retries
         self._backoff_s = backoff_s
@@ -78,6 +80,7 @@ class McpSearchClient:
             self._http = httpx2.AsyncClient(
                 timeout=httpx2.Timeout(self._timeout_s),
                 limits=self._limits,
+                headers=self._headers,
                 event_hooks={"request": [_inject_trace_context], "response": [raise_if_refused]},
             )
         return self._http

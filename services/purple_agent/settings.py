@@ -7,16 +7,18 @@ command line and passes the one instance down.
 
 from __future__ import annotations
 
+from pathlib import Path
 from urllib.parse import urljoin
 
 from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from services.common.auth import AuthFields, TokenError
 from services.common.limits import HARD_DEADLINE_S, MAX_TOP_K
 
 
-class PurpleSettings(BaseSettings):
-    """Configuration of one purple agent process."""
+class PurpleSettings(BaseSettings, AuthFields):
+    """Configuration of one purple agent process (``PURPLE_AUTH_TOKENS[_FILE]``: callers)."""
 
     model_config = SettingsConfigDict(env_prefix="PURPLE_", extra="ignore")
 
@@ -28,6 +30,12 @@ class PurpleSettings(BaseSettings):
     )
     mcp_url: str = Field(
         default="http://127.0.0.1:8000/mcp", description="MCP streamable HTTP endpoint."
+    )
+    mcp_token: str | None = Field(
+        default=None, description="Bearer token sent to the MCP server, if it requires one."
+    )
+    mcp_token_file: Path | None = Field(
+        default=None, description="File holding the MCP server's token (a mounted Secret)."
     )
     mcp_health_url: str | None = Field(
         default=None, description="Probed by /readyz (default: healthz next to the MCP endpoint)."
@@ -79,6 +87,16 @@ class PurpleSettings(BaseSettings):
                 f"deadline_s must stay below {HARD_DEADLINE_S:.0f} s (got {self.deadline_s})"
             )
         return self
+
+    def mcp_authorization(self) -> str | None:
+        """The ``Authorization`` header value for MCP calls, if a token is configured."""
+        token = self.mcp_token
+        if self.mcp_token_file is not None:
+            try:
+                token = self.mcp_token_file.read_text(encoding="utf-8").strip()
+            except OSError as e:
+                raise TokenError(f"cannot read {self.mcp_token_file}: {e.strerror}") from None
+        return f"Bearer {token}" if token else None
 
     @property
     def public_url(self) -> str:

@@ -15,7 +15,7 @@ DRAIN_S = 1.5
 
 
 def test_sigterm_fails_readiness_first_then_stops(small_index: SmallIndex, tmp_path: Path) -> None:
-    env = {**small_index.env(), "SERVER_DRAIN_S": str(DRAIN_S)}
+    env = {**small_index.env(private_copy=True), "SERVER_DRAIN_S": str(DRAIN_S)}
     server = ServerProcess.module("services.mcp_server", env=env, log_path=tmp_path / "mcp.log")
     server.start()
     try:

@@ -21,8 +21,7 @@ def gunicorn_mcp(small_index: SmallIndex, tmp_path: Path) -> Iterator[str]:
     scratch = tmp_path / "tmp"  # the workers' temporary folder: their shard copies go here
     scratch.mkdir()
     env = {
-        **small_index.env(),
-        "RETRIEVAL_EDGE_PRIVATE_COPY": "true",
+        **small_index.env(private_copy=True),
         "PROMETHEUS_MULTIPROC_DIR": str(tmp_path / "metrics"),
         "TMPDIR": str(scratch),
     }

@@ -1,0 +1,112 @@
+"""Authentication on: the MCP server and the purple agent with tokens, as a cluster runs them."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+
+from services.common.processes import ServerProcess
+from services.purple_agent.settings import PurpleSettings
+from tests.conftest import SmallIndex
+from tests.support.purple import ThreadedServer, v03_body
+
+AGENT_TOKEN = "purple-agent-token-0123456789"
+ALICE, BOB = "alice-token-0123456789", "bob-token-0123456789"
+
+
+@pytest.fixture(scope="module")
+def secured_mcp(
+    small_index: SmallIndex, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[ServerProcess]:
+    folder = tmp_path_factory.mktemp("secured")
+    tokens = folder / "tokens"
+    tokens.write_text(f"# mounted from a Secret\npurple:{AGENT_TOKEN}\n")
+    env = {**small_index.env(private_copy=True), "MCP_AUTH_TOKENS_FILE": str(tokens)}
+    with ServerProcess.module("services.mcp_server", env=env, log_path=folder / "mcp.log") as s:
+        yield s
+
+
+@pytest.fixture(scope="module")
+def secured_purple(secured_mcp: ServerProcess) -> Iterator[ThreadedServer]:
+    settings = PurpleSettings(
+        mcp_url=secured_mcp.base_url + "/mcp",
+        mcp_token=AGENT_TOKEN,
+        auth_tokens=f"alice:{ALICE},bob:{BOB}",
+    )
+    with ThreadedServer(settings) as server:
+        yield server
+
+
+def _bearer(token: str) -> dict[str, str]:
+    return {"authorization": f"Bearer {token}"}
+
+
+def test_the_mcp_server_answers_401_but_for_probes_and_metrics(secured_mcp: ServerProcess) -> None:
+    base = secured_mcp.base_url
+    search = {"query": "soy", "top_k": 2}
+    assert httpx.post(f"{base}/search_nfcorpus", json=search).status_code == 401
+    assert httpx.get(f"{base}/stats").status_code == 401
+    assert httpx.post(f"{base}/mcp", json={"jsonrpc": "2.0", "id": 1}).status_code == 401
+    for path in ("/healthz", "/readyz", "/metrics"):
+        assert httpx.get(f"{base}{path}").status_code == 200, path
+    with_token = httpx.post(f"{base}/search_nfcorpus", json=search, headers=_bearer(AGENT_TOKEN))
+    assert with_token.status_code == 200 and len(with_token.json()["results"]) == 2
+
+
+async def test_the_agent_needs_a_token_and_uses_its_own_for_mcp(
+    secured_purple: ThreadedServer,
+) -> None:
+    async with httpx.AsyncClient(base_url=secured_purple.url, timeout=30) as http:
+        card = (await http.get("/.well-known/agent-card.json")).json()
+        assert card["securitySchemes"]["bearer"]["httpAuthSecurityScheme"]["scheme"] == "bearer"
+        body = v03_body('{"query": "green tea", "top_k": 3}')
+        assert (await http.post("/", json=body)).status_code == 401
+        answer = (await http.post("/", json=body, headers=_bearer(ALICE))).json()
+    task = answer["result"]
+    assert task["status"]["state"] == "completed", task  # the agent's MCP token worked
+    assert len(task["artifacts"][0]["parts"][0]["data"]["doc_ids"]) == 3
+
+
+async def test_a_caller_sees_only_its_own_tasks(secured_purple: ThreadedServer) -> None:
+    async with httpx.AsyncClient(base_url=secured_purple.url, timeout=30) as http:
+        sent = await http.post("/", json=v03_body('{"query": "x"}'), headers=_bearer(ALICE))
+        task_id = sent.json()["result"]["id"]
+        get: dict[str, Any] = {
+            "jsonrpc": "2.0",
+            "id": uuid.uuid4().hex,
+            "method": "tasks/get",
+            "params": {"id": task_id},
+        }
+        own = (await http.post("/", json=get, headers=_bearer(ALICE))).json()
+        other = (await http.post("/", json=get, headers=_bearer(BOB))).json()
+    assert own["result"]["id"] == task_id
+    assert "history" not in own["result"]  # the request text is not kept
+    assert other["error"]["message"] == "Task not found"
+
+
+async def test_without_authentication_tasks_cannot_be_read_back(mcp_server: Any) -> None:
+    settings = PurpleSettings(mcp_url=mcp_server.mcp_url)
+    get = {"jsonrpc": "2.0", "id": 1, "method": "tasks/get", "params": {"id": "any"}}
+    with ThreadedServer(settings) as purple:
+        async with httpx.AsyncClient(base_url=purple.url, timeout=30) as http:
+            answer = (await http.post("/", json=get)).json()
+    assert "reading tasks back needs authentication" in answer["error"]["message"]
+
+
+@pytest.mark.parametrize(
+    ("headers", "status"),
+    [
+        ({"origin": "http://evil.example"}, 403),  # a web page elsewhere
+        ({"host": "evil.example"}, 421),  # DNS rebinding
+    ],
+)
+def test_stats_reset_refuses_cross_site_requests(
+    mcp_server: Any, headers: dict[str, str], status: int
+) -> None:
+    response = httpx.post(f"{mcp_server.base_url}/stats/reset", headers=headers)
+    assert response.status_code == status
+    assert httpx.post(f"{mcp_server.base_url}/stats/reset").status_code == 200
