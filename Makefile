@@ -7,7 +7,7 @@ PY := OPENBLAS_NUM_THREADS=1 PYTHONPATH=$(CURDIR) $(BIN)/python
 STAMP := $(VENV)/.installed
 REPORTS := reports
 
-.PHONY: install run test lint format index eval eval-rest eval-a2a eval-quality bench lock clean
+.PHONY: install run test lint tools-reliability reliability format index eval eval-rest eval-a2a eval-quality bench lock clean
 
 install: $(STAMP)  ## create .venv and install everything (idempotent)
 
@@ -25,7 +25,7 @@ index: install  ## build (or confirm) the NFCorpus index in the configured store
 run: index  ## MCP server (8000) + purple agent (9010) on the embedded store; Ctrl-C stops both
 	$(PY) scripts/stack.py
 
-test: install lint lint-k8s  ## lint, offline Kubernetes checks and the whole suite (what CI runs)
+test: install lint lint-k8s tools-reliability  ## lint, offline Kubernetes checks and the whole suite (what CI runs)
 	$(PY) -m pytest -q
 
 lint: install
@@ -50,6 +50,12 @@ eval-quality: install  ## ablation table of the ranking stages (dev + test, real
 
 bench: index  ## latency benchmarks, written to reports/bench.json and reports/bench.md
 	$(PY) scripts/bench.py --out $(REPORTS)/bench
+
+tools-reliability:  ## HAProxy from Debian: the load balancer of the local cluster
+	bash scripts/install-haproxy.sh
+
+reliability: index tools-reliability  ## faults under load on 2+2 replicas behind HAProxy -> docs/reliability.md
+	$(PY) scripts/reliability.py --out $(REPORTS)/reliability.json
 
 include mk/k8s.mk
 

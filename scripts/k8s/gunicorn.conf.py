@@ -40,7 +40,14 @@ def on_starting(server: Any) -> None:
 
 
 def child_exit(server: Any, worker: Any) -> None:
-    """Drop a dead worker's live gauges (in-flight requests) from the pod's totals."""
+    """Drop a dead worker's live gauges and its shard copies.
+
+    A worker removes its own copies when it stops gracefully, but one killed by the worker timeout
+    or the OOM killer cannot: the master, which sees every worker exit, sweeps what is left.
+    """
     from prometheus_client import multiprocess
 
+    from services.retrieval.store import copies
+
     multiprocess.mark_process_dead(worker.pid)  # type: ignore[no-untyped-call]
+    copies.sweep()

@@ -67,6 +67,7 @@ step "checkov (kubernetes: rendered scenarios and k8s/; dockerfile)"
 
 step "hadolint, shellcheck"
 "$tools/venv/bin/hadolint" "$root/Dockerfile" && echo "ok  Dockerfile"
-(cd "$root" && "$tools/venv/bin/shellcheck" -x scripts/k8s/*.sh) && echo "ok  scripts/k8s/*.sh"
+(cd "$root" && "$tools/venv/bin/shellcheck" -x scripts/k8s/*.sh scripts/*.sh) \
+    && echo "ok  scripts/k8s/*.sh scripts/*.sh"
 echo
 echo "lint-k8s: all checks passed"

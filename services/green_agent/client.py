@@ -64,6 +64,9 @@ def _failure(error: Exception) -> TransportFailure:
     )
     if timed_out:
         return TransportFailure("timeout", f"no reply in time ({text})")
+    status = error.response.status_code if isinstance(error, httpx.HTTPStatusError) else None
+    if status in (429, 503) or "HTTP Error 503" in text:  # the SDK client keeps only the text
+        return TransportFailure("overloaded", f"the agent refused the request ({text})")
     return TransportFailure("transport", f"{type(error).__name__}: {text}")
 
 

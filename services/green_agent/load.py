@@ -38,6 +38,7 @@ class LoadReport(BaseModel):
     dropped: int
     throughput_rps: float
     latency: LatencyStats
+    error_latency: LatencyStats
     errors_by_reason: dict[str, int]
     error_samples: list[str]
 
@@ -136,7 +137,7 @@ def build_load_report(
     concurrency: int | None,
     rate: float | None,
 ) -> LoadReport:
-    """Summarise a load run; latency percentiles cover successful requests only."""
+    """Summarise a load run: latency of the answers, and apart how fast the failures came."""
     ok = [o for o in outcomes if o.ok]
     errors = [o for o in outcomes if not o.ok]
     samples = list(dict.fromkeys(f"{o.reason}: {o.error}" for o in errors))[:10]
@@ -154,6 +155,7 @@ def build_load_report(
         dropped=dropped,
         throughput_rps=len(ok) / wall_s if wall_s > 0 else 0.0,
         latency=latency_stats([o.latency_s for o in ok]),
+        error_latency=latency_stats([o.latency_s for o in errors]),
         errors_by_reason=dict(Counter(o.reason or "unknown" for o in errors)),
         error_samples=samples,
     )
