@@ -2,10 +2,6 @@
 
 from __future__ import annotations
 
-import base64
-import binascii
-from typing import Any
-
 from a2a.server.agent_execution import AgentExecutor, RequestContext
 from a2a.server.context import ServerCallContext
 from a2a.server.events import EventQueue
@@ -104,36 +100,6 @@ def a2a_routes(
     handler = _RequestHandler(executor, tasks, card, readable=readable_tasks)
     cards = [r for path in CARD_PATHS for r in create_agent_card_routes(card, card_url=path)]
     return [*cards, *create_jsonrpc_routes(handler, rpc_url=A2A_RPC_PATH, enable_v0_3_compat=True)]
-
-
-def _is_base64(text: str) -> bool:
-    # Protobuf's JSON reader takes the standard and the URL-safe alphabet, padded or not.
-    normalized = text.strip().replace("-", "+").replace("_", "/")
-    try:
-        base64.b64decode(normalized + "=" * (-len(normalized) % 4), validate=True)
-    except (binascii.Error, ValueError):
-        return False
-    return True
-
-
-def message_problem(payload: Any) -> str | None:
-    """A2A's own rule on a JSON-RPC body: the parts of its message must be decodable.
-
-    The SDK answers a file part with bytes that are not base64 with an internal error (-32603)
-    in 0.3 and "Invalid params" in 1.0; this names the part instead. (0.3: ``{"kind": "file",
-    "file": {"bytes": ...}}``; 1.0: ``{"raw": ...}``.)
-    """
-    params = payload.get("params") if isinstance(payload, dict) else None
-    message = params.get("message") if isinstance(params, dict) else None
-    parts = message.get("parts") if isinstance(message, dict) else None
-    for index, part in enumerate(parts if isinstance(parts, list) else []):
-        if not isinstance(part, dict):
-            continue
-        file = part.get("file")
-        encoded = part.get("raw", file.get("bytes") if isinstance(file, dict) else None)
-        if isinstance(encoded, str) and not _is_base64(encoded):
-            return f"message part {index} holds bytes that are not valid base64"
-    return None
 
 
 async def open_task(context: RequestContext, event_queue: EventQueue) -> TaskUpdater:

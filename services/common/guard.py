@@ -22,6 +22,7 @@ from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from services.common.jsonrpc import envelope_problem
 from services.common.limits import ServerLimits
 
 #: A protocol's own rule on a decoded JSON body: what is wrong with it, or None.
@@ -69,24 +70,36 @@ def json_problem(value: Any, max_depth: int) -> str | None:
 def check_json_body(body: bytes, max_depth: int, extra: BodyCheck | None = None) -> None:
     """Raise :class:`Refusal` (422) for an unacceptable JSON body.
 
-    Bodies that are not JSON at all are not judged here: each endpoint answers that itself.
+    Bodies that are not JSON at all are not judged here (each endpoint answers that itself),
+    unless they are not even UTF-8 text.
     ``extra`` adds the endpoint's protocol rules (run on JSON that passed the generic ones).
     """
-    stripped = body.lstrip()
-    if not stripped or stripped[:1] not in (b"{", b"["):
+    try:
+        body.decode("utf-8")
+    except UnicodeDecodeError as e:  # json.loads would guess UTF-16/32 and fail inside the SDK
+        raise Refusal(422, f"the body is not UTF-8 text (byte {e.start}); JSON must be") from None
+    if not body.strip():
         return
     try:
         value = json.loads(body)
     except RecursionError:
         raise Refusal(422, f"JSON nested deeper than {max_depth} levels") from None
-    except ValueError:
+    except json.JSONDecodeError:
         return
+    except ValueError as e:  # valid JSON Python will not hold: an integer of 4,300+ digits
+        raise Refusal(422, f"the body holds a number Python cannot read ({e})") from None
     problem = json_problem(value, max_depth)
     if problem is None and extra is not None:
         problem = extra(value)
     if problem is not None:
         request_id = value.get("id") if isinstance(value, dict) else None
         raise Refusal(422, problem, request_id=request_id)
+
+
+def _both(first: BodyCheck, then: BodyCheck | None) -> BodyCheck:
+    if then is None:
+        return first
+    return lambda value: first(value) or then(value)
 
 
 def _declared_length(scope: Scope) -> int | None:
@@ -116,7 +129,11 @@ class RequestGuard:
         self._app = app
         self._limits = limits
         self._jsonrpc = frozenset(jsonrpc_paths)
-        self._body_checks = dict(body_checks or {})
+        checks = dict(body_checks or {})
+        # Every JSON-RPC path checks the envelope first, then the protocol's own rules.
+        self._body_checks = {
+            path: _both(envelope_problem, checks.get(path)) for path in self._jsonrpc
+        } | {path: check for path, check in checks.items() if path not in self._jsonrpc}
         self.in_flight = 0
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:

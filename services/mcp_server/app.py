@@ -15,7 +15,7 @@ from services.common.frame import Readiness, ServiceId, service_app
 from services.mcp_server.routes import rest_routes
 from services.mcp_server.service import SearchService
 from services.mcp_server.settings import McpServerSettings
-from services.mcp_server.tools import SearchServer, register_tools
+from services.mcp_server.tools import SearchServer, name_invalid_params, register_tools
 from services.retrieval.dense import OnnxMiniLM
 from services.retrieval.pipeline import RankingPipeline
 from services.retrieval.settings import RetrievalSettings
@@ -56,7 +56,12 @@ def create_app(
     searcher = RankingPipeline(store, OnnxMiniLM(threads=retrieval.encode_threads), retrieval)
     service = SearchService(searcher, store, settings.search_threads)
 
-    mcp = SearchServer(name="nfcorpus-retrieval", version="0.1.0", instructions=INSTRUCTIONS)
+    mcp = SearchServer(
+        name="nfcorpus-retrieval",
+        version="0.1.0",
+        instructions=INSTRUCTIONS,
+        middleware=[name_invalid_params],
+    )
     register_tools(mcp, service)
     security = transport_security(settings.allowed_hosts)
     mcp_app = mcp.streamable_http_app(

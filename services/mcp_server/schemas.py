@@ -6,6 +6,7 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from services.common.jsonrpc import field_path
 from services.common.limits import MAX_QUERY_CHARS, MAX_TOP_K
 
 QueryText = Annotated[
@@ -58,7 +59,7 @@ def validate_search(payload: object) -> SearchRequest:
     except ValidationError as e:
         raise InvalidSearch(
             [
-                {"field": ".".join(str(p) for p in err["loc"]) or "body", "message": err["msg"]}
+                {"field": field_path(err["loc"]), "message": err["msg"]}
                 for err in e.errors(include_url=False)
             ]
         ) from None

@@ -6,9 +6,13 @@ from typing import Any
 
 import mcp_types
 from mcp.server import MCPServer
+from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.shared.exceptions import MCPError
+from pydantic import ValidationError
 
+from services.common.jsonrpc import describe
 from services.mcp_server.schemas import (
     InvalidSearch,
     QueryText,
@@ -49,6 +53,20 @@ class SearchServer(MCPServer):
             except InvalidSearch as e:
                 raise ToolError(f"invalid arguments: {e}") from None
         return await super().call_tool(name, arguments, context)
+
+
+async def name_invalid_params(
+    ctx: ServerRequestContext[Any, Any], call_next: CallNext
+) -> HandlerResult:
+    """Server middleware: name what is wrong with params that fail the protocol's schema.
+
+    The SDK answers every such request with "Invalid request parameters" and no detail.
+    """
+    try:
+        return await call_next(ctx)
+    except ValidationError as e:
+        message = f"invalid params of {ctx.method}: {describe(e)}"
+        raise MCPError(code=mcp_types.INVALID_PARAMS, message=message) from None
 
 
 def register_tools(mcp: MCPServer, service: SearchService) -> None:

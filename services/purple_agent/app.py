@@ -12,7 +12,8 @@ from contextlib import asynccontextmanager
 
 from starlette.applications import Starlette
 
-from services.common.a2a import A2A_RPC_PATH, CARD_PATHS, a2a_routes, message_problem
+from services.common.a2a import A2A_RPC_PATH, CARD_PATHS, a2a_routes
+from services.common.a2a_input import message_problem
 from services.common.frame import Readiness, ServiceId, service_app
 from services.common.limits import MAX_TOP_K
 from services.purple_agent.agent import RetrievalAgent

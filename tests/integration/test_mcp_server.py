@@ -96,7 +96,7 @@ def test_rest_search_matches_the_tool_contract(mcp_server: McpServer) -> None:
         (b'{"query": "x", "k": 3}', "k", "Extra inputs are not permitted"),
         (b"not json", "body", "JSON object"),
         (b"[1, 2]", "body", "JSON object"),
-        (b"\xff\xfe", "body", "JSON object"),
+        (b"\xff\xfe", "body", "not UTF-8 text"),
     ],
 )
 def test_rest_rejects_bad_input_with_422(

@@ -14,7 +14,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import Message
 
-from services.common.a2a import message_problem
+from services.common.a2a_input import message_problem
 from services.common.frame import ServiceId, service_app
 from services.common.guard import Refusal, check_json_body
 from services.common.limits import ServerLimits
@@ -117,16 +117,58 @@ async def test_a_paired_surrogate_escape_is_fine(client: httpx.AsyncClient) -> N
 
 
 async def test_a2a_file_parts_must_hold_base64(client: httpx.AsyncClient) -> None:
-    def call(parts: list[Any]) -> dict[str, object]:
-        message = {"messageId": "m", "role": "user", "parts": parts}
-        return {"jsonrpc": "2.0", "id": 7, "method": "message/send", "params": {"message": message}}
+    def call(part: dict[str, Any]) -> dict[str, object]:
+        legacy = "kind" in part
+        message = {"messageId": "m", "role": "user" if legacy else "ROLE_USER", "parts": [part]}
+        method = "message/send" if legacy else "SendMessage"
+        return {"jsonrpc": "2.0", "id": 7, "method": method, "params": {"message": message}}
 
-    bad = await client.post("/rpc", json=call([{"kind": "file", "file": {"bytes": "!!!"}}]))
-    assert bad.json()["id"] == 7 and bad.json()["error"]["message"] == (
-        "invalid request: message part 0 holds bytes that are not valid base64"
-    )
-    for part in ({"raw": "aGVsbG8"}, {"raw": "aGVs-G8_"}, {"kind": "text", "text": "x"}):
-        assert (await client.post("/rpc", json=call([part]))).json().get("received")
+    legacy_unpadded = {"kind": "file", "file": {"bytes": "aGVsbG8"}}  # 0.3 needs the padding
+    for part in ({"kind": "file", "file": {"bytes": "!!!"}}, {"raw": "!!!"}, legacy_unpadded):
+        bad = (await client.post("/rpc", json=call(part))).json()
+        assert bad["id"] == 7 and bad["error"]["message"] == (
+            "invalid request: message part 0 holds bytes that are not valid base64"
+        )
+    good: list[dict[str, Any]] = [{"raw": "aGVsbG8"}, {"raw": "aGVs-G8_"}]
+    good.append({"kind": "file", "file": {"bytes": "aGVsbG8="}})
+    for part in [*good, {"kind": "text", "text": "x"}]:
+        assert (await client.post("/rpc", json=call(part))).json().get("received")
+
+
+@pytest.mark.parametrize(
+    ("body", "problem"),
+    [
+        ({"jsonrpc": "2.0", "id": 1, "method": []}, "method must be a string"),
+        ({"jsonrpc": "1.0", "id": 1, "method": "x"}, 'jsonrpc must be "2.0"'),
+        ({"jsonrpc": "2.0", "id": True, "method": "x"}, "id must be a string, an integer or null"),
+        ({"jsonrpc": "2.0", "id": 1, "method": "x", "params": [1]}, "params must be an object"),
+        ({"jsonrpc": "2.0", "id": 1}, "method is required"),
+        ([{"jsonrpc": "2.0", "id": 1, "method": "x"}], "batches are not accepted"),
+    ],
+)
+async def test_every_json_rpc_path_checks_the_envelope(
+    client: httpx.AsyncClient, body: Any, problem: str
+) -> None:
+    error = (await client.post("/rpc", json=body)).json()["error"]
+    assert error["code"] == -32600 and problem in error["message"]
+    assert (await client.post("/echo", json=body)).status_code == 200  # REST: its own business
+
+
+async def test_a_0_3_message_off_its_schema_is_named_without_echoing_it(
+    client: httpx.AsyncClient,
+) -> None:
+    message = {"kind": "message", "messageId": "m", "role": "robot-with-a-secret", "parts": []}
+    body = {"jsonrpc": "2.0", "id": 3, "method": "message/send", "params": {"message": message}}
+    error = (await client.post("/rpc", json=body)).json()["error"]
+    assert error["message"].startswith("invalid request: params.message.role: Input should be")
+    assert "(a message/send request)" in error["message"]
+    assert "robot-with-a-secret" not in error["message"] and "pydantic" not in error["message"]
+
+
+async def test_a_body_that_is_not_utf8_is_refused(client: httpx.AsyncClient) -> None:
+    for path in ("/echo", "/rpc"):
+        response = await client.post(path, content=b"\x00\x00\x00\x00\xff")
+        assert "the body is not UTF-8 text (byte 4); JSON must be" in response.text
 
 
 async def test_over_capacity_is_refused_at_once_and_probes_still_answer(

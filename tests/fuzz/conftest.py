@@ -1,0 +1,72 @@
+"""Fuzzing fixtures: every server as its own process, so a crash shows, and the case budget.
+
+``FUZZ_EXAMPLES`` sets the cases per test (CI keeps the default small; ``make fuzz`` runs at
+least 1,000 per interface and writes the tally to ``FUZZ_REPORT``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from hypothesis import HealthCheck, settings
+
+from services.common.processes import ServerProcess
+from tests.conftest import McpServer
+from tests.fuzz.verdict import Tally
+
+settings.register_profile(
+    "fuzz",
+    max_examples=int(os.environ.get("FUZZ_EXAMPLES", "60")),
+    deadline=None,  # real servers on a shared machine: time is the benchmarks' business
+    database=None,  # no example files in the checkout; failures print their reproduction
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+    print_blob=True,
+)
+settings.load_profile("fuzz")
+
+
+@pytest.fixture(scope="session")
+def tally() -> Iterator[Tally]:
+    counts = Tally()
+    yield counts
+    report = os.environ.get("FUZZ_REPORT")
+    if report:
+        Path(report).parent.mkdir(parents=True, exist_ok=True)
+        Path(report).write_text(json.dumps(counts.as_dict(), indent=2) + "\n")
+
+
+@pytest.fixture(scope="session")
+def purple_process(
+    mcp_server: McpServer, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[ServerProcess]:
+    log = tmp_path_factory.mktemp("fuzz-logs") / "purple.log"
+    env = {"PURPLE_MCP_URL": mcp_server.mcp_url, "PURPLE_DEADLINE_S": "20"}
+    with ServerProcess.module("services.purple_agent", env=env, log_path=log) as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def green_process(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+    log = tmp_path_factory.mktemp("fuzz-logs") / "green.log"
+    with ServerProcess.module(
+        "services.green_agent", ["serve"], ready_path="/healthz", log_path=log
+    ) as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def client() -> Iterator[httpx.Client]:
+    with httpx.Client(timeout=30) as http:
+        yield http
+
+
+def assert_alive(*servers: ServerProcess) -> None:
+    """No crash: each server still runs and answers its liveness probe."""
+    for server in servers:
+        assert server.running, f"{server.base_url} exited"
+        assert httpx.get(server.base_url + "/healthz", timeout=5).status_code == 200
