@@ -79,6 +79,16 @@ class AuthFields(BaseModel):
         return load_tokens(self.auth_tokens, self.auth_tokens_file)
 
 
+def authorization(token: str | None, path: Path | None) -> str | None:
+    """The ``Authorization`` header a client sends: the file's token, else ``token``, else none."""
+    if path is not None:
+        try:
+            token = path.read_text(encoding="utf-8").strip()
+        except OSError as e:
+            raise TokenError(f"cannot read {path}: {e.strerror}") from None
+    return f"Bearer {token}" if token else None
+
+
 def bearer_token(scope: Scope) -> str | None:
     """The token of an ``Authorization: Bearer`` header, if the request has one."""
     for name, value in scope["headers"]:

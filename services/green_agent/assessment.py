@@ -134,7 +134,10 @@ class AssessmentExecutor(AgentExecutor):
     ) -> tuple[list[QueryOutcome], float]:
         """Ask every sampled query, with a status update every tenth of the way."""
         a = assessment
-        client = await connect(a.agent, a.protocol, self._settings.timeout_s)
+        settings = self._settings
+        client = await connect(
+            a.agent, a.protocol, settings.timeout_s, authorization=settings.agent_authorization()
+        )
         done = 0
         step = max(1, len(a.query_ids) // 10)
 

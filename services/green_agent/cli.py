@@ -50,7 +50,13 @@ def _write(report: BaseModel | dict[str, Any], out: Path | None) -> None:
 async def _eval(args: argparse.Namespace, settings: GreenSettings) -> int:
     test_set = load_test_set(args.data_dir)
     query_ids = sample_query_ids(test_set.query_ids, args.num_queries, args.seed)
-    client = await connect(args.agent, args.protocol, settings.timeout_s, args.concurrency)
+    client = await connect(
+        args.agent,
+        args.protocol,
+        settings.timeout_s,
+        args.concurrency,
+        authorization=settings.agent_authorization(),
+    )
     stderr = Console(stderr=True)
     columns = (TextColumn("queries"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     try:
@@ -90,7 +96,13 @@ async def _load(args: argparse.Namespace, settings: GreenSettings) -> int:
     query_ids = sample_query_ids(test_set.query_ids, None, args.seed)
     queries = [(q, test_set.queries[q]) for q in query_ids]
     connections = args.concurrency or args.max_in_flight
-    client = await connect(args.agent, args.protocol, settings.timeout_s, connections)
+    client = await connect(
+        args.agent,
+        args.protocol,
+        settings.timeout_s,
+        connections,
+        authorization=settings.agent_authorization(),
+    )
     try:
         outcomes, dropped, wall_s = await run_load(
             client,

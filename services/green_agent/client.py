@@ -55,6 +55,17 @@ async def _inject_trace(request: httpx.Request) -> None:
     request.headers.update(inject_headers())
 
 
+def _http_client(
+    timeout_s: float, max_connections: int, authorization: str | None
+) -> httpx.AsyncClient:
+    return httpx.AsyncClient(
+        timeout=timeout_s,
+        limits=httpx.Limits(max_connections=max_connections),
+        headers={"authorization": authorization} if authorization else None,
+        event_hooks={"request": [_inject_trace]},
+    )
+
+
 def _failure(error: Exception) -> TransportFailure:
     if isinstance(error, TransportFailure):
         return error
@@ -114,13 +125,11 @@ class SdkAgentClient:
         self._client = client
 
     @classmethod
-    async def connect(cls, url: str, timeout_s: float, max_connections: int) -> SdkAgentClient:
+    async def connect(
+        cls, url: str, timeout_s: float, max_connections: int, authorization: str | None = None
+    ) -> SdkAgentClient:
         """Resolve the agent card once and build a client over a pooled connection."""
-        http = httpx.AsyncClient(
-            timeout=timeout_s,
-            limits=httpx.Limits(max_connections=max_connections),
-            event_hooks={"request": [_inject_trace]},
-        )
+        http = _http_client(timeout_s, max_connections, authorization)
         try:
             card = await A2ACardResolver(http, url).get_agent_card()
             client = await create_client(card, ClientConfig(httpx_client=http, streaming=False))
@@ -155,13 +164,11 @@ class SdkAgentClient:
 class LegacyAgentClient:
     """Protocol 0.3 exactly as an a2a-sdk 0.3 green agent speaks it."""
 
-    def __init__(self, url: str, timeout_s: float, max_connections: int) -> None:
+    def __init__(
+        self, url: str, timeout_s: float, max_connections: int, authorization: str | None = None
+    ) -> None:
         self._url = url.rstrip("/")
-        self._http = httpx.AsyncClient(
-            timeout=timeout_s,
-            limits=httpx.Limits(max_connections=max_connections),
-            event_hooks={"request": [_inject_trace]},
-        )
+        self._http = _http_client(timeout_s, max_connections, authorization)
 
     async def ask(self, query: str, top_k: int) -> Reply:
         """Fetch the card, post ``message/send`` to its ``url``, read the task."""
@@ -195,9 +202,16 @@ class LegacyAgentClient:
 
 
 async def connect(
-    url: str, protocol: Protocol_, timeout_s: float = 60.0, max_connections: int = 100
+    url: str,
+    protocol: Protocol_,
+    timeout_s: float = 60.0,
+    max_connections: int = 100,
+    authorization: str | None = None,
 ) -> AgentClient:
-    """Open a client of the agent at ``url`` speaking ``protocol``."""
+    """Open a client of the agent at ``url`` speaking ``protocol``.
+
+    ``authorization`` is the ``Authorization`` header of every request (an agent with tokens).
+    """
     if protocol == "0.3":
-        return LegacyAgentClient(url, timeout_s, max_connections)
-    return await SdkAgentClient.connect(url, timeout_s, max_connections)
+        return LegacyAgentClient(url, timeout_s, max_connections, authorization)
+    return await SdkAgentClient.connect(url, timeout_s, max_connections, authorization)

@@ -8,6 +8,7 @@ from typing import Literal
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from services.common.auth import authorization
 from services.nfcorpus.dataset import DEFAULT_DATA_DIR
 
 
@@ -32,6 +33,16 @@ class GreenSettings(BaseSettings):
         default=DEFAULT_DATA_DIR,
         description="BEIR NFCorpus folder the test queries and judgements are read from.",
     )
+    agent_token: str | None = Field(
+        default=None, description="Bearer token sent to the evaluated agent, if it requires one."
+    )
+    agent_token_file: Path | None = Field(
+        default=None, description="File holding the evaluated agent's token (a mounted Secret)."
+    )
+
+    def agent_authorization(self) -> str | None:
+        """The ``Authorization`` header value for the evaluated agent, if a token is set."""
+        return authorization(self.agent_token, self.agent_token_file)
 
     @property
     def public_url(self) -> str:

@@ -13,7 +13,7 @@ from urllib.parse import urljoin
 from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from services.common.auth import AuthFields, TokenError
+from services.common.auth import AuthFields, authorization
 from services.common.limits import HARD_DEADLINE_S, MAX_TOP_K
 
 
@@ -90,13 +90,7 @@ class PurpleSettings(BaseSettings, AuthFields):
 
     def mcp_authorization(self) -> str | None:
         """The ``Authorization`` header value for MCP calls, if a token is configured."""
-        token = self.mcp_token
-        if self.mcp_token_file is not None:
-            try:
-                token = self.mcp_token_file.read_text(encoding="utf-8").strip()
-            except OSError as e:
-                raise TokenError(f"cannot read {self.mcp_token_file}: {e.strerror}") from None
-        return f"Bearer {token}" if token else None
+        return authorization(self.mcp_token, self.mcp_token_file)
 
     @property
     def public_url(self) -> str:

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
 from services.common.processes import ServerProcess
+from services.green_agent.client import Protocol_, TransportFailure, connect
+from services.green_agent.settings import GreenSettings
 from services.purple_agent.settings import PurpleSettings
 from tests.conftest import SmallIndex
 from tests.support.purple import ThreadedServer, v03_body
@@ -69,6 +72,29 @@ async def test_the_agent_needs_a_token_and_uses_its_own_for_mcp(
     task = answer["result"]
     assert task["status"]["state"] == "completed", task  # the agent's MCP token worked
     assert len(task["artifacts"][0]["parts"][0]["data"]["doc_ids"]) == 3
+
+
+@pytest.mark.parametrize("protocol", ["1.0", "0.3"])
+async def test_the_evaluator_sends_its_token(
+    secured_purple: ThreadedServer, tmp_path: Path, protocol: Protocol_
+) -> None:
+    token_file = tmp_path / "token"
+    token_file.write_text(f"{BOB}\n")  # as a mounted Secret holds it
+    settings = GreenSettings(agent_token_file=token_file)
+    client = await connect(
+        secured_purple.url, protocol, authorization=settings.agent_authorization()
+    )
+    try:
+        reply = await client.ask("omega-3 and depression", 4)
+    finally:
+        await client.aclose()
+    assert "completed" in reply.state.lower()
+    without = await connect(secured_purple.url, "0.3")
+    try:
+        with pytest.raises(TransportFailure, match="401"):
+            await without.ask("omega-3 and depression", 4)
+    finally:
+        await without.aclose()
 
 
 async def test_a_caller_sees_only_its_own_tasks(secured_purple: ThreadedServer) -> None:

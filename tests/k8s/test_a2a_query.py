@@ -40,20 +40,21 @@ def completed(doc_ids: list[str]) -> dict[str, Any]:
 
 
 @pytest.fixture
-def agent() -> Iterator[Callable[[list[Answer]], str]]:
-    """A fake purple agent answering JSON-RPC calls with the given functions, in order."""
+def agent() -> Iterator[Callable[..., str]]:
+    """A fake purple agent answering JSON-RPC calls with the given functions, in order; with a
+    ``token``, like the real one with authentication on: 401 without ``Bearer <token>``."""
     servers: list[ThreadingHTTPServer] = []
 
-    def start(answers: list[Answer]) -> str:
+    def start(answers: list[Answer], token: str | None = None) -> str:
         requests: list[dict[str, Any]] = []
 
         class Handler(BaseHTTPRequestHandler):
             def log_message(self, *args: object) -> None:
                 pass
 
-            def _send(self, body: object) -> None:
+            def _send(self, body: object, status: int = 200) -> None:
                 data = json.dumps(body).encode()
-                self.send_response(200)
+                self.send_response(status)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(data)))
                 self.end_headers()
@@ -65,6 +66,9 @@ def agent() -> Iterator[Callable[[list[Answer]], str]]:
 
             def do_POST(self) -> None:
                 request = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                if token is not None and self.headers["Authorization"] != f"Bearer {token}":
+                    self._send({"jsonrpc": "2.0", "id": None, "error": {"code": -32001}}, 401)
+                    return
                 requests.append(request)
                 answer = answers[min(len(requests), len(answers)) - 1]
                 self._send({"jsonrpc": "2.0", "id": request["id"], "result": answer(request)})
@@ -132,3 +136,33 @@ def test_reads_the_a2a_1_0_shape_too() -> None:
     }
     assert a2a_query.find_key(result, "doc_ids") == ["x"]
     assert a2a_query.find_key(result, "state") == "TASK_STATE_COMPLETED"
+
+
+TOKEN = "s3cr3t-token-0123456789abcdef"
+
+
+def test_sends_the_bearer_token_when_the_agent_requires_one(agent) -> None:
+    url = agent([lambda _: completed(["a", "b"])], token=TOKEN)
+    assert a2a_query.query(url, "q", 2, wait_s=5, token=TOKEN) == ["a", "b"]
+
+
+@pytest.mark.parametrize(
+    ("token", "message"), [(None, "requires a token"), ("wrong-token-0123456789", "refused")]
+)
+def test_a_refused_token_fails_at_once_instead_of_retrying(
+    agent, token: str | None, message: str
+) -> None:
+    url = agent([lambda _: completed(["a", "b"])], token=TOKEN)
+    with pytest.raises(SystemExit, match=message):
+        a2a_query.query(url, "q", 2, wait_s=600, token=token)
+
+
+def test_reads_the_first_token_of_the_agents_token_file(tmp_path) -> None:
+    tokens = tmp_path / "tokens"
+    tokens.write_text(f"# callers\n\n  green-agent:{TOKEN}  \nother:second-token-0123456789\n")
+    assert a2a_query.read_token(str(tokens)) == TOKEN
+    tokens.write_text(f"{TOKEN}\n")
+    assert a2a_query.read_token(str(tokens)) == TOKEN
+    tokens.write_text("# nothing but a comment\n")
+    with pytest.raises(SystemExit, match="no token"):
+        a2a_query.read_token(str(tokens))

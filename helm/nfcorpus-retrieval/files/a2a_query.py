@@ -5,12 +5,18 @@ any Python 3.11 image. It waits (bounded) until the agent card is served, sends 
 request `{"query": ..., "top_k": k}` as an A2A 0.3 `message/send` call, and checks the contract:
 a completed task whose artifact holds exactly `top_k` unique document ids. Exit status 0 on
 success; otherwise the message says which step failed.
+
+When the agent requires a token (the chart's auth.enabled), the script sends
+`Authorization: Bearer <token>`: the token of `A2A_TOKEN`, else the first one of the file
+`--token-file` / `A2A_TOKEN_FILE`, in the agent's own format (one per line, `name:token`, `#`
+comments).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 import urllib.error
@@ -20,15 +26,34 @@ from typing import Any
 
 COMPLETED = {"completed", "TASK_STATE_COMPLETED"}
 RETRY_S = 2.0
+UNAUTHORIZED = 401  # a wrong or missing token: retrying cannot help
 
 
-def http_json(url: str, body: dict[str, Any] | None = None, timeout: float = 30.0) -> Any:
+def read_token(path: str) -> str:
+    """The first token of a token file: one per line, ``name:token`` or bare, ``#`` comments."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            lines = f.read().splitlines()
+    except OSError as e:
+        raise SystemExit(f"FAIL: cannot read the token file {path}: {e.strerror}") from None
+    for line in lines:
+        line = line.strip()
+        if line and not line.startswith("#"):
+            return line.rpartition(":")[2].strip()
+    raise SystemExit(f"FAIL: no token in {path}")
+
+
+def http_json(
+    url: str, body: dict[str, Any] | None = None, timeout: float = 30.0, token: str | None = None
+) -> Any:
     """GET (or POST ``body`` to) ``url`` and decode the JSON answer."""
     data = None if body is None else json.dumps(body).encode()
     request = urllib.request.Request(url, data=data, method="GET" if body is None else "POST")
     request.add_header("Accept", "application/json")
     if data is not None:
         request.add_header("Content-Type", "application/json")
+    if token:
+        request.add_header("Authorization", f"Bearer {token}")
     with urllib.request.urlopen(request, timeout=timeout) as answer:
         return json.load(answer)
 
@@ -67,7 +92,7 @@ def find_key(node: Any, key: str) -> Any:
     return None
 
 
-def query(base: str, text: str, top_k: int, wait_s: float) -> list[str]:
+def query(base: str, text: str, top_k: int, wait_s: float, token: str | None = None) -> list[str]:
     """Send the query; retry while the agent answers with a failed task (MCP not ready yet)."""
     deadline = time.monotonic() + wait_s
     while True:
@@ -88,7 +113,16 @@ def query(base: str, text: str, top_k: int, wait_s: float) -> list[str]:
         }
         started = time.perf_counter()
         try:
-            answer = http_json(base, request, timeout=60)
+            answer = http_json(base, request, timeout=60, token=token)
+        except urllib.error.HTTPError as e:
+            if e.code != UNAUTHORIZED:
+                answer = {"error": str(e)}
+            elif token:
+                raise SystemExit("FAIL: HTTP 401: the agent refused the token") from None
+            else:
+                raise SystemExit(
+                    "FAIL: HTTP 401: the agent requires a token (A2A_TOKEN_FILE or A2A_TOKEN)"
+                ) from None
         except (OSError, ValueError) as e:
             answer = {"error": str(e)}
         elapsed = time.perf_counter() - started
@@ -124,11 +158,20 @@ def main() -> None:
     parser.add_argument("--query", default="vitamin D and breast cancer risk")
     parser.add_argument("--top-k", type=int, default=5)
     parser.add_argument("--wait", type=float, default=120.0, help="seconds to wait for the stack")
+    parser.add_argument(
+        "--token-file",
+        default=os.environ.get("A2A_TOKEN_FILE") or None,
+        help="file of the agent's accepted tokens; the first is sent (default: $A2A_TOKEN_FILE)",
+    )
     args = parser.parse_args()
     base = args.url if args.url.endswith("/") else args.url + "/"
+    # The token itself only from the environment: a command line is visible to every process.
+    token = os.environ.get("A2A_TOKEN") or None
+    if token is None and args.token_file:
+        token = read_token(args.token_file)
     card = wait_for_card(base, args.wait)
     print(f"agent card: {card['name']} ({card.get('url') or base})")
-    query(base, args.query, args.top_k, args.wait)
+    query(base, args.query, args.top_k, args.wait, token=token)
     print("OK")
 
 

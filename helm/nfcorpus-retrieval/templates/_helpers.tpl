@@ -92,6 +92,90 @@ app.kubernetes.io/component: {{ .component }}
 {{- default (printf "%s-api-key" (include "nfcorpus.componentName" (dict "root" . "component" "qdrant"))) .Values.qdrant.apiKey.existingSecret }}
 {{- end }}
 
+{{/*
+Bearer-token authentication (.Values.auth). Two tokens, each from its own existingSecret or from
+the Secret the chart creates (<fullname>-auth):
+  clientTokens  what the purple agent accepts from its callers (and the helm test pod sends);
+  mcpToken      what the purple agent sends to the MCP server and the MCP server accepts.
+Each reaches the pods as a file of a read-only Secret volume, never as an env value.
+*/}}
+{{- define "nfcorpus.authSecret" -}}
+{{- include "nfcorpus.componentName" (dict "root" . "component" "auth") }}
+{{- end }}
+
+{{/* Secret holding one token: (dict "root" $ "part" "clientTokens"). */}}
+{{- define "nfcorpus.authPartSecret" -}}
+{{- default (include "nfcorpus.authSecret" .root) (index .root.Values.auth .part).existingSecret }}
+{{- end }}
+
+{{/* Where a token's file is mounted: (dict "root" $ "part" "mcpToken"). */}}
+{{- define "nfcorpus.authFile" -}}
+{{- if eq .part "clientTokens" }}/var/run/secrets/nfcorpus/client-tokens/tokens
+{{- else }}/var/run/secrets/nfcorpus/mcp-token/token
+{{- end }}
+{{- end }}
+
+{{/* The volume of one token, as the {name, mountPath, secret} dict nfcorpus.web takes (YAML):
+only the token's key is projected (items), so a shared existing Secret exposes nothing else. */}}
+{{- define "nfcorpus.authVolume" -}}
+{{- $part := index .root.Values.auth .part }}
+{{- $file := include "nfcorpus.authFile" . }}
+name: {{ ternary "client-tokens" "mcp-token" (eq .part "clientTokens") }}
+mountPath: {{ dir $file }}
+secret:
+  secretName: {{ include "nfcorpus.authPartSecret" . }}
+  items:
+    - key: {{ $part.existingSecretKey }}
+      path: {{ base $file }}
+{{- end }}
+
+{{/*
+Data of the chart's own auth Secret, as YAML {key: token}: the tokens that come from no
+existingSecret. A given value wins; else the token the cluster already holds (lookup), so
+upgrades keep it; else a new random one. Computed once per render and kept in .Values.auth: the
+Secret and the pods' checksum annotations must see the same tokens (a second randAlphaNum would
+differ on install, and the first upgrade would roll every pod for nothing).
+*/}}
+{{- define "nfcorpus.authGenerated" -}}
+{{- $auth := .Values.auth }}
+{{- if not (hasKey $auth "_generated") }}
+{{- $data := dict }}
+{{- $held := dict }}
+{{- with lookup "v1" "Secret" .Release.Namespace (include "nfcorpus.authSecret" .) }}
+{{- $held = .data | default dict }}
+{{- end }}
+{{- range $part := list $auth.clientTokens $auth.mcpToken }}
+{{- if not $part.existingSecret }}
+{{- $token := $part.value }}
+{{- if and (not $token) (hasKey $held $part.existingSecretKey) }}
+{{- $token = index $held $part.existingSecretKey | b64dec }}
+{{- end }}
+{{- $_ := set $data $part.existingSecretKey (default (randAlphaNum 48) $token) }}
+{{- end }}
+{{- end }}
+{{- $_ := set $auth "_generated" $data }}
+{{- end }}
+{{- toYaml $auth._generated }}
+{{- end }}
+
+{{/* sha256 of the chart-generated tokens a pod mounts, for a checksum/auth annotation that rolls
+the pods when a token changes (the services read their tokens at start only); empty when every
+token comes from an existingSecret, whose content the chart cannot see.
+(dict "root" $ "parts" (list "clientTokens" "mcpToken")) */}}
+{{- define "nfcorpus.authChecksum" -}}
+{{- $generated := include "nfcorpus.authGenerated" .root | fromYaml }}
+{{- $mounted := dict }}
+{{- range $name := .parts }}
+{{- $part := index $.root.Values.auth $name }}
+{{- if not $part.existingSecret }}
+{{- $_ := set $mounted $name (index $generated $part.existingSecretKey) }}
+{{- end }}
+{{- end }}
+{{- if $mounted }}
+{{- toYaml $mounted | sha256sum }}
+{{- end }}
+{{- end }}
+
 {{/* Retrieval settings of the processes that talk to Qdrant (MCP server, indexer). */}}
 {{- define "nfcorpus.retrievalEnv" -}}
 - name: RETRIEVAL_STORE
@@ -216,5 +300,19 @@ failureThreshold: {{ .probe.failureThreshold }}
 {{- end }}
 {{- if and .Values.qdrant.external.url .Values.qdrant.apiKey.enabled (not .Values.qdrant.apiKey.existingSecret) (not .Values.qdrant.apiKey.value) }}
 {{- fail "an external Qdrant needs qdrant.apiKey.existingSecret or qdrant.apiKey.value (or qdrant.apiKey.enabled=false)" }}
+{{- end }}
+{{- with .Values.auth }}
+{{- if .enabled }}
+{{- if and (not .clientTokens.existingSecret) (not .mcpToken.existingSecret) (eq .clientTokens.existingSecretKey .mcpToken.existingSecretKey) }}
+{{- fail "auth.clientTokens.existingSecretKey and auth.mcpToken.existingSecretKey name the same key of the chart's auth Secret: make them differ" }}
+{{- end }}
+{{- /* The services refuse short tokens at start; refuse them at install instead of crash-looping. */}}
+{{- range $line := splitList "\n" .clientTokens.value }}
+{{- $line = trim $line }}
+{{- if and $line (not (hasPrefix "#" $line)) (lt (len (trim (last (splitList ":" $line)))) 16) }}
+{{- fail "auth.clientTokens.value: every token needs at least 16 characters (one per line, name:token)" }}
+{{- end }}
+{{- end }}
+{{- end }}
 {{- end }}
 {{- end }}

@@ -3,11 +3,15 @@ The stateless HTTP services (purple agent, MCP server) share one shape: a gunico
 probes on /healthz and /readyz, a Service, an optional HPA and PDB. Each template below takes
   (dict "root" $ "component" "mcp-server" "values" .Values.mcpServer
         "app" "services.mcp_server.asgi:app" "containerPort" 8000
-        "env" <rendered EnvVar list> "volumes" <list of {name, mountPath, sizeLimit}>)
+        "env" <rendered EnvVar list> "volumes" <list of volumes> ["annotations" <dict>])
+A volume is {name, mountPath, sizeLimit} (an emptyDir) or {name, mountPath, secret} (a Secret
+volume source, mounted read-only). "annotations" are the chart's own pod annotations (checksums);
+they win over .values.podAnnotations on a clash.
 */}}
 
 {{- define "nfcorpus.web.deployment" -}}
 {{- $v := .values -}}
+{{- $annotations := merge (dict) (.annotations | default dict) ($v.podAnnotations | default dict) -}}
 apiVersion: apps/v1
 kind: Deployment
 metadata:
@@ -36,7 +40,7 @@ spec:
         {{- with $v.podLabels }}
         {{- toYaml . | nindent 8 }}
         {{- end }}
-      {{- with $v.podAnnotations }}
+      {{- with $annotations }}
       annotations:
         {{- toYaml . | nindent 8 }}
       {{- end }}
@@ -90,12 +94,20 @@ spec:
             {{- range .volumes }}
             - name: {{ .name }}
               mountPath: {{ .mountPath }}
+              {{- if .secret }}
+              readOnly: true
+              {{- end }}
             {{- end }}
       volumes:
         {{- range .volumes }}
         - name: {{ .name }}
+          {{- if .secret }}
+          secret:
+            {{- toYaml .secret | nindent 12 }}
+          {{- else }}
           emptyDir:
             sizeLimit: {{ .sizeLimit }}
+          {{- end }}
         {{- end }}
 {{- end }}
 
