@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
+from typing import Any
+
+from a2a.auth.user import User
 from a2a.server.agent_execution import AgentExecutor, RequestContext
 from a2a.server.context import ServerCallContext
 from a2a.server.events import EventQueue
@@ -15,7 +19,9 @@ from a2a.types import (
     GetTaskRequest,
     ListTasksRequest,
     ListTasksResponse,
+    Message,
     SecurityRequirement,
+    SendMessageRequest,
     StringList,
     Task,
     TaskState,
@@ -58,14 +64,68 @@ def provider(url: str) -> AgentProvider:
     return AgentProvider(organization=ORGANIZATION, url=url)
 
 
+class _Running:
+    """The executions of requests in flight, by caller and message id.
+
+    The SDK runs the executor in a task of its own, which goes on when the request that started
+    it is cancelled (its client hung up: :mod:`services.common.disconnect`). The handler cancels
+    it through this registry instead, so an agent stops calling its own backends for nobody. The
+    caller's name is part of the key: one caller cannot cancel another's request by reusing its
+    message id.
+    """
+
+    def __init__(self) -> None:
+        self._tasks: dict[tuple[str, str], asyncio.Task[Any]] = {}
+
+    @staticmethod
+    def key(user: User | None, message: Message | None) -> tuple[str, str]:
+        name = user.user_name if user is not None and user.is_authenticated else ""
+        return name, message.message_id if message is not None else ""
+
+    def add(self, key: tuple[str, str]) -> None:
+        task = asyncio.current_task()
+        if task is None or not key[1]:
+            return
+        self._tasks[key] = task
+        task.add_done_callback(lambda done: self._tasks.pop(key, None))
+
+    def cancel(self, key: tuple[str, str]) -> None:
+        task = self._tasks.pop(key, None)
+        if task is not None:
+            task.cancel()
+
+
+_RUNNING = _Running()
+
+
 class _RequestHandler(DefaultRequestHandler):
-    """The SDK's handler, with reading tasks back (get, list) possibly switched off."""
+    """The SDK's handler, but for reading tasks back (get, list), possibly off.
+
+    It also stops the work of callers that have hung up.
+    """
 
     def __init__(
         self, executor: AgentExecutor, tasks: TaskStore, card: AgentCard, *, readable: bool
     ) -> None:
         super().__init__(agent_executor=executor, task_store=tasks, agent_card=card)
         self._readable = readable
+
+    async def on_message_send(
+        self, params: SendMessageRequest, context: ServerCallContext
+    ) -> Message | Task:
+        """``message/send``; the execution is cancelled if the request is (its client left)."""
+        key = _Running.key(context.user, params.message)
+        try:
+            result: Message | Task = await super().on_message_send(params, context)
+        except asyncio.CancelledError:
+            _RUNNING.cancel(key)
+            raise
+        request = asyncio.current_task()
+        if request is not None and request.cancelling():
+            # The SDK's subscription swallows the cancellation and returns the task unfinished.
+            _RUNNING.cancel(key)
+            raise asyncio.CancelledError
+        return result
 
     def _refuse_unless_readable(self) -> None:
         if not self._readable:
@@ -106,8 +166,12 @@ async def open_task(context: RequestContext, event_queue: EventQueue) -> TaskUpd
     """The updater of this request's task; a new task is enqueued first, as the SDK requires.
 
     The task is built by hand rather than with ``new_task_from_user_message``, which refuses an
-    empty text part before the executor could fail the task with a useful message.
+    empty text part before the executor could fail the task with a useful message. The running
+    execution is registered, to be cancelled if its caller hangs up.
     """
+    _RUNNING.add(
+        _Running.key(context.call_context.user if context.call_context else None, context.message)
+    )
     task = context.current_task
     if task is None:
         task = Task(

@@ -20,16 +20,22 @@ import json
 from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Scope, Send
 
+from services.common.disconnect import run_until_disconnect
 from services.common.jsonrpc import envelope_problem
 from services.common.limits import ServerLimits
+from services.telemetry.http import ABANDONED
 
 #: A protocol's own rule on a decoded JSON body: what is wrong with it, or None.
 BodyCheck = Callable[[Any], str | None]
 INVALID_REQUEST = -32600
 OVERLOADED = -32000  # JSON-RPC "server error" range
 EXEMPT_PATHS = frozenset({"/healthz", "/readyz", "/metrics"})
+
+
+class ClientGone(Exception):
+    """The client disconnected before its request body was complete."""
 
 
 class Refusal(Exception):
@@ -150,16 +156,21 @@ class RequestGuard:
         try:
             if scope["method"] in ("POST", "PUT", "PATCH"):
                 try:
-                    receive = await self._checked_body(scope, receive)
+                    body = await self._checked_body(scope, receive)
                 except Refusal as refusal:
                     await self._refuse(scope, send, refusal)
                     return
+                except ClientGone:  # before its body was complete: nobody to work for
+                    scope[ABANDONED] = True
+                    return
+                await run_until_disconnect(self._app, scope, receive, send, body)
+                return
             await self._app(scope, receive, send)
         finally:
             self.in_flight -= 1
 
-    async def _checked_body(self, scope: Scope, receive: Receive) -> Receive:
-        """Read the whole body within the limits, check it, and hand it on unchanged."""
+    async def _checked_body(self, scope: Scope, receive: Receive) -> bytes:
+        """Read the whole body within the limits and check it."""
         limit = self._limits.max_body_bytes
         declared = _declared_length(scope)
         if declared is not None and declared > limit:
@@ -172,7 +183,7 @@ class RequestGuard:
                 while more:
                     message = await receive()
                     if message["type"] == "http.disconnect":
-                        break
+                        raise ClientGone
                     chunk = message.get("body", b"")
                     size += len(chunk)
                     if size > limit:
@@ -184,16 +195,7 @@ class RequestGuard:
             raise Refusal(408, f"request body not received within {timeout:g} s") from None
         body = b"".join(chunks)
         check_json_body(body, self._limits.max_json_depth, self._body_checks.get(scope["path"]))
-        replayed = False
-
-        async def replay() -> Message:
-            nonlocal replayed
-            if replayed:
-                return await receive()
-            replayed = True
-            return {"type": "http.request", "body": body, "more_body": False}
-
-        return replay
+        return body
 
     async def _refuse(self, scope: Scope, send: Send, refusal: Refusal) -> None:
         reason = str(refusal)

@@ -2,7 +2,8 @@
 
 Searches are CPU-bound (the model) and the store client is synchronous, so each search runs in a
 worker thread; a capacity limiter keeps no more searches in flight than there are cores to run
-them, so queueing happens in the event loop instead of as thread contention.
+them, so queueing happens in the event loop instead of as thread contention. A search whose
+caller has gone while it waited for a thread is never run.
 """
 
 from __future__ import annotations
@@ -69,10 +70,19 @@ class SearchService:
         """Search, counting the call; raises :class:`SearchUnavailableError` on store failure."""
         with self._lock:
             self.search_calls += 1
+        started = threading.Event()
+
+        def search_now() -> list[SearchHit]:
+            started.set()
+            return self._search_sync(query, top_k)
+
         try:
-            hits = await anyio.to_thread.run_sync(
-                self._search_sync, query, top_k, limiter=self._limiter
-            )
+            hits = await anyio.to_thread.run_sync(search_now, limiter=self._limiter)
+        except anyio.get_cancelled_exc_class():
+            # The caller went away (see services.common.disconnect): a search still waiting for
+            # a thread is dropped; one that ran is counted as done, its answer unsent.
+            SEARCHES.labels(via, "ok" if started.is_set() else "abandoned").inc()
+            raise
         except StoreError as e:
             SEARCHES.labels(via, "store_error").inc()
             raise SearchUnavailableError(f"search backend unavailable: {e}") from e

@@ -19,6 +19,10 @@ from services.telemetry.tracing import extract_context, tracer
 _tracer = tracer(__name__)
 
 
+#: Scope key set on a request cancelled because its client went away (``services.common.disconnect``).
+ABANDONED = "nfcorpus.abandoned"
+
+
 class RequestTelemetry:
     """Times each HTTP request into ``histogram{route, outcome}`` and traces it."""
 
@@ -54,5 +58,7 @@ class RequestTelemetry:
                 span.set_attribute("http.response.status_code", status)
         finally:
             outcome = "ok" if status < 400 else "client_error" if status < 500 else "server_error"
+            if scope.get(ABANDONED):
+                outcome = "abandoned"
             self._histogram.labels(route, outcome).observe(time.perf_counter() - started)
             otel_context.detach(token)

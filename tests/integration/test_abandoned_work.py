@@ -1,0 +1,103 @@
+"""Work for clients that have gone is dropped: searches still queued when the caller hangs up.
+
+One search thread and a burst of callers that give up after a fraction of a second: the server
+runs the searches that had started and never runs the others (``outcome="abandoned"``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import re
+import signal
+from collections.abc import Iterator
+
+import httpx
+import pytest
+
+from services.common.processes import ServerProcess
+from services.purple_agent.settings import PurpleSettings
+from tests.conftest import SmallIndex
+from tests.support.purple import ThreadedServer, v03_body
+
+BURST = 24
+MCP_HEADERS = {"accept": "application/json, text/event-stream"}
+
+
+@pytest.fixture(scope="module")
+def one_thread_mcp(
+    small_index: SmallIndex, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[ServerProcess]:
+    folder = tmp_path_factory.mktemp("abandon")
+    env = {**small_index.env(private_copy=True), "MCP_SEARCH_THREADS": "1"}
+    with ServerProcess.module(
+        "services.mcp_server", env=env, log_path=folder / "mcp.log"
+    ) as server:
+        yield server
+
+
+def _searches(server: ServerProcess, via: str) -> dict[str, float]:
+    text = httpx.get(server.base_url + "/metrics").text
+    pattern = rf'mcp_searches_total\{{outcome="(\w+)",via="{via}"\}} ([\d.e+]+)'
+    return {outcome: float(n) for outcome, n in re.findall(pattern, text)}
+
+
+async def _burst(server: ServerProcess, via: str) -> None:
+    async def give_up_soon(client: httpx.AsyncClient, i: int) -> None:
+        body = {"query": f"vitamin D and bone health {i}", "top_k": 10}
+        if via == "tool":
+            call = {"name": "search_nfcorpus", "arguments": body}
+            body = {"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": call}
+        path = "/mcp" if via == "tool" else "/search_nfcorpus"
+        with contextlib.suppress(httpx.TimeoutException):
+            await client.post(server.base_url + path, json=body, headers=MCP_HEADERS)
+
+    async with httpx.AsyncClient(timeout=0.15, limits=httpx.Limits(max_connections=BURST)) as c:
+        await asyncio.gather(*(give_up_soon(c, i) for i in range(BURST)))
+
+
+@pytest.mark.parametrize("via", ["rest", "tool"])
+async def test_searches_of_callers_that_hung_up_are_not_run(
+    one_thread_mcp: ServerProcess, via: str
+) -> None:
+    before = _searches(one_thread_mcp, via)
+    await _burst(one_thread_mcp, via)
+    await asyncio.sleep(2)  # what had started finishes
+    after = _searches(one_thread_mcp, via)
+    ran = after.get("ok", 0) - before.get("ok", 0)
+    dropped = after.get("abandoned", 0) - before.get("abandoned", 0)
+    assert ran + dropped == BURST
+    assert dropped >= BURST // 2, (ran, dropped)
+    # The request is recorded as abandoned, not as a server error.
+    async with httpx.AsyncClient() as client:
+        metrics = (await client.get(one_thread_mcp.base_url + "/metrics")).text
+    assert re.search(r'mcp_http_request_duration_seconds_count\{outcome="abandoned"', metrics)
+    assert 'outcome="server_error"' not in metrics
+
+
+async def test_a_purple_agent_whose_caller_hung_up_stops_calling_mcp(
+    one_thread_mcp: ServerProcess,
+) -> None:
+    # The MCP server is frozen while the callers give up: without cancellation the agent would
+    # wait for it (and retry), and the server would run every search once it thaws.
+    settings = PurpleSettings(mcp_url=one_thread_mcp.base_url + "/mcp", deadline_s=10)
+    before = _searches(one_thread_mcp, "tool")
+    with ThreadedServer(settings) as purple:
+
+        async def give_up(client: httpx.AsyncClient, i: int) -> None:
+            body = v03_body(f'{{"query": "fish oil and the heart {i}", "top_k": 10}}')
+            with contextlib.suppress(httpx.TimeoutException):
+                await client.post(purple.url + "/", json=body)
+
+        one_thread_mcp.signal(signal.SIGSTOP)
+        try:
+            async with httpx.AsyncClient(timeout=1.0) as client:
+                await asyncio.gather(*(give_up(client, i) for i in range(8)))
+        finally:
+            one_thread_mcp.signal(signal.SIGCONT)
+        await asyncio.sleep(2)
+        after = _searches(one_thread_mcp, "tool")
+        async with httpx.AsyncClient() as client:
+            ready = (await client.get(purple.url + "/readyz")).status_code
+    assert after.get("ok", 0) - before.get("ok", 0) == 0
+    assert ready == 200
