@@ -14,12 +14,23 @@ import json
 import tempfile
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from services.common.cluster import LocalCluster
 from services.common.processes import REPO
+
+RESTARTS = 20
+
+
+def load(cluster: LocalCluster, name: str, seconds: float, pace: list[str]) -> dict[str, Any]:
+    """The load's report, with what HAProxy saw of the same requests (``balancer``)."""
+    mark = cluster.access_log.stat().st_size
+    report = cluster.load(seconds, pace, name)
+    report["balancer"] = balancer_view(cluster.answers(mark))
+    return report
 
 
 def under_load(
@@ -29,10 +40,33 @@ def under_load(
     started = time.monotonic()
     worker = threading.Thread(target=action, daemon=True)
     worker.start()
-    report = cluster.load(seconds, pace, name)
+    report = load(cluster, name, seconds, pace)
     worker.join()
     report["action_s"] = time.monotonic() - started
     return report
+
+
+def _percentile(values: list[int], q: float) -> int:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(len(ordered) * q))] if ordered else 0
+
+
+def balancer_view(answers: list[tuple[int, int]]) -> dict[str, Any]:
+    """Statuses and latency at the load balancer: the Service's view, free of client lag.
+
+    On this 2-core machine the load generator is itself starved of CPU at overload, and its
+    clock then adds seconds the cluster never spent; HAProxy's %Ta does not.
+    """
+    ok = [ms for status, ms in answers if status == 200]
+    refused = [ms for status, ms in answers if status == 503]
+    return {
+        "statuses": dict(Counter(str(status) for status, _ in answers)),
+        "ok_p50_ms": _percentile(ok, 0.5),
+        "ok_p99_ms": _percentile(ok, 0.99),
+        "ok_max_ms": max(ok, default=0),
+        "refused_p50_ms": _percentile(refused, 0.5),
+        "refused_p99_ms": _percentile(refused, 0.99),
+    }
 
 
 def summary(name: str, report: dict[str, Any]) -> dict[str, Any]:
@@ -50,23 +84,7 @@ def summary(name: str, report: dict[str, Any]) -> dict[str, Any]:
         "max_ms": round(lat["max_s"] * 1000, 1),
         "failure_max_ms": round(err["max_s"] * 1000, 1),
         "samples": report["error_samples"][:3],
-    }
-
-
-def rss_kb(pid: int | None) -> int:
-    """Resident memory of a process."""
-    status = Path(f"/proc/{pid}/status").read_text()
-    return int(next(line for line in status.splitlines() if line.startswith("VmRSS")).split()[1])
-
-
-def footprint(cluster: LocalCluster, scratch: Path) -> dict[str, Any]:
-    """RSS of every replica, and what their shard copies take in the temporary folder."""
-    copies = scratch / "nfcorpus-shard-copies"
-    files = [p for p in copies.rglob("*") if p.is_file()] if copies.exists() else []
-    return {
-        "rss_mb": {r.name: round(rss_kb(r.process.pid) / 1024, 1) for r in cluster.replicas},
-        "tmp_copies_mb": round(sum(p.stat().st_blocks * 512 for p in files) / 2**20, 1),
-        "tmp_copy_folders": len(list(copies.iterdir())) if copies.exists() else 0,
+        "balancer": report["balancer"],
     }
 
 
@@ -81,8 +99,8 @@ def run(workdir: Path, in_flight: dict[str, str], quick: bool) -> dict[str, Any]
     phases: list[dict[str, Any]] = []
     cluster.start()
     try:
-        before = footprint(cluster, scratch)
-        capacity = cluster.load(seconds / 2, ["--concurrency", "16"], "capacity")
+        before = cluster.footprint()
+        capacity = load(cluster, "capacity", seconds / 2, ["--concurrency", "16"])
         phases.append(summary("saturation (closed loop, 16 clients)", capacity))
 
         def rolling() -> None:
@@ -122,30 +140,41 @@ def run(workdir: Path, in_flight: dict[str, str], quick: bool) -> dict[str, Any]
         )
         rate = 4 * capacity["throughput_rps"]
         overload = ["--rate", f"{rate:.0f}", "--max-in-flight", "2048"]
-        report = cluster.load(seconds, overload, "overload")
+        report = load(cluster, "overload", seconds, overload)
         phases.append(summary(f"4x saturation ({rate:.0f} requests/s, open loop)", report))
-        after = footprint(cluster, scratch)
+        after_load = cluster.footprint()
+
+        def endurance() -> None:
+            # Every other one SIGKILLed: its copies are swept by the next start, not by itself.
+            for n in range(RESTARTS):
+                replica = cluster.mcp[n % len(cluster.mcp)]
+                (cluster.kill if n % 2 else cluster.restart)(replica)
+
+        phases.append(
+            summary(
+                f"{RESTARTS} MCP restarts (half SIGKILL)",
+                under_load(cluster, "endurance", seconds * 2, steady, endurance),
+            )
+        )
+        after = cluster.footprint()
     finally:
         cluster.stop()
-    leftover = footprint_tmp(scratch)
+    leftover = cluster.copy_folders()
     return {
         "max_in_flight": in_flight,
         "phases": phases,
         "before": before,
+        "after_load": after_load,
         "after": after,
         "copies_after_stop": leftover,
     }
 
 
-def footprint_tmp(scratch: Path) -> int:
-    """Shard-copy folders left once every replica has stopped."""
-    copies = scratch / "nfcorpus-shard-copies"
-    return len(list(copies.iterdir())) if copies.exists() else 0
-
-
 def write_markdown(result: dict[str, Any], path: Path) -> None:
     """The figures as the table in ``docs/reliability.md`` (between the generated markers)."""
     rows = [
+        "Client side (the green agent's load mode):",
+        "",
         "| phase | requests | failed | req/s | p50 ms | p99 ms | max ms | slowest failure ms |",
         "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
@@ -154,12 +183,28 @@ def write_markdown(result: dict[str, Any], path: Path) -> None:
             f"| {p['phase']} | {p['requests']} | {p['failed']} | {p['throughput_rps']} | "
             f"{p['p50_ms']} | {p['p99_ms']} | {p['max_ms']} | {p['failure_max_ms']} |"
         )
-    before, after = result["before"], result["after"]
     rows += [
         "",
-        f"RSS before / after (MB): {before['rss_mb']} / {after['rss_mb']}; shard copies in the "
-        f"temporary folder: {before['tmp_copies_mb']} MB in {before['tmp_copy_folders']} folders "
-        f"before, {after['tmp_copies_mb']} MB in {after['tmp_copy_folders']} after; "
+        "At the load balancer (HAProxy's %Ta for the purple agents' backend):",
+        "",
+        "| phase | statuses | answered p50 ms | p99 ms | max ms | refused p50 ms | p99 ms |",
+        "| --- | --- | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for p in result["phases"]:
+        b = p["balancer"]
+        rows.append(
+            f"| {p['phase']} | {b['statuses']} | {b['ok_p50_ms']} | {b['ok_p99_ms']} | "
+            f"{b['ok_max_ms']} | {b['refused_p50_ms']} | {b['refused_p99_ms']} |"
+        )
+    before, after_load, after = result["before"], result["after_load"], result["after"]
+    requests = sum(p["requests"] for p in result["phases"])
+    rows += [
+        "",
+        f"{requests} requests in all. RSS (MB) at the start: {before['rss_mb']}; after the load "
+        f"phases: {after_load['rss_mb']}; after {RESTARTS} more restarts: {after['rss_mb']}. "
+        f"Shard copies in the temporary folder: {before['tmp_copies_mb']} MB in "
+        f"{before['tmp_copy_folders']} folders at the start, {after['tmp_copies_mb']} MB in "
+        f"{after['tmp_copy_folders']} after every restart; "
         f"{result['copies_after_stop']} left once every replica stopped.",
         "",
         "Failures by reason: "

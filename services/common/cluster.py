@@ -9,13 +9,16 @@ agents reach the MCP servers through their front, as in the cluster. Replicas dr
 
 from __future__ import annotations
 
+import csv
 import json
 import os
 import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
+import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,8 +28,13 @@ from services.common.processes import BASE_ENV, REPO, ServerProcess, free_port, 
 DRAIN_S = 2.0
 HAPROXY_CONFIG = """global
     maxconn 8192
+    log stdout format raw local0 info
 defaults
     mode http
+    log global
+    # One line per request: backend, status, and the time from its first byte in to the last
+    # byte of the answer out (%Ta): latency as the Service sees it, not as a busy client does.
+    log-format "request %b %ST %Ta"
     timeout connect 2s
     timeout client 90s
     timeout server 90s
@@ -37,6 +45,8 @@ defaults
 frontend stats
     bind 127.0.0.1:{stats_port}
     http-request return status 200 content-type text/plain string ok if {{ path /healthz }}
+    stats enable
+    stats uri /stats
 {fronts}"""
 FRONT = """frontend {name}
     bind 127.0.0.1:{port}
@@ -46,6 +56,11 @@ backend {name}
     http-check expect status 200
     default-server inter 500ms fall 2 rise 2
 {servers}"""
+
+
+def _rss_kb(pid: int | None) -> int:
+    status = Path(f"/proc/{pid}/status").read_text()
+    return int(next(line for line in status.splitlines() if line.startswith("VmRSS")).split()[1])
 
 
 @dataclass
@@ -74,6 +89,8 @@ class LocalCluster:
         """
         tier_env = tier_env or {}
         self.workdir = workdir
+        # Where the MCP servers' private shard copies go (services.retrieval.store.copies).
+        self._copies = Path(env.get("TMPDIR", tempfile.gettempdir())) / "nfcorpus-shard-copies"
         self._haproxy: subprocess.Popen[bytes] | None = None
         self._stats_port = free_port()
         self.mcp_port, self.purple_port = free_port(), free_port()
@@ -117,9 +134,12 @@ class LocalCluster:
         haproxy = shutil.which("haproxy") or "/usr/sbin/haproxy"
         config = self.workdir / "haproxy.cfg"
         config.write_text(self._haproxy_config())
-        with open(self.workdir / "haproxy.log", "ab") as log:
+        with (
+            open(self.access_log, "ab") as access,
+            open(self.workdir / "haproxy.log", "ab") as log,
+        ):
             self._haproxy = subprocess.Popen(
-                [haproxy, "-db", "-f", str(config)], stdout=log, stderr=log
+                [haproxy, "-db", "-f", str(config)], stdout=access, stderr=log
             )
         wait_until_ready(f"http://127.0.0.1:{self._stats_port}/healthz", 10, self._haproxy)
         for replica in self.replicas:
@@ -127,16 +147,68 @@ class LocalCluster:
         wait_until_ready(f"{self.mcp_url}/readyz", 30)
         wait_until_ready(f"{self.purple_url}/readyz", 30)
 
+    def footprint(self) -> dict[str, Any]:
+        """RSS of every replica, and what their shard copies take in the temporary folder."""
+        files = [p for p in self._copies.rglob("*") if p.is_file()]
+        return {
+            "rss_mb": {r.name: round(_rss_kb(r.process.pid) / 1024, 1) for r in self.replicas},
+            "tmp_copies_mb": round(sum(p.stat().st_blocks * 512 for p in files) / 2**20, 1),
+            "tmp_copy_folders": self.copy_folders(),
+        }
+
+    def copy_folders(self) -> int:
+        """Folders of shard copies in the replicas' temporary folder (one per live MCP server)."""
+        return len(list(self._copies.iterdir())) if self._copies.exists() else 0
+
+    @property
+    def access_log(self) -> Path:
+        """HAProxy's request log: ``request <backend> <status> <ms>`` lines."""
+        return self.workdir / "haproxy-access.log"
+
+    def answers(self, since: int, backend: str = "purple") -> list[tuple[int, int]]:
+        """(status, milliseconds) of what ``backend`` answered after byte ``since`` of the log.
+
+        Take ``access_log.stat().st_size`` before a phase to read that phase's requests.
+        """
+        with open(self.access_log, "rb") as log:
+            log.seek(since)
+            lines = log.read().decode("utf-8", "replace").splitlines()
+        found = []
+        for line in lines:
+            parts = line.split()
+            if len(parts) == 4 and parts[0] == "request" and parts[1] == backend:
+                found.append((int(parts[2]), int(parts[3])))
+        return found
+
     def restart(self, replica: Replica) -> None:
-        """SIGTERM (the replica drains, then exits), then start it again and wait until ready."""
+        """SIGTERM (it drains, then exits), start it again, wait until HAProxy takes it back.
+
+        As a Deployment's rolling update waits for the new pod to be Ready before it stops the
+        next one: restarting the next replica before HAProxy's checks have taken this one back
+        would leave the tier with no replica at all for a moment.
+        """
         replica.process.stop(timeout_s=DRAIN_S + 60)
         replica.process.start()
+        self.wait_until_balanced(replica)
+
+    def wait_until_balanced(self, replica: Replica, timeout_s: float = 30.0) -> None:
+        """Wait until HAProxy's health checks report ``replica`` UP."""
+        backend = replica.name.split("-")[0]
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            stats = urllib.request.urlopen(f"http://127.0.0.1:{self._stats_port}/stats;csv")
+            for row in csv.reader(stats.read().decode().splitlines()):
+                if row[:2] == [backend, replica.name] and row[17] == "UP":  # 17: status
+                    return
+            time.sleep(0.1)
+        raise TimeoutError(f"HAProxy did not take {replica.name} back within {timeout_s:g} s")
 
     def kill(self, replica: Replica) -> None:
-        """SIGKILL: requests in flight on it are lost; then start it again."""
+        """SIGKILL: requests in flight on it are lost; then start it again (as :meth:`restart`)."""
         replica.process.signal(signal.SIGKILL)
         replica.process.wait(timeout_s=10)
         replica.process.start()
+        self.wait_until_balanced(replica)
 
     def hang(self, replica: Replica, seconds: float) -> None:
         """SIGSTOP for ``seconds``: it holds its connections and answers nothing; then SIGCONT."""

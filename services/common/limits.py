@@ -44,8 +44,11 @@ class ServerLimits(BaseSettings):
     body_timeout_s: float = Field(
         default=10.0, gt=0, description="Time a client has to send a whole request body."
     )
+    # Longer than the idle expiry of clients and proxies (httpx and HAProxy's pool: 5 s), so
+    # they close an idle connection first: a server closing one just as a client reuses it
+    # loses that request ("disconnected without sending a response").
     keep_alive_s: float = Field(
-        default=5.0, gt=0, description="Idle time after which a keep-alive connection is closed."
+        default=75.0, gt=0, description="Idle time after which a keep-alive connection is closed."
     )
     drain_s: float = Field(
         default=0.0,

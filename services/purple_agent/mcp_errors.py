@@ -28,10 +28,22 @@ class McpCallError(Exception):
 
 
 class ServerRefused(Exception):
-    """The MCP server answered 503 or 429: overloaded or going away, the request not started."""
+    """The MCP server did not work on the request: refused (503, 429) or gone (502).
+
+    503 and 429: overloaded or going away; 502: the replica behind the gateway went away before
+    it answered.
+    """
 
     def __init__(self, status: int) -> None:
         super().__init__(f"HTTP {status}")
+        self.status = status
+
+
+class ServerFailed(Exception):
+    """Any other HTTP error status (401 for a wrong token, 504 from a gateway...): not retried."""
+
+    def __init__(self, status: int, detail: str) -> None:
+        super().__init__(f"HTTP {status}" + (f": {detail}" if detail else ""))
         self.status = status
 
 
@@ -51,6 +63,8 @@ def classify(error: BaseException, url: str) -> McpCallError:
         return McpCallError(
             "mcp_overloaded", f"MCP server at {url} refused the call ({leaf})", retryable=True
         )
+    if isinstance(leaf, ServerFailed):
+        return McpCallError("mcp_error", f"MCP server at {url} answered {leaf}", retryable=False)
     if isinstance(leaf, httpx2.ConnectError | httpx2.ConnectTimeout):
         return McpCallError(
             "mcp_unavailable",
@@ -84,8 +98,16 @@ def classify(error: BaseException, url: str) -> McpCallError:
 
 
 async def raise_if_refused(response: httpx2.Response) -> None:
-    """httpx2 response hook: raise :class:`ServerRefused` on 503 and 429."""
-    # The transport turns every HTTP error into one generic JSON-RPC error; a refusal must stay
-    # recognisable, since it is the one error a retry is certain to be worth.
-    if response.status_code in (429, 503):
-        raise ServerRefused(response.status_code)
+    """httpx2 response hook: raise on an HTTP error status.
+
+    :class:`ServerRefused` on 502, 503 and 429 (retried), else :class:`ServerFailed`.
+    """
+    # The transport turns every HTTP error into one generic JSON-RPC error ("Server returned an
+    # error response"): a refusal must stay recognisable, since it is the one error a retry is
+    # certain to be worth, and the status tells an operator what went wrong (401: the token).
+    status = response.status_code
+    if status in (429, 502, 503):
+        raise ServerRefused(status)
+    if status >= 400:
+        detail = (await response.aread())[:200].decode("utf-8", "replace").strip()
+        raise ServerFailed(status, detail)

@@ -31,6 +31,7 @@ class Tally:
         self.counts: dict[str, Counter[str]] = {}
         self.samples: dict[str, dict[str, list[str]]] = {}
         self._keep = samples
+        self.notes: dict[str, str] = {}
 
     def add(self, interface: str, kind: str, response: httpx.Response) -> None:
         self.counts.setdefault(interface, Counter())[kind] += 1
@@ -39,11 +40,15 @@ class Tally:
         if len(kept) < self._keep and answer not in kept:
             kept.append(answer)
 
+    def note(self, case: str, figure: str) -> None:
+        self.notes[case] = figure
+
     def as_dict(self) -> dict[str, Any]:
-        return {
+        interfaces = {
             name: {"answers": dict(sorted(c.items())), "samples": self.samples[name]}
             for name, c in sorted(self.counts.items())
         }
+        return {**interfaces, "notes": self.notes}
 
 
 def _fail(why: str, request: Any, response: httpx.Response) -> None:

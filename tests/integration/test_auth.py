@@ -97,6 +97,22 @@ async def test_the_evaluator_sends_its_token(
         await without.aclose()
 
 
+async def test_a_wrong_mcp_token_fails_the_task_saying_401(secured_mcp: ServerProcess) -> None:
+    settings = PurpleSettings(
+        mcp_url=secured_mcp.base_url + "/mcp", mcp_token="wrong-token-0123456789"
+    )
+    with ThreadedServer(settings) as purple:
+        async with httpx.AsyncClient(timeout=30) as http:
+            body = v03_body('{"query": "green tea", "top_k": 3}')
+            task = (await http.post(purple.url + "/", json=body)).json()["result"]
+    assert task["status"]["state"] == "failed"
+    (part,) = task["status"]["message"]["parts"]
+    assert part["text"].startswith(
+        f"retrieval failed: MCP server at {secured_mcp.base_url}/mcp answered HTTP 401"
+    )
+    assert "authentication failed" in part["text"]
+
+
 async def test_a_caller_sees_only_its_own_tasks(secured_purple: ThreadedServer) -> None:
     async with httpx.AsyncClient(base_url=secured_purple.url, timeout=30) as http:
         sent = await http.post("/", json=v03_body('{"query": "x"}'), headers=_bearer(ALICE))
