@@ -12,6 +12,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Mount, Route
 
 from services.common.frame import Readiness, ServiceId, service_app
+from services.mcp_server.metrics import observe_store_call
 from services.mcp_server.routes import rest_routes
 from services.mcp_server.service import SearchService
 from services.mcp_server.settings import McpServerSettings
@@ -52,7 +53,7 @@ def create_app(
     """Open store and model, then wire the tool and the routes into the service frame."""
     settings = settings or McpServerSettings()
     retrieval = retrieval or RetrievalSettings()
-    store = CountingStore(open_store(retrieval.store))
+    store = CountingStore(open_store(retrieval.store), observe=observe_store_call)
     searcher = RankingPipeline(store, OnnxMiniLM(threads=retrieval.encode_threads), retrieval)
     service = SearchService(searcher, store, settings.search_threads)
 

@@ -1,4 +1,8 @@
-"""Prometheus metrics of the MCP server (the frame adds ``mcp_http_request_duration_seconds``)."""
+"""Prometheus metrics of the MCP server (the frame adds ``mcp_http_request_duration_seconds``).
+
+Every labelled series is created at import, at 0: ``rate()`` and ``increase()`` see the first
+failure only if the series existed before it.
+"""
 
 from __future__ import annotations
 
@@ -8,14 +12,39 @@ from services.telemetry.metrics import LATENCY_BUCKETS
 
 ENCODE_SECONDS = Histogram(
     "mcp_encode_duration_seconds",
-    "Query encoding (dense + sparse) latency.",
+    "Query encoding (dense + sparse) latency per search.",
     buckets=LATENCY_BUCKETS,
 )
 STORE_SECONDS = Histogram(
     "mcp_store_query_duration_seconds",
-    "Qdrant retrieval latency per search.",
+    "Time one search spends in store (Qdrant) calls, all of them summed.",
+    buckets=LATENCY_BUCKETS,
+)
+RANKING_SECONDS = Histogram(
+    "mcp_ranking_duration_seconds",
+    "Time one search spends ranking outside the store: fusion, feedback, kNN votes, features "
+    "and the model.",
+    buckets=LATENCY_BUCKETS,
+)
+STORE_CALL_SECONDS = Histogram(
+    "mcp_store_call_duration_seconds",
+    "Latency of one store (Qdrant) call, by operation.",
+    ["operation"],
     buckets=LATENCY_BUCKETS,
 )
 SEARCHES = Counter(
     "mcp_searches_total", "Searches served, by entry point and outcome.", ["via", "outcome"]
 )
+SEARCH_OUTCOMES = ("ok", "store_error", "abandoned")
+STORE_OPERATIONS = ("search", "fused_search", "retrieve", "scroll", "count", "resolve_alias")
+
+for _via in ("tool", "rest"):
+    for _outcome in SEARCH_OUTCOMES:
+        SEARCHES.labels(_via, _outcome)
+for _operation in STORE_OPERATIONS:
+    STORE_CALL_SECONDS.labels(_operation)
+
+
+def observe_store_call(operation: str, seconds: float) -> None:
+    """The ``observe`` of the server's :class:`CountingStore`."""
+    STORE_CALL_SECONDS.labels(operation).observe(seconds)

@@ -14,7 +14,12 @@ from typing import Literal
 
 import anyio
 
-from services.mcp_server.metrics import ENCODE_SECONDS, SEARCHES, STORE_SECONDS
+from services.mcp_server.metrics import (
+    ENCODE_SECONDS,
+    RANKING_SECONDS,
+    SEARCHES,
+    STORE_SECONDS,
+)
 from services.mcp_server.schemas import SearchHit
 from services.retrieval.pipeline import RankingPipeline
 from services.retrieval.store.base import StoreError
@@ -58,9 +63,12 @@ class SearchService:
                 encoded = self._searcher.encode(query)
             encoded_at = time.perf_counter()
             ENCODE_SECONDS.observe(encoded_at - started)
-            with _tracer.start_as_current_span("qdrant.query"):
+            self._store.start_timing()
+            with _tracer.start_as_current_span("retrieve"):  # store calls are its children
                 results = self._searcher.retrieve(encoded, top_k)
-            STORE_SECONDS.observe(time.perf_counter() - encoded_at)
+            store_s = self._store.thread_seconds
+            STORE_SECONDS.observe(store_s)
+            RANKING_SECONDS.observe(max(0.0, time.perf_counter() - encoded_at - store_s))
             span.set_attribute("search.results", len(results))
         return [
             SearchHit(doc_id=r.doc_id, score=r.score, title=r.title, text=r.text) for r in results

@@ -1,7 +1,8 @@
 """Prometheus metrics of the purple agent (served at ``/metrics``).
 
 Declared once per process at import time: the app factory may run several times in one process
-(tests), and a metric registered twice is an error.
+(tests), and a metric registered twice is an error. Every labelled series is created at 0 here:
+``rate()`` and ``increase()`` see the first failure only if its series existed before it.
 """
 
 from __future__ import annotations
@@ -36,3 +37,25 @@ MCP_RETRIES = Counter(
     "purple_mcp_retries_total",
     "MCP tool call attempts repeated after an error that left no work running on the server.",
 )
+
+#: Why a request fails: the reasons of ``AgentFailure`` (``mcp_*`` from ``McpCallError``).
+FAILURE_REASONS = (
+    "invalid_request",
+    "deadline",
+    "internal",
+    "mcp_tool_error",
+    "mcp_overloaded",
+    "mcp_unavailable",
+    "mcp_timeout",
+    "mcp_error",
+    "mcp_bad_response",
+)
+#: How one MCP call attempt ends (the failure reasons without ``mcp_``).
+MCP_OUTCOMES = ("ok", *(r.removeprefix("mcp_") for r in FAILURE_REASONS if r.startswith("mcp_")))
+
+for _outcome in ("completed", "failed"):
+    REQUEST_SECONDS.labels(_outcome)
+for _reason in FAILURE_REASONS:
+    FAILURES.labels(_reason)
+for _outcome in MCP_OUTCOMES:
+    MCP_CALL_SECONDS.labels(_outcome)

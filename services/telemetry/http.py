@@ -19,6 +19,8 @@ from services.telemetry.tracing import extract_context, tracer
 _tracer = tracer(__name__)
 
 
+#: The ``outcome`` label of a request: by status class, or abandoned by its client.
+OUTCOMES = ("ok", "client_error", "server_error", "abandoned")
 #: Scope key set on a request cancelled because its client went away (``services.common.disconnect``).
 ABANDONED = "nfcorpus.abandoned"
 
@@ -31,6 +33,11 @@ class RequestTelemetry:
         self._app = app
         self._histogram = histogram
         self._routes = frozenset(routes)
+        # Every series at 0 from the start, failures included: rate() misses a first failure
+        # that creates its series.
+        for route in [*self._routes, "other"]:
+            for outcome in OUTCOMES:
+                histogram.labels(route, outcome)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Observe one request."""

@@ -1,15 +1,19 @@
-"""A :class:`~services.retrieval.store.base.Store` that counts the calls made through it.
+"""A :class:`~services.retrieval.store.base.Store` that counts, times and traces its calls.
 
 The MCP server reports the count as ``qdrant_calls_total`` (the AgentBeats ``/health_check``):
 one search makes several store calls (candidate searches, feedback, kNN, payloads), and the
-counter shows each of them, readiness checks included. Calls come from worker threads, hence the
-lock.
+counter shows each of them, readiness checks included. Each call also gets a span
+(``store.<operation>``) and is passed to ``observe`` (the server's per-call histogram), and the
+time a thread spends in the store is summed, so that a search can tell its store time from its
+ranking time. Calls come from worker threads, hence the lock and the thread-local sum.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 
 from services.retrieval.store.base import (
     CollectionSpec,
@@ -19,16 +23,49 @@ from services.retrieval.store.base import (
     Store,
     VectorQuery,
 )
+from services.telemetry.tracing import tracer
+
+_tracer = tracer(__name__)
+T = TypeVar("T")
+#: ``observe(operation, seconds)`` of each store call.
+Observer = Callable[[str, float], None]
 
 
 class CountingStore:
-    """Delegates every call to ``inner`` and counts it."""
+    """Delegates every call to ``inner``, counting, timing and tracing it."""
 
-    def __init__(self, inner: Store) -> None:
+    def __init__(self, inner: Store, observe: Observer | None = None) -> None:
         """Wrap ``inner``; the count starts at 0."""
         self._inner = inner
+        self._observe = observe
         self._lock = threading.Lock()
         self._calls = 0
+        self._thread = threading.local()
+
+    @property
+    def thread_seconds(self) -> float:
+        """Seconds this thread has spent in store calls since its last :meth:`start_timing`."""
+        return float(getattr(self._thread, "seconds", 0.0))
+
+    def start_timing(self) -> None:
+        """Start summing this thread's store time from 0 (at the start of a search)."""
+        self._thread.seconds = 0.0
+
+    def _call(self, operation: str, method: Callable[..., T], *args: Any) -> T:
+        with self._lock:
+            self._calls += 1
+        started = time.perf_counter()
+        with _tracer.start_as_current_span(f"store.{operation}") as span:
+            span.set_attribute("db.operation.name", operation)
+            if args and isinstance(args[0], str):
+                span.set_attribute("db.collection.name", args[0])
+            try:
+                return method(*args)
+            finally:
+                elapsed = time.perf_counter() - started
+                self._thread.seconds = self.thread_seconds + elapsed
+                if self._observe is not None:
+                    self._observe(operation, elapsed)
 
     @property
     def calls(self) -> int:
@@ -40,64 +77,59 @@ class CountingStore:
         with self._lock:
             self._calls = 0
 
-    def _count(self) -> Store:
-        with self._lock:
-            self._calls += 1
-        return self._inner
-
     def collection_exists(self, name: str) -> bool:
         """Counted :meth:`Store.collection_exists`."""
-        return self._count().collection_exists(name)
+        return self._call("collection_exists", self._inner.collection_exists, name)
 
     def create_collection(self, name: str, spec: CollectionSpec) -> None:
         """Counted :meth:`Store.create_collection`."""
-        self._count().create_collection(name, spec)
+        self._call("create_collection", self._inner.create_collection, name, spec)
 
     def delete_collection(self, name: str) -> None:
         """Counted :meth:`Store.delete_collection`."""
-        self._count().delete_collection(name)
+        self._call("delete_collection", self._inner.delete_collection, name)
 
     def list_collections(self) -> list[str]:
         """Counted :meth:`Store.list_collections`."""
-        return self._count().list_collections()
+        return self._call("list_collections", self._inner.list_collections)
 
     def upsert(self, name: str, points: Sequence[Point]) -> None:
         """Counted :meth:`Store.upsert`."""
-        self._count().upsert(name, points)
+        self._call("upsert", self._inner.upsert, name, points)
 
     def count(self, name: str) -> int:
         """Counted :meth:`Store.count`."""
-        return self._count().count(name)
+        return self._call("count", self._inner.count, name)
 
     def search(
         self, name: str, queries: Sequence[VectorQuery], payload: Sequence[str] | bool
     ) -> list[list[Hit]]:
         """Counted :meth:`Store.search` (one call, however many queries it batches)."""
-        return self._count().search(name, queries, payload)
+        return self._call("search", self._inner.search, name, queries, payload)
 
     def fused_search(
         self, name: str, prefetch: Sequence[VectorQuery], fusion: Fusion, limit: int
     ) -> list[Hit]:
         """Counted :meth:`Store.fused_search`."""
-        return self._count().fused_search(name, prefetch, fusion, limit)
+        return self._call("fused_search", self._inner.fused_search, name, prefetch, fusion, limit)
 
     def retrieve(
         self, name: str, ids: Sequence[str], payload: Sequence[str] | bool = True
     ) -> list[Hit]:
         """Counted :meth:`Store.retrieve`."""
-        return self._count().retrieve(name, ids, payload)
+        return self._call("retrieve", self._inner.retrieve, name, ids, payload)
 
     def scroll(self, name: str, payload: Sequence[str] | bool, page: int = 1000) -> list[Hit]:
         """Counted :meth:`Store.scroll` (one call, however many pages)."""
-        return self._count().scroll(name, payload, page)
+        return self._call("scroll", self._inner.scroll, name, payload, page)
 
     def set_alias(self, alias: str, name: str) -> None:
         """Counted :meth:`Store.set_alias`."""
-        self._count().set_alias(alias, name)
+        self._call("set_alias", self._inner.set_alias, alias, name)
 
     def resolve_alias(self, alias: str) -> str | None:
         """Counted :meth:`Store.resolve_alias`."""
-        return self._count().resolve_alias(alias)
+        return self._call("resolve_alias", self._inner.resolve_alias, alias)
 
     def close(self) -> None:
         """Close the inner store (not counted: nothing is asked of Qdrant)."""

@@ -1,0 +1,51 @@
+"""One search's trace: encode, then retrieve with a span per store call beneath it; the store and
+ranking times are told apart in the metrics."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from prometheus_client import REGISTRY
+
+from services.mcp_server.metrics import observe_store_call
+from services.mcp_server.service import SearchService
+from services.retrieval.pipeline import RankingPipeline
+from services.retrieval.store import open_store
+from services.retrieval.store.counting import CountingStore
+from tests.conftest import SmallIndex
+from tests.support.tracing import collected_spans
+
+
+def _sample(name: str, **labels: str) -> float:
+    return REGISTRY.get_sample_value(name, labels) or 0.0
+
+
+async def test_a_search_traces_every_store_call_under_retrieve(
+    small_index: SmallIndex, encoder: Any
+) -> None:
+    settings = small_index.settings.updated(store={"edge_private_copy": True})
+    store = CountingStore(open_store(settings.store), observe=observe_store_call)
+    try:
+        service = SearchService(RankingPipeline(store, encoder, settings), store, threads=1)
+        ranking_before = _sample("mcp_ranking_duration_seconds_count")
+        calls_before = _sample("mcp_store_call_duration_seconds_count", operation="search")
+        with collected_spans() as exporter:
+            hits = await service.search("vitamin D and bone fractures", 5, via="rest")
+        spans = exporter.get_finished_spans()
+    finally:
+        store.close()
+    assert len(hits) == 5
+    by_name = {s.name: s for s in spans}
+    search, retrieve = by_name["search"], by_name["retrieve"]
+    assert by_name["encode"].parent.span_id == search.context.span_id  # type: ignore[union-attr]
+    assert retrieve.parent.span_id == search.context.span_id  # type: ignore[union-attr]
+    store_spans = [s for s in spans if s.name.startswith("store.")]
+    assert len(store_spans) >= 2  # candidates, then payloads (and feedback, kNN) at least
+    for span in store_spans:
+        assert span.parent.span_id == retrieve.context.span_id  # type: ignore[union-attr]
+        assert span.context.trace_id == search.context.trace_id
+        assert span.attributes and span.attributes["db.operation.name"] == span.name[6:]
+    assert _sample("mcp_ranking_duration_seconds_count") == ranking_before + 1
+    searches = sum(1 for s in store_spans if s.name == "store.search")
+    after = _sample("mcp_store_call_duration_seconds_count", operation="search")
+    assert after == calls_before + searches

@@ -1,0 +1,42 @@
+"""Failure series exist at 0 from start-up, and every failure reason the code uses is one of them."""
+
+from __future__ import annotations
+
+import httpx2
+import pytest
+from prometheus_client import REGISTRY, generate_latest
+
+from services.purple_agent.mcp_errors import McpCallError, ServerFailed, ServerRefused, classify
+from services.purple_agent.metrics import FAILURE_REASONS, MCP_OUTCOMES
+from services.telemetry.metrics import LATENCY_BUCKETS
+
+URL = "http://mcp:8000/mcp"
+
+
+def test_purple_failure_series_are_exported_at_zero() -> None:
+    text = generate_latest(REGISTRY).decode()
+    for reason in FAILURE_REASONS:
+        assert f'purple_request_failures_total{{reason="{reason}"}} 0.0' in text
+    for outcome in MCP_OUTCOMES:
+        assert f'purple_mcp_call_duration_seconds_count{{outcome="{outcome}"}}' in text
+    assert 'purple_request_duration_seconds_count{outcome="failed"}' in text
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        ServerRefused(503),
+        ServerFailed(401, "authentication failed"),
+        httpx2.ConnectError("refused"),
+        TimeoutError(),
+        ValueError("anything else"),
+        McpCallError("mcp_tool_error", "bad", retryable=False),
+    ],
+)
+def test_every_classified_mcp_failure_has_a_series(error: BaseException) -> None:
+    assert classify(error, URL).reason in FAILURE_REASONS
+
+
+def test_buckets_have_an_edge_at_every_slo_threshold() -> None:
+    for threshold in (0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0):
+        assert threshold in LATENCY_BUCKETS
