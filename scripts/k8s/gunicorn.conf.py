@@ -25,9 +25,28 @@ timeout = 75
 graceful_timeout = 35
 # Longer than the idle timeout of typical L7 proxies, so they close first and never hit a dead socket.
 keepalive = 75
-accesslog = None
+accesslog = None  # the service frame logs one structured line per request instead
 errorlog = "-"
 loglevel = os.environ.get("LOG_LEVEL", "info").lower()
+# gunicorn's own lines (worker boots, timeouts, exits) in the services' format (JSON in a
+# container): one stream, one format (services/telemetry/logging.py).
+logconfig_dict = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"service": {"()": "services.telemetry.logging.formatter"}},
+    "handlers": {
+        "stderr": {
+            "class": "logging.StreamHandler",
+            "formatter": "service",
+            "stream": "ext://sys.stderr",
+        }
+    },
+    "root": {"level": loglevel.upper(), "handlers": ["stderr"]},
+    "loggers": {
+        "gunicorn.error": {"level": loglevel.upper(), "handlers": [], "propagate": True},
+        "gunicorn.access": {"handlers": [], "propagate": False},
+    },
+}
 
 # Set here, before any worker imports prometheus_client, so every worker writes its samples to files.
 metrics_dir = Path(os.environ.setdefault("PROMETHEUS_MULTIPROC_DIR", "/tmp/prometheus-multiproc"))

@@ -24,6 +24,7 @@ from services.mcp_server.schemas import SearchHit
 from services.retrieval.pipeline import RankingPipeline
 from services.retrieval.store.base import StoreError
 from services.retrieval.store.counting import CountingStore
+from services.telemetry.http import annotate, query_prefix
 from services.telemetry.tracing import tracer
 
 _tracer = tracer(__name__)
@@ -78,6 +79,7 @@ class SearchService:
         """Search, counting the call; raises :class:`SearchUnavailableError` on store failure."""
         with self._lock:
             self.search_calls += 1
+        annotate(via=via, top_k=top_k, query=query_prefix(query))
         started = threading.Event()
 
         def search_now() -> list[SearchHit]:
@@ -93,6 +95,7 @@ class SearchService:
             raise
         except StoreError as e:
             SEARCHES.labels(via, "store_error").inc()
+            annotate(reason="store_error")
             raise SearchUnavailableError(f"search backend unavailable: {e}") from e
         SEARCHES.labels(via, "ok").inc()
         return hits

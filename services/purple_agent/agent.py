@@ -23,6 +23,7 @@ from services.common.limits import MAX_QUERY_CHARS, MAX_TOP_K
 from services.purple_agent.mcp_errors import McpCallError
 from services.purple_agent.metrics import FAILURES, IN_FLIGHT, REQUEST_SECONDS
 from services.purple_agent.ranking import Candidate, RankingPolicy
+from services.telemetry.http import annotate, query_prefix
 
 log = logging.getLogger(__name__)
 
@@ -188,7 +189,9 @@ class RetrievalAgent:
         started = time.perf_counter()
         IN_FLIGHT.inc()
         try:
-            doc_ids = await self._retrieve(parse_message(message))
+            request = parse_message(message)
+            annotate(top_k=request.top_k, query=query_prefix(request.query))
+            doc_ids = await self._retrieve(request)
         except Exception as e:
             failure = (
                 e
@@ -197,8 +200,11 @@ class RetrievalAgent:
             )
             FAILURES.labels(failure.reason).inc()
             REQUEST_SECONDS.labels("failed").observe(time.perf_counter() - started)
+            annotate(reason=failure.reason)
             if failure is not e:
                 log.exception("unexpected error while answering")
+            elif failure.reason != "invalid_request":  # the caller's mistake is not an incident
+                log.warning("request failed (%s): %s", failure.reason, failure)
             raise failure from None
         finally:
             IN_FLIGHT.dec()

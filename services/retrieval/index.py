@@ -16,7 +16,6 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 import numpy as np
-from rich.progress import Progress
 
 from services.nfcorpus.dataset import Document, corpus_fingerprint, load_corpus
 from services.nfcorpus.download import ensure_dataset
@@ -42,6 +41,7 @@ from services.retrieval.training import (
 )
 from services.retrieval.vector_cache import cached_vectors
 from services.telemetry.logging import setup_logging
+from services.telemetry.progress import progress
 
 log = logging.getLogger(__name__)
 UPSERT_BATCH = 128
@@ -104,11 +104,10 @@ def _batches(items: Sequence[T], size: int) -> Iterator[Sequence[T]]:
 
 def _encode_with_progress(encoder: DenseEncoder, texts: list[str], batch: int) -> Matrix:
     parts = []
-    with Progress(transient=True) as progress:
-        task = progress.add_task("encoding documents", total=len(texts))
+    with progress("encoding documents", len(texts)) as advance:
         for chunk in _batches(texts, batch * 8):
             parts.append(encoder.encode(chunk, batch_size=batch))
-            progress.advance(task, len(chunk))
+            advance(len(chunk))
     return np.concatenate(parts).astype(np.float32)
 
 
@@ -129,11 +128,10 @@ def build(
         store.create_collection(name, CollectionSpec(dense_size=encoder.dimension))
     votes = train_votes(plan.data.learners) if plan.data is not None else {}
     points = document_points(docs, dense, sparse, votes)
-    with Progress(transient=True) as progress:
-        task = progress.add_task(f"upserting into {name}", total=len(points))
+    with progress(f"upserting into {name}", len(points)) as advance:
         for batch in _batches(points, UPSERT_BATCH):
             store.upsert(name, batch)
-            progress.advance(task, len(batch))
+            advance(len(batch))
     stored = store.count(name)
     if stored != len(docs):
         raise RuntimeError(f"{name} holds {stored} points after upserting {len(docs)} documents")

@@ -15,7 +15,6 @@ from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
-from rich.progress import Progress
 
 from services.nfcorpus.dataset import Qrels, load_qrels, load_queries
 from services.retrieval.dense import DenseEncoder, Matrix
@@ -28,6 +27,7 @@ from services.retrieval.sparse import encode_query
 from services.retrieval.store.artifacts import knn_points, save_ranker, upsert_knn
 from services.retrieval.store.base import Store
 from services.retrieval.vector_cache import cached_vectors
+from services.telemetry.progress import progress
 
 log = logging.getLogger(__name__)
 
@@ -110,8 +110,7 @@ def _feature_rows(
     label: str,
 ) -> list[tuple[npt.NDArray[np.float32], list[str], Mapping[str, int]]]:
     out: list[tuple[npt.NDArray[np.float32], list[str], Mapping[str, int]]] = []
-    with Progress(transient=True) as progress:
-        task = progress.add_task(label, total=len(ids))
+    with progress(label, len(ids)) as advance:
         for i, q in enumerate(ids):
             text = data.queries[q]
             encoded = EncodedQuery([float(x) for x in vectors[i]], encode_query(text), text)
@@ -121,7 +120,7 @@ def _feature_rows(
                 own_judgements=judgements[q] if leave_one_out else None,
             )
             out.append((cs.features, cs.doc_ids, judgements[q]))
-            progress.advance(task)
+            advance(1)
     return out
 
 

@@ -6,8 +6,11 @@ otherwise, so a scanner probing random URLs cannot blow up the metric's cardinal
 
 from __future__ import annotations
 
+import contextvars
+import logging
 import time
 from collections.abc import Collection
+from typing import Any
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace
@@ -17,6 +20,27 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from services.telemetry.tracing import extract_context, tracer
 
 _tracer = tracer(__name__)
+
+
+log = logging.getLogger("nfcorpus.request")
+#: Fields the application adds to its request's log line (see :func:`annotate`).
+_FIELDS: contextvars.ContextVar[dict[str, Any] | None] = contextvars.ContextVar(
+    "request_fields", default=None
+)
+#: Query text kept in a log line: enough to recognise a request, not to log what users ask.
+QUERY_PREFIX_CHARS = 24
+
+
+def annotate(**fields: Any) -> None:
+    """Add ``fields`` to the current request's log line (tasks started by it share the dict)."""
+    current = _FIELDS.get()
+    if current is not None:
+        current.update(fields)
+
+
+def query_prefix(query: str) -> str:
+    """The first few characters of a query, marked as cut when they are."""
+    return query if len(query) <= QUERY_PREFIX_CHARS else query[:QUERY_PREFIX_CHARS] + "…"
 
 
 #: The ``outcome`` label of a request: by status class, or abandoned by its client.
@@ -56,16 +80,46 @@ class RequestTelemetry:
 
         headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
         token = otel_context.attach(extract_context(headers))
+        fields: dict[str, Any] = {}
+        fields_token = _FIELDS.set(fields)
         started = time.perf_counter()
         try:
             with _tracer.start_as_current_span(
                 f"{scope['method']} {route}", kind=trace.SpanKind.SERVER
             ) as span:
-                await self._app(scope, receive, send_and_record)
-                span.set_attribute("http.response.status_code", status)
+                try:
+                    await self._app(scope, receive, send_and_record)
+                finally:
+                    span.set_attribute("http.response.status_code", status)
+                    elapsed = time.perf_counter() - started
+                    outcome = _outcome(status, scope)
+                    self._histogram.labels(route, outcome).observe(elapsed)
+                    if path not in QUIET_PATHS:
+                        log.info(
+                            "%s %s %d %s",
+                            scope["method"],
+                            route,
+                            status,
+                            outcome,
+                            extra={
+                                "route": route,
+                                "method": scope["method"],
+                                "status": status,
+                                "outcome": outcome,
+                                "duration_ms": round(elapsed * 1000, 1),
+                                **fields,
+                            },
+                        )
         finally:
-            outcome = "ok" if status < 400 else "client_error" if status < 500 else "server_error"
-            if scope.get(ABANDONED):
-                outcome = "abandoned"
-            self._histogram.labels(route, outcome).observe(time.perf_counter() - started)
+            _FIELDS.reset(fields_token)
             otel_context.detach(token)
+
+
+#: Probes and scrapes: answered every few seconds by design, not worth a line each.
+QUIET_PATHS = frozenset({"/healthz", "/readyz", "/metrics"})
+
+
+def _outcome(status: int, scope: Scope) -> str:
+    if scope.get(ABANDONED):
+        return "abandoned"
+    return "ok" if status < 400 else "client_error" if status < 500 else "server_error"

@@ -72,7 +72,11 @@ async def test_searches_of_callers_that_hung_up_are_not_run(
     async with httpx.AsyncClient() as client:
         metrics = (await client.get(one_thread_mcp.base_url + "/metrics")).text
     assert re.search(r'mcp_http_request_duration_seconds_count\{outcome="abandoned"', metrics)
-    assert 'outcome="server_error"' not in metrics
+    server_errors = re.findall(
+        r'mcp_http_request_duration_seconds_count\{outcome="server_error",route="[^"]*"\} (\S+)',
+        metrics,
+    )
+    assert server_errors and all(float(n) == 0 for n in server_errors)
 
 
 async def test_a_purple_agent_whose_caller_hung_up_stops_calling_mcp(

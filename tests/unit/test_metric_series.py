@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import httpx2
 import pytest
-from prometheus_client import REGISTRY, generate_latest
 
+from services.common.processes import REPO
 from services.purple_agent.mcp_errors import McpCallError, ServerFailed, ServerRefused, classify
 from services.purple_agent.metrics import FAILURE_REASONS, MCP_OUTCOMES
 from services.telemetry.metrics import LATENCY_BUCKETS
@@ -14,12 +17,20 @@ URL = "http://mcp:8000/mcp"
 
 
 def test_purple_failure_series_are_exported_at_zero() -> None:
-    text = generate_latest(REGISTRY).decode()
+    # A fresh interpreter: in this one other tests have counted failures already.
+    code = (
+        "import services.purple_agent.metrics\n"
+        "from prometheus_client import REGISTRY, generate_latest\n"
+        "print(generate_latest(REGISTRY).decode())"
+    )
+    text = subprocess.run(
+        [sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True
+    ).stdout
     for reason in FAILURE_REASONS:
         assert f'purple_request_failures_total{{reason="{reason}"}} 0.0' in text
     for outcome in MCP_OUTCOMES:
-        assert f'purple_mcp_call_duration_seconds_count{{outcome="{outcome}"}}' in text
-    assert 'purple_request_duration_seconds_count{outcome="failed"}' in text
+        assert f'purple_mcp_call_duration_seconds_count{{outcome="{outcome}"}} 0.0' in text
+    assert 'purple_request_duration_seconds_count{outcome="failed"} 0.0' in text
 
 
 @pytest.mark.parametrize(

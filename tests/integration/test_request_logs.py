@@ -1,0 +1,80 @@
+"""One structured JSON line per request in every service, with the trace that links them.
+
+Both servers run as processes writing JSON logs (what a container's stdout carries). Valid and
+invalid requests each leave exactly one request line with route, status, outcome and duration;
+the purple agent's line and the MCP server's line of one query share a trace id; no line holds
+more of a query than its short prefix.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from services.common.processes import ServerProcess
+from tests.conftest import SmallIndex
+from tests.support.purple import v03_body
+
+SECRET_TAIL = "and the rest of this long question must never reach a log line"
+
+
+@pytest.fixture(scope="module")
+def logged(
+    small_index: SmallIndex, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[ServerProcess, Path, Path]]:
+    folder = tmp_path_factory.mktemp("request-logs")
+    mcp_log, purple_log = folder / "mcp.log", folder / "purple.log"
+    env = {"LOG_FORMAT": "json"}
+    mcp = ServerProcess.module(
+        "services.mcp_server", env={**small_index.env(private_copy=True), **env}, log_path=mcp_log
+    )
+    with mcp:
+        purple_env = {**env, "PURPLE_MCP_URL": mcp.base_url + "/mcp"}
+        with ServerProcess.module(
+            "services.purple_agent", env=purple_env, log_path=purple_log
+        ) as purple:
+            yield purple, purple_log, mcp_log
+
+
+def _lines(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def _requests(path: Path, route: str) -> list[dict[str, Any]]:
+    return [r for r in _lines(path) if r["logger"] == "nfcorpus.request" and r["route"] == route]
+
+
+def test_every_request_gets_one_json_line_linked_by_its_trace(
+    logged: tuple[ServerProcess, Path, Path],
+) -> None:
+    purple, purple_log, mcp_log = logged
+    query = f"vitamin D supplements {SECRET_TAIL}"
+    with httpx.Client(base_url=purple.base_url, timeout=30) as client:
+        ok = client.post("/", json=v03_body(json.dumps({"query": query, "top_k": 3})))
+        bad = client.post("/", json=v03_body('{"query": ""}'))
+    assert ok.json()["result"]["status"]["state"] == "completed"
+    assert bad.json()["result"]["status"]["state"] == "failed"
+    time.sleep(0.5)  # the lines are written as the answers go out
+
+    lines = _lines(purple_log)  # every line of the stream is JSON (uvicorn's included)
+    assert all({"time", "level", "logger", "message"} <= set(line) for line in lines)
+    answered, refused = _requests(purple_log, "/")
+    for line in (answered, refused):
+        assert (line["method"], line["status"], line["outcome"]) == ("POST", 200, "ok")
+        assert line["duration_ms"] > 0 and re.fullmatch(r"[0-9a-f]{32}", line["trace_id"])
+    assert answered["top_k"] == 3 and answered["query"] == "vitamin D supplements an…"
+    assert "reason" not in answered and refused["reason"] == "invalid_request"
+
+    # The MCP session also initializes; the tool call is the line with the search's fields.
+    (search,) = [r for r in _requests(mcp_log, "/mcp") if "via" in r]
+    assert search["via"] == "tool" and search["top_k"] >= 3
+    assert search["trace_id"] == answered["trace_id"]  # one trace across both services
+    for path in (purple_log, mcp_log):
+        assert SECRET_TAIL not in path.read_text()
