@@ -71,11 +71,14 @@ class RequestTelemetry:
         path = scope.get("path", "")
         route = path if path in self._routes else "other"
         status = 500
+        trace_header: tuple[bytes, bytes] | None = None
 
         async def send_and_record(message: Message) -> None:
             nonlocal status
             if message["type"] == "http.response.start":
                 status = int(message["status"])
+                if trace_header is not None:
+                    message = {**message, "headers": [*message.get("headers", []), trace_header]}
             await send(message)
 
         headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
@@ -87,6 +90,7 @@ class RequestTelemetry:
             with _tracer.start_as_current_span(
                 f"{scope['method']} {route}", kind=trace.SpanKind.SERVER
             ) as span:
+                trace_header = _traceresponse(span)
                 try:
                     await self._app(scope, receive, send_and_record)
                 finally:
@@ -123,3 +127,15 @@ def _outcome(status: int, scope: Scope) -> str:
     if scope.get(ABANDONED):
         return "abandoned"
     return "ok" if status < 400 else "client_error" if status < 500 else "server_error"
+
+
+def _traceresponse(span: trace.Span) -> tuple[bytes, bytes] | None:
+    """The ``traceresponse`` header (W3C Trace Context level 2).
+
+    The caller learns its request's trace id, to look it up, whether it sent a ``traceparent``.
+    """
+    context = span.get_span_context()
+    if not context.is_valid:
+        return None
+    value = f"00-{context.trace_id:032x}-{context.span_id:016x}-{context.trace_flags:02x}"
+    return b"traceresponse", value.encode()
