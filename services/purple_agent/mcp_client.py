@@ -13,6 +13,7 @@ import asyncio
 import logging
 import time
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx2
 import mcp_types
@@ -61,6 +62,11 @@ class McpSearchClient:
         authorization: str | None = None,
     ) -> None:
         self.url = url
+        parsed = urlsplit(url)
+        self._address = (
+            parsed.hostname or "",
+            parsed.port or (443 if parsed.scheme == "https" else 80),
+        )
         self._headers = {"authorization": authorization} if authorization else {}
         self._timeout_s = timeout_s
         self._retries = retries
@@ -145,11 +151,16 @@ class McpSearchClient:
             started = time.perf_counter()
             name = f"tools/call {TOOL_NAME}"
             with _tracer.start_as_current_span(name, kind=SpanKind.CLIENT) as span:
+                # Retries are siblings under the request's span: one trace, attempt by attempt.
+                span.set_attribute("mcp.attempt", attempt + 1)
+                span.set_attribute("server.address", self._address[0])
+                span.set_attribute("server.port", self._address[1])
                 try:
                     output = await self._call_once(arguments, min(self._timeout_s, remaining))
                 except Exception as e:
                     error = classify(e, self.url)
                     span.set_status(StatusCode.ERROR, str(error))
+                    span.set_attribute("error.type", error.reason)
                 else:
                     MCP_CALL_SECONDS.labels("ok").observe(time.perf_counter() - started)
                     return output.results

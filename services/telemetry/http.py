@@ -95,6 +95,7 @@ class RequestTelemetry:
                     await self._app(scope, receive, send_and_record)
                 finally:
                     span.set_attribute("http.response.status_code", status)
+                    _describe(span, fields)
                     elapsed = time.perf_counter() - started
                     outcome = _outcome(status, scope)
                     self._histogram.labels(route, outcome).observe(elapsed)
@@ -139,3 +140,16 @@ def _traceresponse(span: trace.Span) -> tuple[bytes, bytes] | None:
         return None
     value = f"00-{context.trace_id:032x}-{context.span_id:016x}-{context.trace_flags:02x}"
     return b"traceresponse", value.encode()
+
+
+def _describe(span: trace.Span, fields: dict[str, Any]) -> None:
+    """Put what the service annotated on its server span too; a failure reason is an error.
+
+    An A2A request that failed in validation is a 200 carrying a failed task: the status code
+    alone would call its span a success.
+    """
+    for key, value in fields.items():
+        if isinstance(value, str | int | float | bool):
+            span.set_attribute(f"nfcorpus.{key}", value)
+    if "reason" in fields:
+        span.set_status(trace.StatusCode.ERROR, str(fields["reason"]))

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import time
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
 from opentelemetry import trace
-from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
@@ -26,3 +27,14 @@ def collected_spans() -> Iterator[InMemorySpanExporter]:
         yield exporter
     finally:
         processor.shutdown()  # the provider keeps it, but it exports nothing more
+
+
+def finished(exporter: InMemorySpanExporter, name: str, count: int) -> Sequence[ReadableSpan]:
+    """The spans so far, once ``count`` spans called ``name`` have ended (a server span ends
+    just after its answer went out, so the client may read the answer first)."""
+    deadline = time.monotonic() + 5
+    while True:
+        spans = exporter.get_finished_spans()
+        if sum(s.name == name for s in spans) >= count or time.monotonic() > deadline:
+            return spans
+        time.sleep(0.02)
