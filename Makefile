@@ -7,7 +7,7 @@ PY := OPENBLAS_NUM_THREADS=1 PYTHONPATH=$(CURDIR) $(BIN)/python
 STAMP := $(VENV)/.installed
 REPORTS := reports
 
-.PHONY: install run test lint tools-reliability reliability fuzz format index eval eval-rest eval-a2a eval-quality bench lock clean
+.PHONY: install run test lint tools-reliability tools-prometheus reliability fuzz format index eval eval-rest eval-a2a eval-quality bench lock clean
 
 install: $(STAMP)  ## create .venv and install everything (idempotent)
 
@@ -25,7 +25,7 @@ index: install  ## build (or confirm) the NFCorpus index in the configured store
 run: index  ## MCP server (8000) + purple agent (9010) on the embedded store; Ctrl-C stops both
 	$(PY) scripts/stack.py
 
-test: install lint lint-k8s tools-reliability  ## lint, offline Kubernetes checks and the whole suite (what CI runs)
+test: install lint lint-k8s tools-reliability tools-prometheus  ## lint, offline Kubernetes checks and the whole suite (what CI runs)
 	$(PY) -m pytest -q
 
 lint: install
@@ -53,6 +53,9 @@ bench: index  ## latency benchmarks, written to reports/bench.json and reports/b
 
 tools-reliability:  ## HAProxy from Debian: the load balancer of the local cluster
 	bash scripts/install-haproxy.sh
+
+tools-prometheus:  ## Prometheus and promtool from Debian: rule checks and rule unit tests
+	bash scripts/install-prometheus.sh
 
 fuzz: install  ## the heavy fuzz variant: 1,000 cases per test, tally -> reports/fuzz.json
 	FUZZ_EXAMPLES=1000 FUZZ_REPORT=$(REPORTS)/fuzz.json $(PY) -m pytest -q tests/fuzz

@@ -6,7 +6,7 @@ failure only if the series existed before it.
 
 from __future__ import annotations
 
-from prometheus_client import Counter, Histogram
+from prometheus_client import Counter, Gauge, Histogram
 
 from services.telemetry.metrics import LATENCY_BUCKETS
 
@@ -34,6 +34,12 @@ STORE_CALL_SECONDS = Histogram(
 )
 SEARCHES = Counter(
     "mcp_searches_total", "Searches served, by entry point and outcome.", ["via", "outcome"]
+)
+INDEX_DOCUMENTS = Gauge(
+    "mcp_index_documents",
+    "Documents in the collection the server reads, as its last readiness check found (0: "
+    "missing or empty).",
+    multiprocess_mode="max",
 )
 SEARCH_OUTCOMES = ("ok", "store_error", "abandoned")
 STORE_OPERATIONS = ("search", "fused_search", "retrieve", "scroll", "count", "resolve_alias")

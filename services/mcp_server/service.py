@@ -16,6 +16,7 @@ import anyio
 
 from services.mcp_server.metrics import (
     ENCODE_SECONDS,
+    INDEX_DOCUMENTS,
     RANKING_SECONDS,
     SEARCHES,
     STORE_SECONDS,
@@ -105,7 +106,9 @@ class SearchService:
             collection = self._searcher.refresh()
             points = self._store.count(collection)
         except StoreError as e:
+            INDEX_DOCUMENTS.set(0)
             return False, f"store unreachable: {e}"
+        INDEX_DOCUMENTS.set(points)
         if points == 0:
             return False, f"collection {collection} is empty"
         return True, f"collection {collection} holds {points} documents"
