@@ -20,6 +20,9 @@ from services.retrieval.feedback import expand_from_hits
 from services.retrieval.search import EncodedQuery
 from services.retrieval.settings import FeedbackSettings
 from services.retrieval.store.base import Hit, Store, VectorQuery
+from services.telemetry.tracing import tracer
+
+_tracer = tracer(__name__)
 
 #: (document or query id, score), best first.
 Ranked = list[tuple[str, float]]
@@ -76,13 +79,15 @@ def gather(
     bm25 = _named(lists[1], names) if lexical else []
     rm3 = bm25
     if feedback:
-        expanded = expand_from_hits(q.sparse, lists[2], rm3_params)
-        (hits,) = store.search(docs, [VectorQuery(expanded, depth)], payload=False)
-        rm3 = _named(hits, names)
+        with _tracer.start_as_current_span("rm3 feedback"):  # expansion, then its search
+            expanded = expand_from_hits(q.sparse, lists[2], rm3_params)
+            (hits,) = store.search(docs, [VectorQuery(expanded, depth)], payload=False)
+            rm3 = _named(hits, names)
     neighbours: Ranked = []
     if knn is not None:
-        # One extra neighbour so that leaving the query itself out still leaves k.
-        want = depths.neighbours + (1 if exclude_query else 0)
-        (hits,) = store.search(knn, [VectorQuery(q.dense, want)], payload=False)
-        neighbours = _named(hits, names)
+        with _tracer.start_as_current_span("knn neighbours"):
+            # One extra neighbour so that leaving the query itself out still leaves k.
+            want = depths.neighbours + (1 if exclude_query else 0)
+            (hits,) = store.search(knn, [VectorQuery(q.dense, want)], payload=False)
+            neighbours = _named(hits, names)
     return Evidence(dense, bm25, rm3, neighbours)

@@ -27,8 +27,10 @@ from services.retrieval.settings import RetrievalSettings
 from services.retrieval.store.artifacts import load_ranker, read_doc_info, read_knn
 from services.retrieval.store.base import Store, StoreError, VectorQuery, point_id
 from services.retrieval.text import analyze
+from services.telemetry.tracing import tracer
 
 log = logging.getLogger(__name__)
+_tracer = tracer(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,15 +131,22 @@ class RankingPipeline:
         sup = v.supervised
         if sup is None:
             raise RuntimeError(f"{v.docs} has no supervised side: nothing to build features from")
-        evidence = gather(self._store, v.docs, sup.knn, q, self._depths, sup.names, exclude_query)
-        doc_ids, votes = candidates(evidence, sup.judgements, s.knn, exclude_query)
-        first = [[d for d, _ in ranked] for ranked in (evidence.dense, evidence.rm3)]
-        co = sup.co_relevance.scores(seeds(first), exclude_query)
-        terms = analyze(q.text)
-        depth = s.hybrid.candidates
-        rows = build_features(
-            evidence, doc_ids, votes, sup.doc_info, terms, depth, co, own_judgements
-        )
+        # One span per stage, so a trace shows ranking apart from the store calls inside it.
+        with _tracer.start_as_current_span("gather evidence"):  # searches, RM3 feedback, kNN
+            evidence = gather(
+                self._store, v.docs, sup.knn, q, self._depths, sup.names, exclude_query
+            )
+        with _tracer.start_as_current_span("knn votes"):
+            doc_ids, votes = candidates(evidence, sup.judgements, s.knn, exclude_query)
+        with _tracer.start_as_current_span("build features") as span:
+            first = [[d for d, _ in ranked] for ranked in (evidence.dense, evidence.rm3)]
+            co = sup.co_relevance.scores(seeds(first), exclude_query)
+            terms = analyze(q.text)
+            depth = s.hybrid.candidates
+            rows = build_features(
+                evidence, doc_ids, votes, sup.doc_info, terms, depth, co, own_judgements
+            )
+            span.set_attribute("ranking.candidates", len(doc_ids))
         return CandidateSet(doc_ids, rows)
 
     def retrieve(self, q: EncodedQuery, top_k: int) -> list[SearchResult]:
@@ -148,7 +157,8 @@ class RankingPipeline:
             return self._hybrid.retrieve(q, top_k, v.docs)
         if sup.ranker is not None:
             cs = self.candidate_set(q)
-            scores = (float(x) for x in sup.ranker.score(cs.features))
+            with _tracer.start_as_current_span("score model"):
+                scores = [float(x) for x in sup.ranker.score(cs.features)]
             scored = dict(zip(cs.doc_ids, scores, strict=True))
         else:
             scored = self._fuse_votes(v.docs, sup, q, top_k)

@@ -1,5 +1,5 @@
-"""One search's trace: encode, then retrieve with a span per store call beneath it; the store and
-ranking times are told apart in the metrics."""
+"""One search's trace: encode, then retrieve with a span per ranking stage and per store call
+beneath it; the store and ranking times are told apart in the metrics."""
 
 from __future__ import annotations
 
@@ -39,12 +39,27 @@ async def test_a_search_traces_every_store_call_under_retrieve(
     search, retrieve = by_name["search"], by_name["retrieve"]
     assert by_name["encode"].parent.span_id == search.context.span_id  # type: ignore[union-attr]
     assert retrieve.parent.span_id == search.context.span_id  # type: ignore[union-attr]
+    parents = {s.context.span_id: s.parent.span_id if s.parent else None for s in spans}
+
+    def under_retrieve(span_id: int | None) -> bool:
+        while span_id is not None:
+            if span_id == retrieve.context.span_id:
+                return True
+            span_id = parents.get(span_id)
+        return False
+
+    # The ranking stages, each a span of its own under retrieve (the small index is supervised).
+    for stage in ("gather evidence", "rm3 feedback", "knn neighbours", "knn votes"):
+        assert under_retrieve(by_name[stage].context.span_id), stage
+    for stage in ("build features", "score model"):
+        assert by_name[stage].parent.span_id == retrieve.context.span_id  # type: ignore[union-attr]
     store_spans = [s for s in spans if s.name.startswith("store.")]
-    assert len(store_spans) >= 2  # candidates, then payloads (and feedback, kNN) at least
+    assert len(store_spans) >= 3  # candidates, feedback, kNN, payloads
     for span in store_spans:
-        assert span.parent.span_id == retrieve.context.span_id  # type: ignore[union-attr]
+        assert under_retrieve(span.context.span_id)
         assert span.context.trace_id == search.context.trace_id
         assert span.attributes and span.attributes["db.operation.name"] == span.name[6:]
+    assert under_retrieve(by_name["rm3 feedback"].context.span_id)
     assert _sample("mcp_ranking_duration_seconds_count") == ranking_before + 1
     searches = sum(1 for s in store_spans if s.name == "store.search")
     after = _sample("mcp_store_call_duration_seconds_count", operation="search")
