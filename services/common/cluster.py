@@ -1,6 +1,6 @@
 """Replicas of our servers behind HAProxy on loopback: a stand-in for Kubernetes Services.
 
-HAProxy (Debian's package, installed by ``scripts/install-haproxy.sh``) fronts the MCP
+HAProxy (Debian's package, installed by ``make tools-reliability``) fronts the MCP
 servers and the purple agents, health-checking ``/readyz`` every 500 ms as a Service's endpoints
 follow readiness, and sends a request whose connection is refused to another replica. The purple
 agents reach the MCP servers through their front, as in the cluster. Replicas drain on SIGTERM
@@ -56,11 +56,6 @@ backend {name}
     http-check expect status 200
     default-server inter 500ms fall 2 rise 2
 {servers}"""
-
-
-def _rss_kb(pid: int | None) -> int:
-    status = Path(f"/proc/{pid}/status").read_text()
-    return int(next(line for line in status.splitlines() if line.startswith("VmRSS")).split()[1])
 
 
 @dataclass
@@ -151,7 +146,7 @@ class LocalCluster:
         """RSS of every replica, and what their shard copies take in the temporary folder."""
         files = [p for p in self._copies.rglob("*") if p.is_file()]
         return {
-            "rss_mb": {r.name: round(_rss_kb(r.process.pid) / 1024, 1) for r in self.replicas},
+            "rss_mb": {r.name: round(r.process.rss_kb() / 1024, 1) for r in self.replicas},
             "tmp_copies_mb": round(sum(p.stat().st_blocks * 512 for p in files) / 2**20, 1),
             "tmp_copy_folders": self.copy_folders(),
         }

@@ -106,6 +106,13 @@ class ServerProcess:
         """The child's process id while it runs."""
         return self._process.pid if self._process is not None else None
 
+    def rss_kb(self) -> int:
+        """Resident memory of the running child, in KiB (from /proc)."""
+        status = Path(f"/proc/{self.pid}/status").read_text()
+        return int(
+            next(line for line in status.splitlines() if line.startswith("VmRSS")).split()[1]
+        )
+
     @property
     def running(self) -> bool:
         """Whether the child is alive."""

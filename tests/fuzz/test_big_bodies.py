@@ -10,7 +10,6 @@ import contextlib
 import select
 import socket
 import time
-from pathlib import Path
 
 import pytest
 
@@ -20,11 +19,6 @@ from tests.fuzz.verdict import Tally
 
 HUNDRED_MB = 100_000_000
 CHUNK = b"x" * 65536
-
-
-def _rss_kb(pid: int | None) -> int:
-    status = Path(f"/proc/{pid}/status").read_text()
-    return int(next(line for line in status.splitlines() if line.startswith("VmRSS")).split()[1])
 
 
 def _upload(port: int, path: str, chunked: bool) -> tuple[bytes, int, float]:
@@ -60,11 +54,11 @@ def test_a_100_mb_body_is_refused_at_once(
 ) -> None:
     name, path = target.split()
     server = {"mcp": mcp_server, "purple": purple_process, "green": green_process}[name]
-    rss_before = _rss_kb(server.pid)
+    rss_before = server.rss_kb()
     answer, sent, seconds = _upload(server.port, path, chunked)
     assert answer.startswith(b"HTTP/1.1 413 "), answer[:200]
     assert sent < 10_000_000
-    grown_kb = _rss_kb(server.pid) - rss_before
+    grown_kb = server.rss_kb() - rss_before
     assert grown_kb < 10_000
     framing = "chunked" if chunked else "content-length"
     tally.note(

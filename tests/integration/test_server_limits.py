@@ -6,7 +6,6 @@ import select
 import socket
 import time
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
@@ -51,11 +50,6 @@ def _read_until_closed(sock: socket.socket) -> bytes:
     return answer
 
 
-def _rss_kb(pid: int | None) -> int:
-    status = Path(f"/proc/{pid}/status").read_text()
-    return int(next(line for line in status.splitlines() if line.startswith("VmRSS")).split()[1])
-
-
 def test_a_silent_connection_is_closed_after_the_head_deadline(server: ServerProcess) -> None:
     with _connect(server) as sock:
         assert _closed_after(sock) < HEAD_TIMEOUT_S + 2
@@ -93,7 +87,7 @@ def test_keep_alive_serves_several_requests_on_one_connection(server: ServerProc
 
 @pytest.mark.parametrize("chunked", [False, True])
 def test_a_100_mb_body_is_refused_before_it_is_read(server: ServerProcess, chunked: bool) -> None:
-    rss_before = _rss_kb(server.pid)
+    rss_before = server.rss_kb()
     framing = b"Transfer-Encoding: chunked" if chunked else b"Content-Length: 100000000"
     chunk = b"x" * 65536
     piece = b"10000\r\n" + chunk + b"\r\n" if chunked else chunk
@@ -111,4 +105,4 @@ def test_a_100_mb_body_is_refused_before_it_is_read(server: ServerProcess, chunk
     assert answer.startswith(b"HTTP/1.1 413 "), answer[:200]
     assert b"over the 65536-byte limit" in answer
     assert sent < 10_000_000  # refused long before the client was done
-    assert _rss_kb(server.pid) < rss_before + 10_000  # nothing buffered: within 10 MB
+    assert server.rss_kb() < rss_before + 10_000  # nothing buffered: within 10 MB
