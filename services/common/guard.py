@@ -25,13 +25,13 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from services.common.disconnect import run_until_disconnect
 from services.common.jsonrpc import envelope_problem
 from services.common.limits import ServerLimits
-from services.telemetry.http import ABANDONED
+from services.telemetry.http import ABANDONED, PROBE_PATHS
 
 #: A protocol's own rule on a decoded JSON body: what is wrong with it, or None.
 BodyCheck = Callable[[Any], str | None]
 INVALID_REQUEST = -32600
 OVERLOADED = -32000  # JSON-RPC "server error" range
-EXEMPT_PATHS = frozenset({"/healthz", "/readyz", "/metrics"})
+EXEMPT_PATHS = PROBE_PATHS
 
 
 class ClientGone(Exception):
@@ -81,13 +81,15 @@ def check_json_body(body: bytes, max_depth: int, extra: BodyCheck | None = None)
     ``extra`` adds the endpoint's protocol rules (run on JSON that passed the generic ones).
     """
     try:
-        body.decode("utf-8")
-    except UnicodeDecodeError as e:  # json.loads would guess UTF-16/32 and fail inside the SDK
+        # Decoded here once (a BOM allowed, as json.loads allows it), not guessed as UTF-16/32
+        # by json.loads, which fails inside the SDK.
+        text = body.decode("utf-8").removeprefix("\ufeff")
+    except UnicodeDecodeError as e:
         raise Refusal(422, f"the body is not UTF-8 text (byte {e.start}); JSON must be") from None
-    if not body.strip():
+    if not text.strip():
         return
     try:
-        value = json.loads(body)
+        value = json.loads(text)
     except RecursionError:
         raise Refusal(422, f"JSON nested deeper than {max_depth} levels") from None
     except json.JSONDecodeError:

@@ -43,6 +43,9 @@ def query_prefix(query: str) -> str:
     return query if len(query) <= QUERY_PREFIX_CHARS else query[:QUERY_PREFIX_CHARS] + "…"
 
 
+#: Probes and scrapes: asked every few seconds by design, so never refused (the guard) and not
+#: worth a log line each.
+PROBE_PATHS = frozenset({"/healthz", "/readyz", "/metrics"})
 #: The ``outcome`` label of a request: by status class, or abandoned by its client.
 OUTCOMES = ("ok", "client_error", "server_error", "abandoned")
 #: Scope key set on a request cancelled because its client went away (``services.common.disconnect``).
@@ -99,7 +102,7 @@ class RequestTelemetry:
                     elapsed = time.perf_counter() - started
                     outcome = _outcome(status, scope)
                     self._histogram.labels(route, outcome).observe(elapsed)
-                    if path not in QUIET_PATHS:
+                    if path not in PROBE_PATHS:
                         log.info(
                             "%s %s %d %s",
                             scope["method"],
@@ -118,10 +121,6 @@ class RequestTelemetry:
         finally:
             _FIELDS.reset(fields_token)
             otel_context.detach(token)
-
-
-#: Probes and scrapes: answered every few seconds by design, not worth a line each.
-QUIET_PATHS = frozenset({"/healthz", "/readyz", "/metrics"})
 
 
 def _outcome(status: int, scope: Scope) -> str:
