@@ -52,10 +52,10 @@ bench: index  ## latency benchmarks, written to reports/bench.json and reports/b
 	$(PY) scripts/bench.py --out $(REPORTS)/bench
 
 tools-reliability:  ## HAProxy from Debian: the load balancer of the local cluster
-	bash scripts/install-haproxy.sh
+	bash scripts/install-debian.sh haproxy haproxy
 
 tools-prometheus:  ## Prometheus and promtool from Debian: rule checks and rule unit tests
-	bash scripts/install-prometheus.sh
+	bash scripts/install-debian.sh promtool prometheus
 
 fuzz: install  ## the heavy fuzz variant: 1,000 cases per test, tally -> reports/fuzz.json
 	FUZZ_EXAMPLES=1000 FUZZ_REPORT=$(REPORTS)/fuzz.json $(PY) -m pytest -q tests/fuzz

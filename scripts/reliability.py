@@ -21,6 +21,7 @@ from typing import Any
 
 from services.common.cluster import LocalCluster
 from services.common.processes import REPO
+from services.green_agent.report import percentile
 
 RESTARTS = 20
 
@@ -46,11 +47,6 @@ def under_load(
     return report
 
 
-def _percentile(values: list[int], q: float) -> int:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(len(ordered) * q))] if ordered else 0
-
-
 def balancer_view(answers: list[tuple[int, int]]) -> dict[str, Any]:
     """Statuses and latency at the load balancer: the Service's view, free of client lag.
 
@@ -61,11 +57,11 @@ def balancer_view(answers: list[tuple[int, int]]) -> dict[str, Any]:
     refused = [ms for status, ms in answers if status == 503]
     return {
         "statuses": dict(Counter(str(status) for status, _ in answers)),
-        "ok_p50_ms": _percentile(ok, 0.5),
-        "ok_p99_ms": _percentile(ok, 0.99),
+        "ok_p50_ms": round(percentile(ok, 50)),
+        "ok_p99_ms": round(percentile(ok, 99)),
         "ok_max_ms": max(ok, default=0),
-        "refused_p50_ms": _percentile(refused, 0.5),
-        "refused_p99_ms": _percentile(refused, 0.99),
+        "refused_p50_ms": round(percentile(refused, 50)),
+        "refused_p99_ms": round(percentile(refused, 99)),
     }
 
 
