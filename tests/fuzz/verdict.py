@@ -116,21 +116,33 @@ def check_jsonrpc_error(body: dict[str, Any], request: Any, response: httpx.Resp
     return f"jsonrpc {code}"
 
 
-def check_mcp(response: httpx.Response, request: Any) -> str:
-    """MCP JSON-RPC: a result (an error result saying what was wrong) or a JSON-RPC error."""
+def _jsonrpc_result(
+    response: httpx.Response, request: Any, notifications: bool = False
+) -> str | dict[str, Any]:
+    """The kind of a JSON-RPC answer that is not a result (a refusal, an error, a notification's
+    empty 202), or the result to judge further."""
     body = check_http(response, request)
     if response.status_code >= 400 and (body is None or "error" not in body):
         if not _says_what(_error_message(body, response)):
             _fail("a refusal without a reason", request, response)
         return f"{response.status_code}"
     if body is None:
-        if response.status_code == 202 and isinstance(request, dict) and request.get("id") is None:
+        id_less = isinstance(request, dict) and request.get("id") is None
+        if notifications and response.status_code == 202 and id_less:
             return "notification"  # no id: JSON-RPC sends no answer
         _fail("an answer that is not JSON-RPC", request, response)
         return "?"
     if "error" in body:
         return check_jsonrpc_error(body, request, response)
-    result = body.get("result", {})
+    result = body.get("result")
+    return result if isinstance(result, dict) else {}
+
+
+def check_mcp(response: httpx.Response, request: Any) -> str:
+    """MCP JSON-RPC: a result (an error result saying what was wrong) or a JSON-RPC error."""
+    result = _jsonrpc_result(response, request, notifications=True)
+    if isinstance(result, str):
+        return result
     if result.get("isError"):
         texts = " ".join(c.get("text", "") for c in result.get("content", []))
         if not _says_what(texts):
@@ -148,17 +160,10 @@ def _task_of(result: dict[str, Any]) -> dict[str, Any] | None:
 
 def check_a2a(response: httpx.Response, request: Any, doc_answer: bool = True) -> str:
     """A2A JSON-RPC: an error, a failed task with a message, or a completed task's answer."""
-    body = check_http(response, request)
-    if response.status_code >= 400 and (body is None or "error" not in body):
-        if not _says_what(_error_message(body, response)):
-            _fail("a refusal without a reason", request, response)
-        return f"{response.status_code}"
-    if body is None:
-        _fail("an answer that is not JSON-RPC", request, response)
-        return "?"
-    if "error" in body:
-        return check_jsonrpc_error(body, request, response)
-    task = _task_of(body.get("result") or {})
+    result = _jsonrpc_result(response, request)
+    if isinstance(result, str):
+        return result
+    task = _task_of(result)
     if task is None:
         return "other result"  # a task list or a reply message: nothing to judge here
     state = str(task.get("status", {}).get("state", "")).lower()

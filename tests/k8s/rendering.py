@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import functools
+import importlib.util
 import subprocess
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import yaml
@@ -141,3 +143,12 @@ def kustomize(overlay: str) -> Rendered:
 def scenarios() -> list[str]:
     """The chart's ci/*-values.yaml files, relative to the chart."""
     return sorted(f"ci/{p.name}" for p in (CHART / "ci").glob("*-values.yaml"))
+
+
+def load_query_script() -> ModuleType:
+    """The chart's helm-test script (files/a2a_query.py), imported as a module."""
+    spec = importlib.util.spec_from_file_location("a2a_query", CHART / "files" / "a2a_query.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module

@@ -2,30 +2,20 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import threading
 from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from types import ModuleType
 from typing import Any
 
 import pytest
 
-from tests.k8s.rendering import CHART
+from tests.k8s.rendering import load_query_script
 
 Answer = Callable[[dict[str, Any]], dict[str, Any]]
 
 
-def _load_script() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("a2a_query", CHART / "files" / "a2a_query.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-a2a_query = _load_script()
+a2a_query = load_query_script()
 
 
 def completed(doc_ids: list[str]) -> dict[str, Any]:

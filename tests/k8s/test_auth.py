@@ -4,19 +4,17 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import importlib.util
 from pathlib import Path, PurePosixPath
-from typing import Any
 
 import pytest
 
 from tests.k8s.rendering import (
-    CHART,
     Doc,
     Rendered,
     RenderError,
     containers,
     env,
+    load_query_script,
     pod_spec,
     render,
 )
@@ -163,14 +161,6 @@ def test_one_existing_secret_and_one_generated_token() -> None:
     assert "checksum/auth" in pod_annotations(purple)
 
 
-def _load_script() -> Any:
-    spec = importlib.util.spec_from_file_location("a2a_query", CHART / "files" / "a2a_query.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_helm_test_pod_sends_the_first_client_token(tmp_path: Path) -> None:
     r = render("ci/full-values.yaml")
     pod = workload(r, "test")
@@ -178,7 +168,7 @@ def test_helm_test_pod_sends_the_first_client_token(tmp_path: Path) -> None:
     # The file the pod sees, read by the script the pod runs.
     tokens = tmp_path / "tokens"
     tokens.write_text(secret_data(r)["client-tokens"])
-    assert _load_script().read_token(str(tokens)) == "ci-example-token-green-0123456789"
+    assert load_query_script().read_token(str(tokens)) == "ci-example-token-green-0123456789"
     (c,) = containers(pod)
     assert "Authorization" in c["command"][2]
 
