@@ -31,6 +31,8 @@ from a2a.utils.constants import PROTOCOL_VERSION_0_3, PROTOCOL_VERSION_1_0
 from a2a.utils.errors import UnsupportedOperationError
 from starlette.routing import BaseRoute
 
+from services.telemetry.tracing import current_trace_id
+
 ORGANIZATION = "nfcorpus-retrieval"
 #: Where the card is served: the root (AgentBeats), the current and the 0.3 well-known paths.
 CARD_PATHS = ("/", "/.well-known/agent-card.json", "/.well-known/agent.json")
@@ -166,8 +168,9 @@ async def open_task(context: RequestContext, event_queue: EventQueue) -> TaskUpd
     """The updater of this request's task; a new task is enqueued first, as the SDK requires.
 
     The task is built by hand rather than with ``new_task_from_user_message``, which refuses an
-    empty text part before the executor could fail the task with a useful message. The running
-    execution is registered, to be cancelled if its caller hangs up.
+    empty text part before the executor could fail the task with a useful message. Its metadata
+    carries the request's ``trace_id``: the caller finds the trace from the task alone. The
+    running execution is registered, to be cancelled if its caller hangs up.
     """
     _RUNNING.add(
         _Running.key(context.call_context.user if context.call_context else None, context.message)
@@ -180,5 +183,7 @@ async def open_task(context: RequestContext, event_queue: EventQueue) -> TaskUpd
             status=TaskStatus(state=TaskState.TASK_STATE_SUBMITTED),
             history=[context.message] if context.message is not None else [],
         )
+        if (trace_id := current_trace_id()) is not None:
+            task.metadata.update({"trace_id": trace_id})
         await event_queue.enqueue_event(task)
     return TaskUpdater(event_queue, task.id, task.context_id)

@@ -25,6 +25,7 @@ from services.mcp_server.schemas import SearchHit
 from services.retrieval.pipeline import RankingPipeline
 from services.retrieval.store.base import StoreError
 from services.retrieval.store.counting import CountingStore
+from services.telemetry import exemplars
 from services.telemetry.http import annotate, query_prefix
 from services.telemetry.tracing import tracer
 
@@ -64,13 +65,14 @@ class SearchService:
             with _tracer.start_as_current_span("encode"):
                 encoded = self._searcher.encode(query)
             encoded_at = time.perf_counter()
-            ENCODE_SECONDS.observe(encoded_at - started)
+            exemplars.observe(ENCODE_SECONDS, encoded_at - started)
             self._store.start_timing()
             with _tracer.start_as_current_span("retrieve"):  # store calls are its children
                 results = self._searcher.retrieve(encoded, top_k)
             store_s = self._store.thread_seconds
-            STORE_SECONDS.observe(store_s)
-            RANKING_SECONDS.observe(max(0.0, time.perf_counter() - encoded_at - store_s))
+            exemplars.observe(STORE_SECONDS, store_s)
+            ranking_s = max(0.0, time.perf_counter() - encoded_at - store_s)
+            exemplars.observe(RANKING_SECONDS, ranking_s)
             span.set_attribute("search.results", len(results))
         return [
             SearchHit(doc_id=r.doc_id, score=r.score, title=r.title, text=r.text) for r in results

@@ -23,6 +23,7 @@ from services.common.limits import MAX_QUERY_CHARS, MAX_TOP_K
 from services.purple_agent.mcp_errors import McpCallError
 from services.purple_agent.metrics import FAILURES, IN_FLIGHT, REQUEST_SECONDS
 from services.purple_agent.ranking import Candidate, RankingPolicy
+from services.telemetry import exemplars
 from services.telemetry.http import annotate, query_prefix
 
 log = logging.getLogger(__name__)
@@ -199,7 +200,7 @@ class RetrievalAgent:
                 else AgentFailure("internal", f"internal error: {e!r}")
             )
             FAILURES.labels(failure.reason).inc()
-            REQUEST_SECONDS.labels("failed").observe(time.perf_counter() - started)
+            exemplars.observe(REQUEST_SECONDS, time.perf_counter() - started, outcome="failed")
             annotate(reason=failure.reason)
             if failure is not e:
                 log.exception("unexpected error while answering")
@@ -208,5 +209,5 @@ class RetrievalAgent:
             raise failure from None
         finally:
             IN_FLIGHT.dec()
-        REQUEST_SECONDS.labels("completed").observe(time.perf_counter() - started)
+        exemplars.observe(REQUEST_SECONDS, time.perf_counter() - started, outcome="completed")
         return doc_ids

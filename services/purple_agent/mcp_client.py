@@ -26,6 +26,7 @@ from pydantic import BaseModel
 from services.purple_agent.mcp_errors import McpCallError, classify, raise_if_refused
 from services.purple_agent.metrics import MCP_CALL_SECONDS, MCP_RETRIES
 from services.purple_agent.ranking import Candidate
+from services.telemetry import exemplars
 from services.telemetry.tracing import inject_headers, tracer
 
 log = logging.getLogger(__name__)
@@ -162,10 +163,12 @@ class McpSearchClient:
                     span.set_status(StatusCode.ERROR, str(error))
                     span.set_attribute("error.type", error.reason)
                 else:
-                    MCP_CALL_SECONDS.labels("ok").observe(time.perf_counter() - started)
+                    exemplars.observe(MCP_CALL_SECONDS, time.perf_counter() - started, outcome="ok")
                     return output.results
-            MCP_CALL_SECONDS.labels(error.reason.removeprefix("mcp_")).observe(
-                time.perf_counter() - started
+            exemplars.observe(
+                MCP_CALL_SECONDS,
+                time.perf_counter() - started,
+                outcome=error.reason.removeprefix("mcp_"),
             )
             if error.reason != "mcp_tool_error":
                 self._mode = None  # negotiate again: the server may have been replaced

@@ -17,6 +17,7 @@ from opentelemetry import trace
 from prometheus_client import Histogram
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from services.telemetry import exemplars
 from services.telemetry.tracing import extract_context, tracer
 
 _tracer = tracer(__name__)
@@ -101,7 +102,7 @@ class RequestTelemetry:
                     _describe(span, fields)
                     elapsed = time.perf_counter() - started
                     outcome = _outcome(status, scope)
-                    self._histogram.labels(route, outcome).observe(elapsed)
+                    exemplars.observe(self._histogram, elapsed, route=route, outcome=outcome)
                     if path not in PROBE_PATHS:
                         log.info(
                             "%s %s %d %s",

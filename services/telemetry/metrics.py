@@ -1,28 +1,28 @@
 """Prometheus helpers shared by the services.
 
-Each service declares its own metrics next to the code they measure; this module only holds the
-common bucket layout and the ``/metrics`` endpoint, which also works under gunicorn: when
-``PROMETHEUS_MULTIPROC_DIR`` is set every worker writes its samples there and the endpoint merges
-them, so a scrape sees the whole pod rather than whichever worker answered.
+Each service declares its own metrics next to the code they measure; this module holds the HTTP
+histogram every service shares and the ``/metrics`` endpoint, which also works under gunicorn:
+when ``PROMETHEUS_MULTIPROC_DIR`` is set every worker writes its samples there and the endpoint
+merges them (with the pod's process metrics, ``services.telemetry.multiprocess``), so a scrape
+sees the whole pod rather than whichever worker answered.
 """
 
 from __future__ import annotations
 
 import os
 from functools import cache
+from pathlib import Path
 
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Histogram, generate_latest
-from prometheus_client.multiprocess import MultiProcessCollector
+from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, CollectorRegistry, Histogram
+from prometheus_client import generate_latest as text_exposition
+from prometheus_client.openmetrics import exposition as openmetrics
 from starlette.requests import Request
 from starlette.responses import Response
 
-# Latency buckets in seconds: dense where searches and answers fall (5-500 ms), with an edge at
-# every threshold an SLO or alert uses (25, 50, 100, 250, 500 ms, 1, 2.5, 5, 10, 30, 60 s), so
-# "the share of requests under X" is exact rather than interpolated inside a doubling bucket.
-LATENCY_BUCKETS = (
-    0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.25, 0.35, 0.5, 0.75, 1.0, 2.5,
-    5.0, 10.0, 30.0, 60.0,
-)  # fmt: skip
+from services.telemetry.buckets import LATENCY_BUCKETS
+from services.telemetry.multiprocess import pod_registry
+
+__all__ = ["LATENCY_BUCKETS", "http_request_histogram", "metrics_endpoint"]
 
 
 @cache
@@ -40,16 +40,19 @@ def http_request_histogram(prefix: str) -> Histogram:
     )
 
 
-def _registry() -> CollectorRegistry | None:
-    if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
-        registry = CollectorRegistry()
-        MultiProcessCollector(registry)  # type: ignore[no-untyped-call]
-        return registry
-    return None
+def _registry() -> CollectorRegistry:
+    metrics_dir = os.environ.get("PROMETHEUS_MULTIPROC_DIR")
+    return pod_registry(Path(metrics_dir)) if metrics_dir else REGISTRY
 
 
-async def metrics_endpoint(_: Request) -> Response:
-    """Serve every metric of this process (or of all workers, in multiprocess mode)."""
+async def metrics_endpoint(request: Request) -> Response:
+    """Serve every metric of this process (or of the whole pod, in multiprocess mode).
+
+    In the OpenMetrics format when the scraper asks for it (Prometheus does, with exemplar
+    storage on): only that format carries exemplars.
+    """
     registry = _registry()
-    body = generate_latest(registry) if registry is not None else generate_latest()
-    return Response(body, media_type=CONTENT_TYPE_LATEST)
+    if "application/openmetrics-text" in request.headers.get("accept", ""):
+        body = openmetrics.generate_latest(registry)  # type: ignore[no-untyped-call]
+        return Response(body, media_type=openmetrics.CONTENT_TYPE_LATEST)
+    return Response(text_exposition(registry), media_type=CONTENT_TYPE_LATEST)

@@ -91,6 +91,14 @@ def tracer(name: str) -> trace.Tracer:
     return trace.get_tracer(name)
 
 
+def current_trace_id() -> str | None:
+    """The trace id of the span being recorded now (32 hex digits), or None outside one."""
+    context = trace.get_current_span().get_span_context()
+    if not (context.is_valid and context.trace_flags.sampled):
+        return None
+    return f"{context.trace_id:032x}"
+
+
 def inject_headers(headers: dict[str, str] | None = None) -> dict[str, str]:
     """Return ``headers`` with the current trace context added (``traceparent``)."""
     carrier = dict(headers or {})

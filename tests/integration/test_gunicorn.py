@@ -1,12 +1,12 @@
 """Production worker model: gunicorn with two uvicorn workers over one embedded index.
 
 qdrant-edge lets one process open a shard; with RETRIEVAL_EDGE_PRIVATE_COPY each worker opens a
-copy, and Prometheus multi-process mode sums the workers on /metrics.
+copy, and Prometheus multi-process mode sums the workers on /metrics, with the process metrics
+of every process of the pod and exemplars.
 """
 
 import sys
 from collections.abc import Iterator
-from pathlib import Path
 
 import httpx
 import pytest
@@ -15,8 +15,11 @@ from services.common.processes import REPO, ServerProcess, free_port
 from tests.conftest import SmallIndex
 
 
-@pytest.fixture
-def gunicorn_mcp(small_index: SmallIndex, tmp_path: Path) -> Iterator[str]:
+@pytest.fixture(scope="module")
+def gunicorn_mcp(
+    small_index: SmallIndex, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[str]:
+    tmp_path = tmp_path_factory.mktemp("gunicorn")
     port = free_port()
     scratch = tmp_path / "tmp"  # the workers' temporary folder: their shard copies go here
     scratch.mkdir()
@@ -56,3 +59,26 @@ def test_two_workers_serve_one_index_and_sum_their_metrics(gunicorn_mcp: str) ->
         if m.startswith('mcp_searches_total{outcome="ok",via="rest"}')
     )
     assert float(line.split()[-1]) == 12.0
+
+
+def test_the_pod_keeps_process_metrics_and_exemplars(gunicorn_mcp: str) -> None:
+    for _ in range(6):
+        httpx.post(f"{gunicorn_mcp}/search_nfcorpus", json={"query": "kale", "top_k": 3})
+    metrics = httpx.get(f"{gunicorn_mcp}/metrics").text
+    pids = {
+        line.split('pid="')[1].split('"')[0]
+        for line in metrics.splitlines()
+        if line.startswith("process_resident_memory_bytes{")
+    }
+    assert len(pids) == 3  # the master and both workers
+    assert "process_cpu_seconds_total{" in metrics and "process_open_fds{" in metrics
+    # Exemplars come from the worker that answers the scrape: ask until one that searched does.
+    openmetrics = {"accept": "application/openmetrics-text; version=1.0.0"}
+    for _ in range(20):
+        scrape = httpx.get(f"{gunicorn_mcp}/metrics", headers=openmetrics)
+        assert scrape.headers["content-type"].startswith("application/openmetrics-text")
+        assert scrape.text.endswith("# EOF\n")
+        if '# {trace_id="' in scrape.text:
+            break
+    else:
+        raise AssertionError("no exemplar in 20 scrapes")

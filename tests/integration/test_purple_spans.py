@@ -1,5 +1,6 @@
 """The purple agent's spans: one trace per request, the MCP call attempts as its children (retries
-included, numbered), and a request that fails in validation marked as an error with its reason."""
+included, numbered), a request that fails in validation marked as an error with its reason, and
+the trace id in the task's metadata."""
 
 from __future__ import annotations
 
@@ -19,10 +20,13 @@ async def test_a_request_and_its_mcp_call_are_one_trace(mcp_server: McpServer) -
     with ThreadedServer(settings) as purple, collected_spans() as exporter:
         async with httpx.AsyncClient(timeout=30) as http:
             body = v03_body(json.dumps({"query": "turmeric and cancer", "top_k": 4}))
-            await http.post(purple.url + "/", json=body)
-            await http.post(purple.url + "/", json=v03_body('{"query": ""}'))
+            answered = (await http.post(purple.url + "/", json=body)).json()["result"]
+            invalid = (await http.post(purple.url + "/", json=v03_body('{"query": ""}'))).json()
         spans = finished(exporter, "POST /", 2)
     served, refused = [s for s in spans if s.name == "POST /"]
+    # The task names its trace, answered or failed: the caller can look it up.
+    assert answered["metadata"] == {"trace_id": f"{served.context.trace_id:032x}"}
+    assert invalid["result"]["metadata"] == {"trace_id": f"{refused.context.trace_id:032x}"}
     calls = [s for s in spans if s.name == "tools/call search_nfcorpus"]
     assert calls and all(c.context.trace_id == served.context.trace_id for c in calls)
     assert served.attributes is not None and served.attributes["nfcorpus.top_k"] == 4
