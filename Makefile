@@ -7,7 +7,7 @@ PY := OPENBLAS_NUM_THREADS=1 PYTHONPATH=$(CURDIR) $(BIN)/python
 STAMP := $(VENV)/.installed
 REPORTS := reports
 
-.PHONY: install run test lint tools-reliability tools-prometheus reliability fuzz format index eval eval-rest eval-a2a eval-quality bench lock clean
+.PHONY: install run test lint tools-reliability tools-prometheus reliability observe fuzz format index eval eval-rest eval-a2a eval-quality bench lock clean
 
 install: $(STAMP)  ## create .venv and install everything (idempotent)
 
@@ -54,11 +54,14 @@ bench: index  ## latency benchmarks, written to reports/bench.json and reports/b
 tools-reliability:  ## HAProxy from Debian: the load balancer of the local cluster
 	bash scripts/install-debian.sh haproxy haproxy
 
-tools-prometheus:  ## Prometheus and promtool from Debian: rule checks and rule unit tests
+tools-prometheus:  ## Prometheus and promtool from Debian: rule tests, the dashboard test, make observe
 	bash scripts/install-debian.sh promtool prometheus
 
 fuzz: install  ## the heavy fuzz variant: 1,000 cases per test, tally -> reports/fuzz.json
 	FUZZ_EXAMPLES=1000 FUZZ_REPORT=$(REPORTS)/fuzz.json $(PY) -m pytest -q tests/fuzz
+
+observe: index tools-prometheus  ## one load run as the dashboard shows it -> reports/observe.{md,json}, load report
+	$(PY) scripts/observe.py --out $(REPORTS)/observe
 
 reliability: index tools-reliability  ## faults under load on 2+2 replicas behind HAProxy -> docs/reliability.md
 	$(PY) scripts/reliability.py --out $(REPORTS)/reliability.json

@@ -1,0 +1,106 @@
+"""The chart's dashboard and rules against a real Prometheus scraping the running stack under load.
+
+Every panel query returns data (except the ones on cluster series, ``CLUSTER_SERIES``), the
+recording rules evaluate, a healthy stack raises no alert, and a request's trace id reaches
+Prometheus as an exemplar on both services' latency histograms: the way from a dashboard's slow
+bucket to the request's trace.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+
+from services.common.dashboard import panel_values
+from services.common.processes import ServerProcess
+from services.common.prometheus import LocalPrometheus
+from tests.e2e.test_green_agent import _green
+from tests.support.purple import v03_body
+
+#: Scrape every second; rates over 15 s see a dozen samples.
+SCRAPE_WAIT_S = 3.0
+
+
+@pytest.fixture(scope="module")
+def prometheus(
+    purple_agent: ServerProcess, mcp_server: Any, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[LocalPrometheus]:
+    targets = {
+        "purple-agent": [purple_agent.base_url.removeprefix("http://")],
+        "mcp-server": [mcp_server.base_url.removeprefix("http://")],
+    }
+    workdir = tmp_path_factory.mktemp("prometheus")
+    with LocalPrometheus(workdir, targets, namespace="nfcorpus-test") as server:
+        server.wait_for_targets()
+        yield server
+
+
+@pytest.fixture(scope="module")
+def under_load(
+    prometheus: LocalPrometheus,
+    purple_agent: ServerProcess,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> dict[str, Any]:
+    """Twelve seconds of load, and a few invalid requests (the caller's own mistakes)."""
+    out = tmp_path_factory.mktemp("load") / "load.json"
+    args = ["--agent", purple_agent.base_url, "--duration", "12", "--concurrency", "2"]
+    run = _green("load", *args, "--out", str(out))
+    assert run.returncode == 0, run.stdout + run.stderr
+    for _ in range(3):
+        httpx.post(purple_agent.base_url + "/", json=v03_body('{"query": ""}'), timeout=10)
+    time.sleep(SCRAPE_WAIT_S)
+    return dict(json.loads(out.read_text()))
+
+
+def test_every_panel_has_data(prometheus: LocalPrometheus, under_load: dict[str, Any]) -> None:
+    assert under_load["ok"] > 20 and under_load["errors"] == 0
+    empty = []
+    for value in panel_values(prometheus):
+        if value.query.needs_cluster:
+            continue
+        if not any(math.isfinite(v) for _, v in value.series):
+            empty.append(f"{value.query.panel} [{value.query.legend}]: {value.query.expr}")
+    assert empty == [], "\n".join(empty)
+
+
+def test_failures_show_by_reason_and_nothing_alerts(
+    prometheus: LocalPrometheus, under_load: dict[str, Any]
+) -> None:
+    failures = prometheus.query(
+        'sum by (reason) (increase(purple_request_failures_total{namespace="nfcorpus-test"}[1m]))'
+    )
+    by_reason = {r["metric"]["reason"]: float(r["value"][1]) for r in failures}
+    assert by_reason["invalid_request"] > 0  # counted, from a series that existed at 0
+    assert set(by_reason) >= {"deadline", "mcp_unavailable", "mcp_timeout"}
+    # The caller's mistakes burn no error budget, and a healthy stack is not pending any alert.
+    errors = prometheus.query(
+        'nfcorpus:purple_request_errors:ratio_rate5m{namespace="nfcorpus-test"}'
+    )
+    assert [float(r["value"][1]) for r in errors] == [0.0]
+    assert prometheus.query("ALERTS") == [], prometheus.log()
+
+
+def test_a_request_trace_id_is_an_exemplar_of_both_services(
+    prometheus: LocalPrometheus,
+    purple_agent: ServerProcess,
+    under_load: dict[str, Any],
+) -> None:
+    trace_id = uuid.uuid4().hex
+    traceparent = f"00-{trace_id}-{uuid.uuid4().hex[:16]}-01"
+    body = v03_body(json.dumps({"query": "omega-3 and heart disease", "top_k": 5}))
+    answer = httpx.post(
+        purple_agent.base_url + "/", json=body, headers={"traceparent": traceparent}, timeout=30
+    )
+    assert answer.json()["result"]["metadata"] == {"trace_id": trace_id}
+    time.sleep(SCRAPE_WAIT_S)
+    for histogram in ("purple_request_duration_seconds", "mcp_http_request_duration_seconds"):
+        found = prometheus.exemplars(f"{histogram}_bucket", since_s=30)
+        trace_ids = {e["labels"]["trace_id"] for s in found for e in s["exemplars"]}
+        assert trace_id in trace_ids, histogram
