@@ -7,7 +7,7 @@ PY := OPENBLAS_NUM_THREADS=1 PYTHONPATH=$(CURDIR) $(BIN)/python
 STAMP := $(VENV)/.installed
 REPORTS := reports
 
-.PHONY: install run test lint tools-reliability tools-prometheus reliability observe fuzz format index eval eval-rest eval-a2a eval-quality bench lock clean
+.PHONY: install run test lint tools-reliability tools-prometheus tools-chromium reliability observe fuzz format index eval eval-rest eval-a2a eval-quality bench lock clean
 
 install: $(STAMP)  ## create .venv and install everything (idempotent)
 
@@ -25,7 +25,7 @@ index: install  ## build (or confirm) the NFCorpus index in the configured store
 run: index  ## MCP server (8000) + purple agent (9010) on the embedded store; Ctrl-C stops both
 	$(PY) scripts/stack.py
 
-test: install lint lint-k8s tools-reliability tools-prometheus  ## lint, offline Kubernetes checks and the whole suite (what CI runs)
+test: install lint lint-k8s tools-reliability tools-prometheus tools-chromium  ## lint, offline Kubernetes checks and the whole suite (what CI runs)
 	$(PY) -m pytest -q
 
 lint: install
@@ -56,6 +56,9 @@ tools-reliability:  ## HAProxy from Debian: the load balancer of the local clust
 
 tools-prometheus:  ## Prometheus and promtool from Debian: rule tests, the dashboard test, make observe
 	bash scripts/install-debian.sh promtool prometheus
+
+tools-chromium:  ## headless Chromium from Debian: the load report's browser test
+	bash scripts/install-debian.sh chromium chromium
 
 fuzz: install  ## the heavy fuzz variant: 1,000 cases per test, tally -> reports/fuzz.json
 	FUZZ_EXAMPLES=1000 FUZZ_REPORT=$(REPORTS)/fuzz.json $(PY) -m pytest -q tests/fuzz

@@ -1,8 +1,10 @@
 """Command line of the green agent: ``eval``, ``load``, ``serve`` and ``rest``.
 
 ``eval`` exits 1 when any query failed (unreachable agent, failed task or broken contract), so it
-can gate a pipeline; ``load`` exits 0 whatever the error count (read the report). ``rest`` scores
-an MCP server's ``POST /search_nfcorpus`` directly, on whole splits.
+can gate a pipeline; ``load`` exits 0 whatever the error count (read the report). ``load --html
+PATH`` also writes the report as one self-contained HTML page (throughput and latency over time,
+latency histogram, failures), e.g. ``load --agent URL --duration 30 --concurrency 4 --html
+load.html``. ``rest`` scores an MCP server's ``POST /search_nfcorpus`` directly, on whole splits.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from services.green_agent.client import Protocol_, TransportFailure, connect
 from services.green_agent.dataset import load_test_set, sample_query_ids
 from services.green_agent.evaluator import QueryOutcome, evaluate
 from services.green_agent.load import build_load_report, run_load
+from services.green_agent.load_html import write_load_html
 from services.green_agent.render import eval_tables, load_table
 from services.green_agent.report import build_report
 from services.green_agent.rest_eval import evaluate_rest, table
@@ -129,6 +132,8 @@ async def _load(args: argparse.Namespace, settings: GreenSettings) -> int:
         rate=args.rate,
     )
     _write(report, args.out)
+    if args.html is not None:
+        write_load_html(report, args.html)
     Console().print(load_table(report))
     return 0
 
@@ -175,6 +180,12 @@ def _parser(settings: GreenSettings) -> argparse.ArgumentParser:
     pace.add_argument("--rate", type=float, help="open loop: requests started per second")
     run_load.add_argument("--duration", type=float, required=True, help="seconds of load")
     run_load.add_argument("--max-in-flight", type=int, default=256, help="open-loop cap")
+    run_load.add_argument(
+        "--html",
+        type=Path,
+        metavar="PATH",
+        help="also write the report as one self-contained HTML page (charts, failures) here",
+    )
 
     serve = commands.add_parser("serve", help="serve the evaluator over A2A")
     serve.add_argument("--host", default=settings.host)

@@ -24,6 +24,9 @@ class QueryOutcome:
     doc_ids: list[str] | None = None
     reason: str | None = None
     error: str | None = None
+    # ``time.perf_counter()`` when the query was sent: only differences between outcomes of one
+    # process mean anything (a load report's timeline); 0.0 where nobody timed the start.
+    started_s: float = 0.0
 
     @property
     def ok(self) -> bool:
@@ -48,8 +51,9 @@ async def ask_and_check(
             reply = await client.ask(query, top_k)
             doc_ids = check_reply(reply, top_k, valid_ids, legacy=legacy)
         except (TransportFailure, ContractViolation) as e:
-            return QueryOutcome(query_id, time.perf_counter() - started, None, e.reason, str(e))
-    return QueryOutcome(query_id, time.perf_counter() - started, doc_ids)
+            latency = time.perf_counter() - started
+            return QueryOutcome(query_id, latency, None, e.reason, str(e), started_s=started)
+    return QueryOutcome(query_id, time.perf_counter() - started, doc_ids, started_s=started)
 
 
 async def evaluate(

@@ -20,10 +20,21 @@ from pydantic import BaseModel
 from services.green_agent.client import AgentClient
 from services.green_agent.evaluator import QueryOutcome, ask_and_check
 from services.green_agent.report import LatencyStats, latency_stats
+from services.green_agent.timeline import (
+    LatencyBin,
+    TimelinePoint,
+    build_timeline,
+    latency_histogram,
+)
 
 
 class LoadReport(BaseModel):
-    """What one load run measured."""
+    """What one load run measured.
+
+    ``timeline`` has one point per ``timeline_bucket_s`` of the run (see
+    :mod:`services.green_agent.timeline`), ``latency_histogram`` counts the answers between the
+    services' Prometheus bucket edges.
+    """
 
     agent: str
     protocol: str
@@ -41,6 +52,9 @@ class LoadReport(BaseModel):
     error_latency: LatencyStats
     errors_by_reason: dict[str, int]
     error_samples: list[str]
+    timeline_bucket_s: float
+    timeline: list[TimelinePoint]
+    latency_histogram: list[LatencyBin]
 
 
 class _Run:
@@ -139,6 +153,7 @@ def build_load_report(
 ) -> LoadReport:
     """Summarise a load run: latency of the answers, and apart how fast the failures came."""
     ok = [o for o in outcomes if o.ok]
+    bucket_s, timeline = build_timeline(outcomes, wall_s)
     errors = [o for o in outcomes if not o.ok]
     samples = list(dict.fromkeys(f"{o.reason}: {o.error}" for o in errors))[:10]
     return LoadReport(
@@ -158,4 +173,7 @@ def build_load_report(
         error_latency=latency_stats([o.latency_s for o in errors]),
         errors_by_reason=dict(Counter(o.reason or "unknown" for o in errors)),
         error_samples=samples,
+        timeline_bucket_s=bucket_s,
+        timeline=timeline,
+        latency_histogram=latency_histogram([o.latency_s for o in ok]),
     )

@@ -1,0 +1,224 @@
+"""The load report as one self-contained HTML page, for a person to read.
+
+Inline CSS and inline SVG only (:mod:`services.green_agent.svg`): no script, font, style sheet or
+image is fetched, so the file can be mailed, archived as a CI artifact and opened offline. Every
+text from the run is escaped: agent URLs, reasons and error messages come from remote servers.
+"""
+
+from __future__ import annotations
+
+from html import escape
+from pathlib import Path
+
+from services.green_agent.load import LoadReport
+from services.green_agent.svg import Series, bar_chart, label, line_chart
+from services.green_agent.timeline import LatencyBin
+
+GREEN, RED, BLUE, AMBER, PURPLE = "#16a34a", "#dc2626", "#2563eb", "#d97706", "#7c3aed"
+THROUGHPUT_TITLE = "Throughput over time"
+LATENCY_TITLE = "Latency percentiles over time"
+HISTOGRAM_TITLE = "Latency histogram of the answers"
+MIN_BINS = 8  # a histogram this narrow at least, so one busy bin does not fill the chart
+
+CSS = """
+body { margin: 0; background: #f3f4f6; color: #111827;
+  font: 15px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, "DejaVu Sans", sans-serif; }
+main { max-width: 1040px; margin: 0 auto; padding: 24px 28px 40px; }
+h1 { font-size: 24px; margin: 0 0 4px; word-break: break-all; }
+h2 { font-size: 18px; margin: 0 0 8px; }
+.setting { color: #4b5563; margin: 0 0 18px; }
+.stats { display: grid; grid-template-columns: repeat(5, 1fr); gap: 10px; margin-top: 10px; }
+@media (max-width: 700px) { .stats { grid-template-columns: repeat(2, 1fr); } }
+.stat { background: #fff; border-radius: 8px; padding: 10px 14px; border-top: 3px solid #9ca3af; }
+.stat .value { font-size: 22px; font-weight: 600; white-space: nowrap; }
+.stat .name { color: #6b7280; font-size: 13px; }
+.stat.good { border-top-color: #16a34a; } .stat.bad { border-top-color: #dc2626; }
+.stat.latency { border-top-color: #2563eb; }
+section { background: #fff; border-radius: 8px; padding: 16px 18px; margin-top: 18px; }
+table { border-collapse: collapse; min-width: 60%; }
+th, td { text-align: left; padding: 6px 10px; border-bottom: 1px solid #e5e7eb; }
+td.n, th.n { text-align: right; font-variant-numeric: tabular-nums; }
+code { display: block; white-space: pre-wrap; word-break: break-all; background: #f9fafb;
+  border: 1px solid #e5e7eb; border-radius: 6px; padding: 6px 10px; margin: 6px 0;
+  font: 13px/1.4 ui-monospace, "DejaVu Sans Mono", monospace; }
+.empty { color: #6b7280; font-style: italic; }
+footer { color: #6b7280; font-size: 13px; margin-top: 18px; }
+"""
+
+
+def _duration(seconds: float) -> str:
+    ms = seconds * 1000
+    return f"{ms:.1f} ms" if ms < 1000 else f"{seconds:.2f} s"
+
+
+def _headline(report: LoadReport) -> str:
+    pace = (
+        f"concurrency {report.concurrency}"
+        if report.concurrency is not None
+        else f"target rate {report.target_rate:g}/s"
+    )
+    setting = (
+        f"A2A {report.protocol} · {report.mode}, {pace} · {report.duration_s:g} s of load "
+        f"(wall {report.wall_s:.1f} s) · {report.timeline_bucket_s:g} s buckets"
+    )
+    lat = report.latency
+    answered = lat.count > 0
+
+    def stat(name: str, value: str, kind: str = "") -> str:
+        return (
+            f'<div class="stat {kind}"><div class="value">{escape(value)}</div>'
+            f'<div class="name">{escape(name)}</div></div>'
+        )
+
+    counts = [
+        stat("requests", f"{report.requests:,}"),
+        stat("answered", f"{report.ok:,}", "good"),
+        stat("failed", f"{report.errors:,}", "bad" if report.errors else "good"),
+        stat("dropped", f"{report.dropped:,}", "bad" if report.dropped else "good"),
+        stat("throughput (answered)", f"{report.throughput_rps:.1f}/s", "good"),
+    ]
+    latencies = [
+        stat(f"{name} latency", _duration(value) if answered else "–", "latency")
+        for name, value in (
+            ("p50", lat.p50_s),
+            ("p95", lat.p95_s),
+            ("p99", lat.p99_s),
+            ("max", lat.max_s),
+            ("mean", lat.mean_s),
+        )
+    ]
+    return (
+        f"<h1>Load test of {escape(report.agent)}</h1>\n"
+        f'<p class="setting">{escape(setting)}</p>\n'
+        f'<div class="stats">{"".join(counts)}</div>\n'
+        f'<div class="stats">{"".join(latencies)}</div>'
+    )
+
+
+def _charts_over_time(report: LoadReport) -> str:
+    points = report.timeline
+    x_max = points[-1].start_s + points[-1].span_s if points else report.wall_s
+    x_label = (
+        f"seconds since the start ({report.timeline_bucket_s:g} s buckets, "
+        "each request counted when it ended)"
+    )
+
+    def series(name: str, color: str, values: list[float | None]) -> Series:
+        middles = (p.start_s + p.span_s / 2 for p in points)
+        return Series(name, color, list(zip(middles, values, strict=True)))
+
+    rates = [series("answered/s", GREEN, [p.throughput_rps for p in points])]
+    if report.errors:
+        rates.append(series("failed/s", RED, [p.error_rps for p in points]))
+    throughput = line_chart(
+        THROUGHPUT_TITLE,
+        rates,
+        x_max=x_max,
+        x_label=x_label,
+        y_label="requests/s",
+        empty="no requests",
+    )
+    # A bucket without answers has no percentile: a gap in the line, not a drop to 0 ms.
+    answered = [p.latency if p.answered else None for p in points]
+    latency = line_chart(
+        LATENCY_TITLE,
+        [
+            series("p50", BLUE, [s.p50_s * 1000 if s else None for s in answered]),
+            series("p95", AMBER, [s.p95_s * 1000 if s else None for s in answered]),
+            series("p99", RED, [s.p99_s * 1000 if s else None for s in answered]),
+        ],
+        x_max=x_max,
+        x_label=x_label,
+        y_label="latency (ms)",
+        empty="no answers",
+    )
+    return (
+        f"<section><h2>{THROUGHPUT_TITLE}</h2>\n{throughput}</section>\n"
+        f"<section><h2>{LATENCY_TITLE}</h2>\n{latency}</section>"
+    )
+
+
+def _shown_bins(bins: list[LatencyBin]) -> list[LatencyBin]:
+    """The bins from the first to the last with answers, widened to :data:`MIN_BINS`."""
+    used = [i for i, b in enumerate(bins) if b.count]
+    low, high = (used[0], used[-1]) if used else (0, len(bins) - 1)
+    while high - low + 1 < MIN_BINS and (low > 0 or high < len(bins) - 1):
+        high = min(high + 1, len(bins) - 1)
+        if high - low + 1 < MIN_BINS:
+            low = max(low - 1, 0)
+    return bins[low : high + 1]
+
+
+def _histogram(report: LoadReport) -> str:
+    bins = _shown_bins(report.latency_histogram)
+    names = [
+        f"≤{label(b.upper_ms)}" if b.upper_ms is not None else f">{label(b.lower_ms)}" for b in bins
+    ]
+    chart = bar_chart(
+        HISTOGRAM_TITLE,
+        names,
+        [b.count for b in bins],
+        color=PURPLE,
+        x_label="latency, ms (each bar: answers above the previous edge, up to its own)",
+        y_label="answers",
+        empty="no answers",
+    )
+    return f"<section><h2>{HISTOGRAM_TITLE}</h2>\n{chart}</section>"
+
+
+def _failures(report: LoadReport) -> str:
+    if not report.errors_by_reason:
+        return '<section><h2>Failures</h2>\n<p class="empty">no failures</p></section>'
+    rows = "\n".join(
+        f'<tr><td>{escape(reason)}</td><td class="n">{count:,}</td>'
+        f'<td class="n">{count / report.requests:.1%}</td></tr>'
+        for reason, count in sorted(report.errors_by_reason.items(), key=lambda r: (-r[1], r[0]))
+    )
+    samples = "\n".join(f"<code>{escape(sample)}</code>" for sample in report.error_samples)
+    error_latency = report.error_latency
+    return (
+        f"<section><h2>Failures ({report.errors:,})</h2>\n"
+        '<table><thead><tr><th>reason</th><th class="n">count</th>'
+        f'<th class="n">share of requests</th></tr></thead>\n<tbody>{rows}</tbody></table>\n'
+        f"<p>Time to fail: p50 {_duration(error_latency.p50_s)}, "
+        f"max {_duration(error_latency.max_s)}.</p>\n"
+        f"<h2>Error samples</h2>\n{samples}</section>"
+    )
+
+
+def render_load_html(report: LoadReport) -> str:
+    """Render ``report`` as a self-contained HTML page.
+
+    Args:
+        report: A load run's report.
+
+    Returns:
+        The page: headline numbers, throughput and latency percentiles over time, the latency
+        histogram, and the failures by reason with samples of their messages.
+
+    """
+    return "\n".join(
+        [
+            "<!DOCTYPE html>",
+            '<html lang="en"><head><meta charset="utf-8">',
+            '<meta name="viewport" content="width=device-width, initial-scale=1">',
+            f"<title>Load test of {escape(report.agent)}</title>",
+            f"<style>{CSS}</style></head>",
+            "<body><main>",
+            _headline(report),
+            _charts_over_time(report),
+            _histogram(report),
+            _failures(report),
+            "<footer>Latencies and percentiles are those of the answers; failures are counted "
+            "apart. Histogram edges are the Prometheus histogram buckets of the services, so "
+            "the shares agree with their dashboards.</footer>",
+            "</main></body></html>",
+            "",
+        ]
+    )
+
+
+def write_load_html(report: LoadReport, path: Path) -> None:
+    """Write :func:`render_load_html` of ``report`` to ``path``, creating its folder."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(render_load_html(report), encoding="utf-8")

@@ -1,0 +1,155 @@
+"""The load report's HTML page, from a real load run, opened in a real headless Chromium.
+
+The green agent's CLI (a subprocess) loads the purple agent in front of the real MCP server for a
+few seconds; a few of its test queries are over the length limit, so the page has failures too.
+Chromium then renders the page: its DOM must hold the charts and the numbers of the JSON report,
+and its screenshot must be the window's size and far from blank.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import struct
+import subprocess
+import sys
+from html import escape
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from services.common.limits import MAX_QUERY_CHARS
+from services.common.processes import REPO
+from services.green_agent.dataset import load_test_set, sample_query_ids
+from services.green_agent.load_html import HISTOGRAM_TITLE, LATENCY_TITLE, THROUGHPUT_TITLE
+from services.nfcorpus.dataset import load_queries
+from tests.conftest import SmallIndex
+from tests.support.purple import ThreadedServer
+
+CHROMIUM = shutil.which("chromium")
+pytestmark = pytest.mark.skipif(
+    CHROMIUM is None, reason="chromium is not installed: run `make tools-chromium` (Debian)"
+)
+WIDTH, HEIGHT = 1200, 1800
+BROWSER_TIMEOUT_S = 60
+CLI_TIMEOUT_S = 120
+SEED = 42
+# Positions in the run's (seeded) query order that get an over-long text: early, so even a slow
+# machine sends them within the duration, and spread, so the failures are not one burst.
+INVALID_AT = (1, 4, 7)
+
+
+def _data_dir_with_invalid_queries(small_index: SmallIndex, target: Path) -> int:
+    """Copy the index's BEIR folder, making a few test queries longer than the limit.
+
+    Returns:
+        How many queries were made invalid.
+
+    """
+    source = small_index.settings.data_dir
+    shutil.copytree(source, target)
+    queries = load_queries(source)
+    order = sample_query_ids(load_test_set(source).query_ids, None, SEED)
+    for position in INVALID_AT:
+        queries[order[position]] = "x" * (MAX_QUERY_CHARS + 1)
+    # A plain queries.jsonl is read before queries.jsonl.gz.
+    with open(target / "queries.jsonl", "w", encoding="utf-8") as out:
+        for query_id, text in queries.items():
+            out.write(json.dumps({"_id": query_id, "text": text}) + "\n")
+    return len(INVALID_AT)
+
+
+def _chromium(profile: Path, *args: str) -> subprocess.CompletedProcess[bytes]:
+    assert CHROMIUM is not None
+    command = [
+        CHROMIUM,
+        "--headless",
+        "--no-sandbox",  # root in a container: Chromium's sandbox needs user namespaces
+        "--disable-gpu",
+        "--hide-scrollbars",
+        f"--window-size={WIDTH},{HEIGHT}",
+        f"--user-data-dir={profile}",  # under tmp_path, like its home below: nothing is left
+        *args,
+    ]
+    # Chromium keeps its crash database under XDG_CONFIG_HOME whatever --user-data-dir says.
+    home = {"HOME": str(profile), "XDG_CONFIG_HOME": str(profile), "XDG_CACHE_HOME": str(profile)}
+    return subprocess.run(
+        command,
+        env={**os.environ, **home},
+        capture_output=True,
+        timeout=BROWSER_TIMEOUT_S,
+        check=True,
+    )
+
+
+def _png_size(path: Path) -> tuple[int, int]:
+    """Width and height from the IHDR chunk, which follows the 8-byte signature."""
+    data = path.read_bytes()[:24]
+    assert data[:8] == b"\x89PNG\r\n\x1a\n" and data[12:16] == b"IHDR"
+    width, height = struct.unpack(">II", data[16:24])
+    return width, height
+
+
+@pytest.fixture(scope="module")
+def load_run(
+    purple: ThreadedServer, small_index: SmallIndex, tmp_path_factory: pytest.TempPathFactory
+) -> tuple[Path, dict[str, Any]]:
+    """The HTML page and JSON report of a 4 s closed-loop run at concurrency 2."""
+    root = tmp_path_factory.mktemp("load-report")
+    invalid = _data_dir_with_invalid_queries(small_index, root / "data")
+    html, out = root / "load.html", root / "load.json"
+    args = ["--agent", purple.url, "--concurrency", "2", "--duration", "4", "--seed", str(SEED)]
+    files = ["--data-dir", str(root / "data"), "--out", str(out), "--html", str(html)]
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    run = subprocess.run(
+        [sys.executable, "-m", "services.green_agent", "load", *args, *files],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=CLI_TIMEOUT_S,
+    )
+    assert run.returncode == 0, run.stdout + run.stderr
+    report = json.loads(out.read_text())
+    assert report["errors"] >= invalid and report["ok"] > 0, report["error_samples"]
+    return html, report
+
+
+def test_the_page_holds_the_charts_and_the_numbers(
+    load_run: tuple[Path, dict[str, Any]], tmp_path: Path
+) -> None:
+    html, report = load_run
+    dom = _chromium(tmp_path / "profile", "--dump-dom", html.as_uri()).stdout.decode()
+    assert dom.count("<svg") == 3
+    for title in (THROUGHPUT_TITLE, LATENCY_TITLE, HISTOGRAM_TITLE):
+        assert f"<title>{title}</title>" in dom
+    assert f'<div class="value">{report["requests"]:,}</div>' in dom
+    assert f'<div class="value">{report["errors"]:,}</div>' in dom
+    assert dom.count("<polyline") >= 1 and dom.count("<rect") > 3  # lines, legend and bars
+    for reason in report["errors_by_reason"]:
+        assert f"<td>{reason}</td>" in dom
+    # The servers' error text holds markup-like parts (`expected {"query": "<text>", ...}`): it
+    # must come out as text, which the DOM serialises escaped again.
+    assert report["error_samples"]
+    for sample in report["error_samples"]:
+        assert escape(sample, quote=False) in dom
+    assert "<script" not in dom
+
+
+def test_the_screenshot_is_the_window_and_not_blank(
+    load_run: tuple[Path, dict[str, Any]], tmp_path: Path
+) -> None:
+    html, _ = load_run
+    blank_html, blank_png, page_png = (
+        tmp_path / "blank.html",
+        tmp_path / "blank.png",
+        tmp_path / "page.png",
+    )
+    blank_html.write_text("<!DOCTYPE html><html><body></body></html>\n", encoding="utf-8")
+    _chromium(tmp_path / "profile", f"--screenshot={blank_png}", blank_html.as_uri())
+    _chromium(tmp_path / "profile", f"--screenshot={page_png}", html.as_uri())
+    assert _png_size(page_png) == _png_size(blank_png) == (WIDTH, HEIGHT)
+    # A white page compresses to ~10 KB at this size; text and charts take several times that.
+    assert page_png.stat().st_size > 5 * blank_png.stat().st_size

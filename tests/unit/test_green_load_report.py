@@ -1,0 +1,153 @@
+"""The load report's timeline and histogram, and its HTML page (no browser: see integration)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from services.green_agent.cli import _parser
+from services.green_agent.evaluator import QueryOutcome
+from services.green_agent.load import LoadReport, build_load_report
+from services.green_agent.load_html import render_load_html
+from services.green_agent.report import latency_stats
+from services.green_agent.settings import GreenSettings
+from services.green_agent.svg import nice_ticks
+from services.green_agent.timeline import bucket_width, build_timeline, latency_histogram
+from services.telemetry.metrics import LATENCY_BUCKETS
+
+T0 = 1000.0  # a perf_counter reading: only differences from the first start matter
+HOSTILE = "<script>alert('x')</script> & <img src=x onerror=alert(1)>"
+
+
+def _ok(started: float, latency: float) -> QueryOutcome:
+    return QueryOutcome("q", latency, ["MED-1"], started_s=T0 + started)
+
+
+def _failed(started: float, latency: float, reason: str = "timeout") -> QueryOutcome:
+    return QueryOutcome("q", latency, None, reason, "no reply in time", started_s=T0 + started)
+
+
+def _report(outcomes: list[QueryOutcome], wall_s: float, agent: str = "http://a") -> LoadReport:
+    return build_load_report(
+        outcomes,
+        dropped=0,
+        wall_s=wall_s,
+        agent=agent,
+        protocol="1.0",
+        duration_s=wall_s,
+        concurrency=2,
+        rate=None,
+    )
+
+
+@pytest.mark.parametrize(
+    ("span_s", "width_s"),
+    [(0.5, 1.0), (60.0, 1.0), (120.0, 1.0), (120.5, 2.0), (600.0, 5.0), (3660.0, 60.0)],
+)
+def test_buckets_widen_to_keep_at_most_120_points(span_s: float, width_s: float) -> None:
+    assert bucket_width(span_s) == width_s
+
+
+def test_outcomes_fall_in_the_bucket_where_they_ended() -> None:
+    outcomes = [
+        _ok(0.0, 0.2),  # ends 0.2 -> bucket 0
+        _ok(0.5, 0.4),  # ends 0.9 -> bucket 0
+        _ok(0.8, 0.4),  # started in bucket 0, ends 1.2 -> bucket 1
+        _failed(1.0, 0.5),  # ends 1.5 -> bucket 1
+        _ok(3.1, 0.2),  # ends 3.3 -> bucket 3; bucket 2 stays empty
+        _ok(3.5, 0.9),  # ends 4.4: the 0.4 s tail joins bucket 3
+    ]
+    width, points = build_timeline(outcomes, wall_s=4.4)
+    assert width == 1.0
+    assert [p.start_s for p in points] == [0.0, 1.0, 2.0, 3.0]
+    assert [p.span_s for p in points] == pytest.approx([1.0, 1.0, 1.0, 1.4])
+    assert [(p.answered, p.failed) for p in points] == [(2, 0), (1, 1), (0, 0), (2, 0)]
+    assert [p.throughput_rps for p in points] == pytest.approx([2.0, 1.0, 0.0, 2 / 1.4])
+    assert [p.error_rps for p in points] == pytest.approx([0.0, 1.0, 0.0, 0.0])
+    # Percentiles are the report's own (latency_stats), over the answers of the bucket only.
+    assert points[0].latency == latency_stats([0.2, 0.4])
+    assert points[2].latency.count == 0
+
+
+def test_the_first_start_is_the_origin_and_a_late_end_widens_the_timeline() -> None:
+    _, points = build_timeline([_ok(0.0, 0.1), _ok(0.0, 2.6)], wall_s=1.0)
+    assert [(p.start_s, p.answered) for p in points] == [(0.0, 1), (1.0, 1)]
+    assert points[-1].span_s == pytest.approx(1.6)
+    assert build_timeline([], wall_s=3.0) == (1.0, [])
+
+
+def test_histogram_bins_follow_the_prometheus_edges() -> None:
+    bins = latency_histogram([0.0005, 0.001, 0.0011, 0.0025, 0.04, 0.04, 99.0])
+    assert len(bins) == len(LATENCY_BUCKETS) + 1
+    assert [b.upper_ms for b in bins[:4]] == [1.0, 2.5, 5.0, 10.0]
+    assert bins[0].lower_ms == 0.0 and bins[-1].upper_ms is None
+    assert bins[-1].lower_ms == LATENCY_BUCKETS[-1] * 1000
+    counts = {b.upper_ms: b.count for b in bins if b.count}
+    # An edge value counts in the bin it closes, as Prometheus's `le` does.
+    assert counts == {1.0: 2, 2.5: 2, 50.0: 2, None: 1}
+
+
+def test_the_report_carries_timeline_and_histogram_of_the_answers() -> None:
+    report = _report([_ok(0.0, 0.02), _ok(0.1, 0.03), _failed(0.2, 5.0)], wall_s=5.2)
+    assert report.timeline_bucket_s == 1.0
+    assert sum(p.answered for p in report.timeline) == 2
+    assert sum(p.failed for p in report.timeline) == 1
+    assert sum(b.count for b in report.latency_histogram) == 2  # failures are not timed in it
+    assert report.errors_by_reason == {"timeout": 1}
+    assert LoadReport.model_validate_json(report.model_dump_json()) == report
+
+
+def test_remote_text_is_escaped_everywhere() -> None:
+    outcomes = [_ok(0.0, 0.05), QueryOutcome("q", 0.1, None, HOSTILE, HOSTILE, started_s=T0)]
+    page = render_load_html(_report(outcomes, wall_s=1.0, agent=f"http://a/{HOSTILE}"))
+    assert "<script" not in page and "<img" not in page
+    assert "&lt;script&gt;alert(&#x27;x&#x27;)&lt;/script&gt; &amp; &lt;img" in page
+    assert "<td>&lt;script&gt;" in page  # the reason, in the failures table
+
+
+def test_the_page_is_self_contained() -> None:
+    page = render_load_html(_report([_ok(t / 10, 0.05) for t in range(30)], wall_s=3.0))
+    assert page.count("<svg") == 3 and page.count("<polyline") == 4  # throughput, p50/95/99
+    assert not re.search(r"<script|<link|<img|@import|url\(|\bsrc=|\bhref=", page)
+    # The only URL is the SVG namespace (an identifier, never fetched) and the agent's.
+    assert set(re.findall(r"https?://[^\s\"<]+", page)) == {
+        "http://www.w3.org/2000/svg",
+        "http://a",
+    }
+    assert "no failures" in page
+
+
+def test_an_empty_run_renders() -> None:
+    page = render_load_html(_report([], wall_s=2.0))
+    assert page.count("<svg") == 3
+    assert "no requests" in page and page.count("no answers") == 2
+    assert "no failures" in page
+    assert "<polyline" not in page and "nan" not in page.lower()
+
+
+def test_a_run_without_answers_lists_its_failures() -> None:
+    outcomes = [_failed(0.0, 0.01, "transport"), _failed(0.1, 0.01, "transport")]
+    page = render_load_html(_report(outcomes, wall_s=1.0))
+    assert "Failures (2)" in page and "<td>transport</td>" in page
+    assert page.count("no answers") == 2 and "no failures" not in page
+    assert '<div class="value">–</div><div class="name">p50 latency</div>' in page
+
+
+@pytest.mark.parametrize(
+    ("high", "ticks"),
+    [
+        (0.0, [0, 0.2, 0.4, 0.6, 0.8, 1.0]),
+        (23.0, [0, 5, 10, 15, 20, 25]),
+        (400, [0, 100, 200, 300, 400]),
+    ],
+)
+def test_axis_ticks_are_round(high: float, ticks: list[float]) -> None:
+    assert nice_ticks(high) == pytest.approx(ticks)
+
+
+def test_load_takes_an_html_path() -> None:
+    args = ["load", "--agent", "http://a", "--concurrency", "1", "--duration", "1"]
+    parsed = _parser(GreenSettings()).parse_args([*args, "--html", "out/load.html"])
+    assert str(parsed.html) == "out/load.html"
+    assert _parser(GreenSettings()).parse_args(args).html is None
