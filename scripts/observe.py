@@ -55,15 +55,21 @@ def _cell(value: float) -> str:
 
 
 def _markdown(values: list[PanelValue]) -> str:
+    """One row per series with a value; many series at 0 or without data (0/0) in one row."""
     lines = ["| panel | query | series | value |", "| --- | --- | --- | --- |"]
     for value in values:
+        panel, legend = value.query.panel, value.query.legend
         if value.query.needs_cluster:
-            lines.append(f"| {value.query.panel} | {value.query.legend} | (cluster only) | |")
-        for labels, number in value.series or [({}, math.nan)]:
+            lines.append(f"| {panel} | {legend} | (cluster series only) | |")
+            continue
+        shown = [(labels, n) for labels, n in value.series if n != 0 and not math.isnan(n)]
+        if len(value.series) <= 2:  # a single figure reads better as itself, 0 or n/a
+            shown = value.series
+        for labels, number in shown:
             series = ", ".join(f"{k}={v}" for k, v in sorted(labels.items())) or "-"
-            lines.append(
-                f"| {value.query.panel} | {value.query.legend} | {series} | {_cell(number)} |"
-            )
+            lines.append(f"| {panel} | {legend} | {series} | {_cell(number)} |")
+        if quiet := len(value.series) - len(shown):
+            lines.append(f"| {panel} | {legend} | {quiet} series at 0 or without data | |")
     return "\n".join(lines) + "\n"
 
 
