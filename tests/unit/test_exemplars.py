@@ -27,7 +27,7 @@ def test_a_sample_in_a_span_carries_its_trace_id() -> None:
         exemplars.observe(histogram, 0.03, outcome="ok")
         trace_id = f"{span.get_span_context().trace_id:032x}"
     exemplars.observe(histogram, 0.03, outcome="failed")  # outside any span: none
-    lines = generate_latest(registry).decode().splitlines()
+    lines = generate_latest(registry).decode().splitlines()  # type: ignore[no-untyped-call]
     (bucket,) = [
         line for line in lines if line.startswith('demo_seconds_bucket{le="0.05",outcome="ok"}')
     ]
