@@ -16,8 +16,12 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 from statistics import median, quantiles
+from typing import Any
 
 import httpx
+
+# Run as a script: its own folder is on sys.path.
+from bench_a2a import SATURATION_CONCURRENCY, measure_a2a
 from mcp import Client
 
 from services.common.processes import ServerProcess
@@ -103,6 +107,38 @@ def over_the_wire(texts: list[str], mode: str) -> dict[str, dict[str, float]]:
         server.stop()
 
 
+def a2a_table(results: dict[str, Any], a2a: dict[str, Any]) -> list[str]:
+    """The A2A path against the in-process pipeline it wraps (issue 11's table)."""
+    encode, rank = results["query_encode"], results["full_retrieve_and_rank"]
+    pipeline_p50 = encode["p50_ms"] + rank["p50_ms"]
+    pipeline_mean = encode["mean_ms"] + rank["mean_ms"]
+    one, sat = a2a["concurrency_1"], a2a[f"concurrency_{SATURATION_CONCURRENCY}"]
+    cpu = one["mcp_cpu_ms_per_query"] + one["purple_cpu_ms_per_query"]
+    start, end = a2a["rss_after_start"], a2a["rss_after_load"]
+    return [
+        "## The A2A path (purple agent -> MCP server) against the in-process pipeline",
+        "",
+        "| what | figure |",
+        "| --- | --- |",
+        f"| in-process pipeline (encode + retrieve and rank), one thread | p50 {pipeline_p50:.2f} ms, "
+        f"mean {pipeline_mean:.2f} ms |",
+        f"| server CPU per answered A2A query, concurrency 1: MCP server + purple agent | "
+        f"{one['mcp_cpu_ms_per_query']:.2f} + {one['purple_cpu_ms_per_query']:.2f} = {cpu:.2f} ms "
+        f"({cpu / pipeline_mean:.2f}x the pipeline's mean) |",
+        f"| the same at concurrency {SATURATION_CONCURRENCY} | "
+        f"{sat['mcp_cpu_ms_per_query']:.2f} + {sat['purple_cpu_ms_per_query']:.2f} ms |",
+        f"| A2A round trip, concurrency 1 | p50 {one['latency']['p50_s'] * 1000:.1f} ms "
+        f"({one['latency']['p50_s'] * 1000 / pipeline_p50:.2f}x the pipeline's p50), "
+        f"p99 {one['latency']['p99_s'] * 1000:.1f} ms, {one['throughput_qps']:.1f} q/s |",
+        f"| A2A at concurrency {SATURATION_CONCURRENCY} (load generator on the same cores) | "
+        f"{sat['throughput_qps']:.1f} q/s, p99 {sat['latency']['p99_s'] * 1000:.0f} ms, "
+        f"{sat['failed']} failed |",
+        f"| RSS after start, after the load: MCP server / purple agent | "
+        f"{start['mcp_rss_mb']:.0f} / {start['purple_rss_mb']:.0f} MB, "
+        f"{end['mcp_rss_mb']:.0f} / {end['purple_rss_mb']:.0f} MB |",
+    ]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description="latency benchmarks")
     parser.add_argument("--out", type=Path, default=Path("reports/bench"))
@@ -118,6 +154,7 @@ def main() -> None:
         **over_the_wire(texts, "zero-shot"),
         **over_the_wire(texts, "full"),
     }
+    a2a = measure_a2a(texts, settings.data_dir)
     results["full_minus_zero_shot_p50_ms"] = {
         "rest_round_trip": results["full_rest_round_trip"]["p50_ms"]
         - results["zero-shot_rest_round_trip"]["p50_ms"],
@@ -133,7 +170,7 @@ def main() -> None:
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.with_suffix(".json").write_text(
-        json.dumps({"meta": meta, "results": results}, indent=2) + "\n"
+        json.dumps({"meta": meta, "results": results, "a2a": a2a}, indent=2) + "\n"
     )
     lines = [
         f"# Latency benchmark ({meta['date']}, {meta['machine']}, store={meta['store']})",
@@ -152,6 +189,7 @@ def main() -> None:
         f"Full pipeline minus plain hybrid (zero-shot), p50: {cost['retrieve_and_rank']:.2f} ms "
         f"in-process, {cost['rest_round_trip']:.2f} ms over REST.",
     ]
+    lines += ["", *a2a_table(results, a2a)]
     args.out.with_suffix(".md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 

@@ -113,6 +113,13 @@ class ServerProcess:
             next(line for line in status.splitlines() if line.startswith("VmRSS")).split()[1]
         )
 
+    def cpu_seconds(self) -> float:
+        """CPU time (user + system) the running child has used so far (from /proc)."""
+        # Fields after the command name, which is in parentheses and may hold spaces.
+        fields = Path(f"/proc/{self.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        utime, stime = int(fields[11]), int(fields[12])
+        return (utime + stime) / os.sysconf("SC_CLK_TCK")
+
     @property
     def running(self) -> bool:
         """Whether the child is alive."""
