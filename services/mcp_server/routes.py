@@ -35,7 +35,9 @@ def rest_routes(service: SearchService, security: TransportSecuritySettings) -> 
         except InvalidSearch as e:
             return _invalid(e.detail)
         try:
-            hits = await service.search(parsed.query, parsed.top_k, via="rest")
+            hits = await service.search(
+                parsed.query, parsed.top_k, via="rest", include_text=parsed.include_text
+            )
         except SearchUnavailableError as e:
             return JSONResponse({"error": str(e)}, status_code=503)
         return JSONResponse(SearchResponse(results=hits).model_dump())

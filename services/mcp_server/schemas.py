@@ -22,6 +22,13 @@ TopK = Annotated[
     int,
     Field(ge=1, le=MAX_TOP_K, description=f"How many documents to return (1-{MAX_TOP_K})."),
 ]
+IncludeText = Annotated[
+    bool,
+    Field(
+        description="Return each abstract in `text` (the default); false returns `text` empty, "
+        "for a caller that needs only ids, scores and titles (a tenth of the bytes)."
+    ),
+]
 
 
 def check_not_blank(query: str) -> str:
@@ -38,6 +45,7 @@ class SearchRequest(BaseModel):
 
     query: QueryText
     top_k: TopK = 5
+    include_text: IncludeText = True
 
     _not_blank = field_validator("query")(check_not_blank)
 

@@ -58,7 +58,7 @@ class SearchService:
             self.search_calls = 0
         self._store.reset()
 
-    def _search_sync(self, query: str, top_k: int) -> list[SearchHit]:
+    def _search_sync(self, query: str, top_k: int, include_text: bool) -> list[SearchHit]:
         with _tracer.start_as_current_span("search") as span:
             span.set_attribute("search.top_k", top_k)
             started = time.perf_counter()
@@ -75,19 +75,27 @@ class SearchService:
             exemplars.observe(RANKING_SECONDS, ranking_s)
             span.set_attribute("search.results", len(results))
         return [
-            SearchHit(doc_id=r.doc_id, score=r.score, title=r.title, text=r.text) for r in results
+            SearchHit(
+                doc_id=r.doc_id, score=r.score, title=r.title, text=r.text if include_text else ""
+            )
+            for r in results
         ]
 
-    async def search(self, query: str, top_k: int, via: Literal["tool", "rest"]) -> list[SearchHit]:
-        """Search, counting the call; raises :class:`SearchUnavailableError` on store failure."""
+    async def search(
+        self, query: str, top_k: int, via: Literal["tool", "rest"], include_text: bool = True
+    ) -> list[SearchHit]:
+        """Search, counting the call; raises :class:`SearchUnavailableError` on store failure.
+
+        Without ``include_text`` every hit's ``text`` is empty: the caller needs no abstract.
+        """
         with self._lock:
             self.search_calls += 1
-        annotate(via=via, top_k=top_k, query=query_prefix(query))
+        annotate(via=via, top_k=top_k, query=query_prefix(query), include_text=include_text)
         started = threading.Event()
 
         def search_now() -> list[SearchHit]:
             started.set()
-            return self._search_sync(query, top_k)
+            return self._search_sync(query, top_k, include_text)
 
         try:
             hits = await anyio.to_thread.run_sync(search_now, limiter=self._limiter)

@@ -14,6 +14,7 @@ from pydantic import ValidationError
 
 from services.common.jsonrpc import describe
 from services.mcp_server.schemas import (
+    IncludeText,
     InvalidSearch,
     QueryText,
     SearchResponse,
@@ -30,8 +31,8 @@ Use it for evidence on foods, nutrients, diets, supplements and their links to d
 outcomes. Pass the question in plain words (short queries such as 'green tea and prostate cancer'
 work well); set top_k to how many documents you need. Returns `results`, best first, each with
 `doc_id` (e.g. 'MED-10'), a relevance `score` (higher is better; compare within one call only),
-`title` and `text` (the abstract). The ranking combines semantic (MiniLM) and keyword (BM25)
-matching."""
+`title` and `text` (the abstract; set include_text to false when you need only the ids, scores
+and titles). The ranking combines semantic (MiniLM) and keyword (BM25) matching."""
 
 
 class SearchServer(MCPServer):
@@ -73,9 +74,11 @@ def register_tools(mcp: MCPServer, service: SearchService) -> None:
     """Add the search tool to ``mcp``."""
 
     @mcp.tool(name=TOOL_NAME, title="Search NFCorpus", description=DESCRIPTION)
-    async def search_nfcorpus(query: QueryText, top_k: TopK = 5) -> SearchResponse:
+    async def search_nfcorpus(
+        query: QueryText, top_k: TopK = 5, include_text: IncludeText = True
+    ) -> SearchResponse:
         try:
-            hits = await service.search(query, top_k, via="tool")
+            hits = await service.search(query, top_k, via="tool", include_text=include_text)
         except SearchUnavailableError as e:
             raise ToolError(str(e)) from e
         return SearchResponse(results=hits)

@@ -5,6 +5,10 @@ session dies with its transport on the first connection error (and cancels every
 on it), while a per-call session isolates failures and costs no extra round trip once the protocol
 version is known. The version is negotiated once (``server/discover``) and then adopted; it is
 negotiated again after a failure, in case the server was replaced by another version.
+
+The ranking policy reads ids and scores only, so the agent asks for hits without their abstracts
+(``include_text: false``) when the server's tool offers that argument (it learns so from
+``tools/list`` while negotiating: an older server during a rolling upgrade gets the plain call).
 """
 
 from __future__ import annotations
@@ -33,6 +37,8 @@ log = logging.getLogger(__name__)
 _tracer = tracer(__name__)
 
 TOOL_NAME = "search_nfcorpus"
+#: The tool's optional argument that leaves the abstracts out of the hits.
+WITHOUT_TEXT = {"include_text": False}
 #: Longest pause between two attempts.
 MAX_BACKOFF_S = 1.0
 
@@ -47,6 +53,14 @@ async def _inject_trace_context(request: httpx2.Request) -> None:
     # Runs in the calling task's context (the transport carries it over), so the current span
     # is the MCP call's span.
     request.headers.update(inject_headers())
+
+
+def offers_include_text(tools: list[mcp_types.Tool]) -> bool:
+    """Whether the search tool offers ``include_text`` (servers before it reject the argument)."""
+    for tool in tools:
+        if tool.name == TOOL_NAME:
+            return "include_text" in (tool.input_schema or {}).get("properties", {})
+    return False
 
 
 class McpSearchClient:
@@ -78,6 +92,7 @@ class McpSearchClient:
         self._http: httpx2.AsyncClient | None = None
         self._mode: str | None = None
         self._discover: mcp_types.DiscoverResult | None = None
+        self._extra_arguments: dict[str, Any] = {}
         self._negotiate_lock = asyncio.Lock()
 
     @property
@@ -111,6 +126,8 @@ class McpSearchClient:
                         self._mode = client.protocol_version
                     else:  # a handshake-era server: every session initializes
                         self._discover, self._mode = None, "legacy"
+                    tools = (await client.list_tools()).tools
+                    self._extra_arguments = WITHOUT_TEXT if offers_include_text(tools) else {}
                 log.info("MCP server at %s speaks protocol %s", self.url, self._mode)
             return self._mode, self._discover
 
@@ -118,9 +135,10 @@ class McpSearchClient:
         async with asyncio.timeout(timeout_s):
             mode, discover = await self._negotiate()
             async with self._session(mode, discover) as client:
-                request = mcp_types.CallToolRequest(
-                    params=mcp_types.CallToolRequestParams(name=TOOL_NAME, arguments=arguments)
+                params = mcp_types.CallToolRequestParams(
+                    name=TOOL_NAME, arguments={**arguments, **self._extra_arguments}
                 )
+                request = mcp_types.CallToolRequest(params=params)
                 result = await client.session.send_request(
                     request, mcp_types.CallToolResult, request_read_timeout_seconds=timeout_s
                 )

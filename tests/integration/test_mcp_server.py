@@ -19,6 +19,7 @@ async def test_lists_the_tool_with_schemas(mcp_server: McpServer) -> None:
     props = tool.input_schema["properties"]
     assert props["top_k"]["default"] == 5 and props["top_k"]["maximum"] == 100
     assert props["query"]["maxLength"] == 2000
+    assert props["include_text"]["default"] is True and props["include_text"]["type"] == "boolean"
     assert tool.output_schema is not None and "results" in tool.output_schema["properties"]
 
 
@@ -78,6 +79,15 @@ def test_rest_search_matches_the_tool_contract(mcp_server: McpServer) -> None:
     assert len(results) == 4 and set(results[0]) == {"doc_id", "score", "title", "text"}
     default = httpx.post(f"{mcp_server.base_url}/search_nfcorpus", json={"query": "vitamin D"})
     assert len(default.json()["results"]) == 5
+    # Without abstracts: the same hits, every text empty, the shape unchanged.
+    lean = httpx.post(
+        f"{mcp_server.base_url}/search_nfcorpus",
+        json={"query": "vitamin D", "top_k": 4, "include_text": False},
+    ).json()["results"]
+    assert [(h["doc_id"], h["score"], h["title"]) for h in lean] == [
+        (h["doc_id"], h["score"], h["title"]) for h in results
+    ]
+    assert all(h["text"] for h in results) and {h["text"] for h in lean} == {""}
 
 
 @pytest.mark.parametrize(
@@ -94,6 +104,7 @@ def test_rest_search_matches_the_tool_contract(mcp_server: McpServer) -> None:
         (b'{"query": 42}', "query", "valid string"),
         (b'{"top_k": 3}', "query", "Field required"),
         (b'{"query": "x", "k": 3}', "k", "Extra inputs are not permitted"),
+        (b'{"query": "x", "include_text": "no"}', "include_text", "valid boolean"),
         (b"not json", "body", "JSON object"),
         (b"[1, 2]", "body", "JSON object"),
         (b"\xff\xfe", "body", "not UTF-8 text"),

@@ -17,6 +17,7 @@ from services.green_agent.contract import check_reply, legacy_concatenation
 from services.green_agent.dataset import TestSet, load_test_set
 from services.green_agent.evaluator import evaluate
 from services.nfcorpus.dataset import DEFAULT_DATA_DIR
+from tests.conftest import McpServer
 from tests.support.purple import ThreadedServer, v03_body, v10_body
 
 
@@ -135,3 +136,15 @@ async def test_health_readiness_and_metrics(
     for route in ("/", "/healthz", "/readyz"):
         sample = f'purple_http_request_duration_seconds_count{{outcome="ok",route="{route}"}}'
         assert sample in text, route
+
+
+async def test_the_agent_asks_for_hits_without_abstracts(
+    purple: ThreadedServer, mcp_server: McpServer, http: httpx.AsyncClient
+) -> None:
+    body = v03_body(json.dumps({"query": "include text probe", "top_k": 3}))
+    assert (await http.post(purple.url + "/", json=body)).json()["result"]["status"]["state"] == (
+        "completed"
+    )
+    lines = [json.loads(line) for line in mcp_server.log().splitlines() if line.startswith("{")]
+    (call,) = [line for line in lines if line.get("query", "").startswith("include text probe")]
+    assert call["route"] == "/mcp" and call["include_text"] is False
