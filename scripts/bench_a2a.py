@@ -16,7 +16,7 @@ from typing import Any
 from services.common.processes import ServerProcess
 from services.green_agent.client import connect
 from services.green_agent.dataset import load_test_set
-from services.green_agent.evaluator import ask_and_check
+from services.green_agent.evaluator import QueryOutcome, ask_and_check
 from services.green_agent.load import run_load
 from services.green_agent.report import latency_stats
 
@@ -29,12 +29,23 @@ def _cpu(servers: dict[str, ServerProcess]) -> dict[str, float]:
     return {name: server.cpu_seconds() for name, server in servers.items()}
 
 
-def _per_query(
-    before: dict[str, float], after: dict[str, float], answered: int
-) -> dict[str, float]:
+def _figures(
+    outcomes: list[QueryOutcome],
+    wall_s: float,
+    cpu_before: dict[str, float],
+    cpu_after: dict[str, float],
+) -> dict[str, Any]:
+    """Latency, throughput and each server's CPU per answered query of one phase."""
+    answered = [o for o in outcomes if o.ok]
     return {
-        f"{name}_cpu_ms_per_query": (after[name] - before[name]) / answered * 1000
-        for name in before
+        "latency": latency_stats([o.latency_s for o in answered]).model_dump(),
+        "answered": len(answered),
+        "failed": len(outcomes) - len(answered),
+        "throughput_qps": len(answered) / wall_s,
+        **{
+            f"{name}_cpu_ms_per_query": (cpu_after[name] - cpu_before[name]) / len(answered) * 1000
+            for name in cpu_before
+        },
     }
 
 
@@ -51,15 +62,7 @@ async def _phases(
             await ask_and_check(client, str(i), t, TOP_K, valid_ids, legacy=False)
             for i, t in enumerate(texts)
         ]
-        wall = time.perf_counter() - started
-        answered = [o for o in outcomes if o.ok]
-        one = {
-            "latency": latency_stats([o.latency_s for o in answered]).model_dump(),
-            "answered": len(answered),
-            "failed": len(outcomes) - len(answered),
-            "throughput_qps": len(answered) / wall,
-            **_per_query(before, _cpu(servers), len(answered)),
-        }
+        one = _figures(outcomes, time.perf_counter() - started, before, _cpu(servers))
         before = _cpu(servers)
         queries = [(str(i), t) for i, t in enumerate(texts)]
         loaded, dropped, wall = await run_load(
@@ -70,14 +73,8 @@ async def _phases(
             duration_s=SATURATION_S,
             concurrency=SATURATION_CONCURRENCY,
         )
-        answered = [o for o in loaded if o.ok]
-        saturated = {
-            "latency": latency_stats([o.latency_s for o in answered]).model_dump(),
-            "answered": len(answered),
-            "failed": len(loaded) - len(answered) + dropped,
-            "throughput_qps": len(answered) / wall,
-            **_per_query(before, _cpu(servers), len(answered)),
-        }
+        saturated = _figures(loaded, wall, before, _cpu(servers))
+        saturated["failed"] += dropped  # never sent: the load generator's cap
     finally:
         await client.aclose()
     return {"concurrency_1": one, f"concurrency_{SATURATION_CONCURRENCY}": saturated}

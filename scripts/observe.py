@@ -122,8 +122,9 @@ def main() -> int:
         for v in values
     ]
     Path(f"{args.out}.json").write_text(json.dumps(figures, indent=1) + "\n")
-    Path(f"{args.out}.md").write_text(_markdown(values))
-    print(_markdown(values))
+    table = _markdown(values)
+    Path(f"{args.out}.md").write_text(table)
+    print(table)
     return 0
 
 

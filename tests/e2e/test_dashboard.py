@@ -21,7 +21,7 @@ import pytest
 from services.common.dashboard import panel_values
 from services.common.processes import ServerProcess
 from services.common.prometheus import LocalPrometheus
-from tests.e2e.test_green_agent import _green
+from tests.support.green import run_green
 from tests.support.purple import v03_body
 
 #: Scrape every second; rates over 15 s see a dozen samples.
@@ -51,7 +51,7 @@ def under_load(
     """Twelve seconds of load, and a few invalid requests (the caller's own mistakes)."""
     out = tmp_path_factory.mktemp("load") / "load.json"
     args = ["--agent", purple_agent.base_url, "--duration", "12", "--concurrency", "2"]
-    run = _green("load", *args, "--out", str(out))
+    run = run_green("load", *args, "--out", str(out))
     assert run.returncode == 0, run.stdout + run.stderr
     for _ in range(3):
         httpx.post(purple_agent.base_url + "/", json=v03_body('{"query": ""}'), timeout=10)

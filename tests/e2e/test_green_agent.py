@@ -6,9 +6,6 @@ Every process is real (``python -m ...``) and talks over loopback HTTP.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import uuid
 from pathlib import Path
 from typing import Any
@@ -19,22 +16,13 @@ from a2a.client import A2ACardResolver, ClientConfig, create_client
 from a2a.helpers import get_data_parts, get_text_parts
 from a2a.types import Message, Part, Role, SendMessageRequest, TaskState
 
-from services.common.processes import REPO, ServerProcess
+from services.common.processes import ServerProcess
 from services.green_agent.dataset import load_test_set
 from services.nfcorpus.dataset import DEFAULT_DATA_DIR
 from services.nfcorpus.metrics import ndcg_at_k
 from services.purple_agent.ranking import Candidate, ServerOrder
 from services.purple_agent.settings import PurpleSettings
-
-CLI_TIMEOUT_S = 120
-
-
-def _green(*args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    command = [sys.executable, "-m", "services.green_agent", *args]
-    return subprocess.run(
-        command, cwd=REPO, env=env, capture_output=True, text=True, timeout=CLI_TIMEOUT_S
-    )
+from tests.support.green import run_green
 
 
 def test_eval_matches_the_mcp_server_called_directly(
@@ -51,7 +39,7 @@ def test_eval_matches_the_mcp_server_called_directly(
         "--seed",
         "42",
     ]
-    run = _green("eval", *args, "--out", str(out))
+    run = run_green("eval", *args, "--out", str(out))
     assert run.returncode == 0, run.stdout + run.stderr + purple_agent.log()
     report = json.loads(out.read_text())
     assert (report["num_queries"], report["answered"], report["failed"]) == (40, 40, 0)
@@ -78,14 +66,14 @@ def test_eval_matches_the_mcp_server_called_directly(
 def test_eval_over_0_3_meets_the_contract(purple_agent: ServerProcess, tmp_path: Path) -> None:
     out = tmp_path / "report.json"
     args = ["--agent", purple_agent.base_url, "--num-queries", "30", "--protocol", "0.3"]
-    run = _green("eval", *args, "--seed", "7", "--out", str(out))
+    run = run_green("eval", *args, "--seed", "7", "--out", str(out))
     assert run.returncode == 0, run.stdout + run.stderr
     report = json.loads(out.read_text())
     assert (report["protocol"], report["answered"], report["failed"]) == ("0.3", 30, 0)
 
 
 def test_eval_against_nothing_fails_with_a_clear_error(tmp_path: Path) -> None:
-    run = _green("eval", "--agent", "http://127.0.0.1:9", "--num-queries", "1")
+    run = run_green("eval", "--agent", "http://127.0.0.1:9", "--num-queries", "1")
     assert run.returncode == 2
     assert run.stderr.startswith("error: ")
 
@@ -93,13 +81,13 @@ def test_eval_against_nothing_fails_with_a_clear_error(tmp_path: Path) -> None:
 def test_rest_scores_the_mcp_server_on_whole_splits(mcp_server: Any, tmp_path: Path) -> None:
     out = tmp_path / "rest.json"
     args = ["--url", mcp_server.base_url, "--splits", "test", "--concurrency", "4"]
-    run = _green("rest", *args, "--out", str(out))
+    run = run_green("rest", *args, "--out", str(out))
     assert run.returncode == 0, run.stdout + run.stderr
     (split,) = json.loads(out.read_text())["splits"].items()
     assert split[0] == "test" and split[1]["queries"] == 323
     assert 0.0 < split[1]["ndcg@10"] <= 1.0 and split[1]["latency_p50_ms"] > 0
     assert "NDCG@10" in run.stdout
-    refused = _green("rest", "--url", mcp_server.base_url, "--splits", "dev,tests")
+    refused = run_green("rest", "--url", mcp_server.base_url, "--splits", "dev,tests")
     assert refused.returncode == 2 and "unknown split 'tests'" in refused.stderr
 
 
@@ -109,7 +97,7 @@ def test_load_runs_for_its_duration_and_reports(
 ) -> None:
     out = tmp_path / "load.json"
     args = ["--agent", purple_agent.base_url, *pace, "--duration", "1.5", "--out", str(out)]
-    run = _green("load", *args)
+    run = run_green("load", *args)
     assert run.returncode == 0, run.stdout + run.stderr
     report = json.loads(out.read_text())
     assert report["errors"] == 0 and report["dropped"] == 0, report["error_samples"]

@@ -13,7 +13,6 @@ import os
 import shutil
 import struct
 import subprocess
-import sys
 from html import escape
 from pathlib import Path
 from typing import Any
@@ -21,11 +20,11 @@ from typing import Any
 import pytest
 
 from services.common.limits import MAX_QUERY_CHARS
-from services.common.processes import REPO
 from services.green_agent.dataset import load_test_set, sample_query_ids
 from services.green_agent.load_html import HISTOGRAM_TITLE, LATENCY_TITLE, THROUGHPUT_TITLE
 from services.nfcorpus.dataset import load_queries
 from tests.conftest import SmallIndex
+from tests.support.green import run_green
 from tests.support.purple import ThreadedServer
 
 CHROMIUM = shutil.which("chromium")
@@ -34,7 +33,6 @@ pytestmark = pytest.mark.skipif(
 )
 WIDTH, HEIGHT = 1200, 1800
 BROWSER_TIMEOUT_S = 60
-CLI_TIMEOUT_S = 120
 SEED = 42
 # Positions in the run's (seeded) query order that get an over-long text: early, so even a slow
 # machine sends them within the duration, and spread, so the failures are not one burst.
@@ -102,15 +100,7 @@ def load_run(
     html, out = root / "load.html", root / "load.json"
     args = ["--agent", purple.url, "--concurrency", "2", "--duration", "4", "--seed", str(SEED)]
     files = ["--data-dir", str(root / "data"), "--out", str(out), "--html", str(html)]
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    run = subprocess.run(
-        [sys.executable, "-m", "services.green_agent", "load", *args, *files],
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=CLI_TIMEOUT_S,
-    )
+    run = run_green("load", *args, *files)
     assert run.returncode == 0, run.stdout + run.stderr
     report = json.loads(out.read_text())
     assert report["errors"] >= invalid and report["ok"] > 0, report["error_samples"]
