@@ -65,12 +65,23 @@ def json_problem(value: Any, max_depth: int) -> str | None:
                 return f"JSON nested deeper than {max_depth} levels"
             children = [*item.keys(), *item.values()] if isinstance(item, dict) else item
             stack.extend((child, depth + 1) for child in children)
-        elif isinstance(item, str) and not item.isascii():
-            try:
-                item.encode("utf-8")
-            except UnicodeEncodeError:
-                return "text holds a lone UTF-16 surrogate (an unpaired \\ud800-\\udfff escape)"
+        elif isinstance(item, str) and has_lone_surrogate(item):
+            return f"text {LONE_SURROGATE}"
     return None
+
+
+LONE_SURROGATE = "holds a lone UTF-16 surrogate (an unpaired \\ud800-\\udfff escape)"
+
+
+def has_lone_surrogate(text: str) -> bool:
+    """Whether ``text`` holds a surrogate JSON let through: no UTF-8 encoder can write it."""
+    if text.isascii():
+        return False
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
 
 
 def check_json_body(body: bytes, max_depth: int, extra: BodyCheck | None = None) -> None:

@@ -19,6 +19,7 @@ from a2a.types import Message
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 from pydantic_core import PydanticCustomError
 
+from services.common.guard import LONE_SURROGATE, has_lone_surrogate
 from services.common.limits import MAX_QUERY_CHARS, MAX_TOP_K
 from services.purple_agent.mcp_errors import McpCallError
 from services.purple_agent.metrics import FAILURES, IN_FLIGHT, REQUEST_SECONDS
@@ -64,6 +65,8 @@ class RetrievalRequest(BaseModel):
             )
         if not value.strip():
             raise PydanticCustomError("query_empty", "must not be empty")
+        if has_lone_surrogate(value):  # JSON text may escape one; the MCP call could not send it
+            raise PydanticCustomError("query_text", LONE_SURROGATE)
         if len(value) > MAX_QUERY_CHARS:
             raise PydanticCustomError(
                 "query_length",

@@ -49,7 +49,20 @@ class JsonFormatter(logging.Formatter):
             line["span_id"] = format(span.span_id, "016x")
         if record.exc_info:
             line["error"] = self.formatException(record.exc_info)
-        return json.dumps(line, default=str, ensure_ascii=False)
+        return _one_line(json.dumps(line, default=str, ensure_ascii=False))
+
+
+# Characters besides "\n" that line readers (Python's splitlines, some log shippers) break lines
+# on; JSON leaves them raw when not escaping to ASCII, so a query holding one would split a record.
+_LINE_BREAKS = {0x85: "\\u0085", 0x2028: "\\u2028", 0x2029: "\\u2029"}
+
+
+def _one_line(text: str) -> str:
+    r"""``text`` with Unicode line breaks and lone surrogates (unwritable as UTF-8) escaped.
+
+    Both only occur inside JSON strings, where ``\uXXXX`` is the same character.
+    """
+    return text.translate(_LINE_BREAKS).encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def log_format() -> str:

@@ -145,6 +145,6 @@ async def test_the_agent_asks_for_hits_without_abstracts(
     assert (await http.post(purple.url + "/", json=body)).json()["result"]["status"]["state"] == (
         "completed"
     )
-    lines = [json.loads(line) for line in mcp_server.log().splitlines() if line.startswith("{")]
+    lines = [json.loads(line) for line in mcp_server.log().split("\n") if line.startswith("{")]
     (call,) = [line for line in lines if line.get("query", "").startswith("include text probe")]
     assert call["route"] == "/mcp" and call["include_text"] is False

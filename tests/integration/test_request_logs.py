@@ -22,13 +22,13 @@ from services.common.processes import ServerProcess
 from tests.conftest import SmallIndex
 from tests.support.purple import v03_body
 
+# The purple agent and its log, the MCP server's log and the MCP server.
+Logged = tuple[ServerProcess, Path, Path, ServerProcess]
 SECRET_TAIL = "and the rest of this long question must never reach a log line"
 
 
 @pytest.fixture(scope="module")
-def logged(
-    small_index: SmallIndex, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[tuple[ServerProcess, Path, Path]]:
+def logged(small_index: SmallIndex, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Logged]:
     folder = tmp_path_factory.mktemp("request-logs")
     mcp_log, purple_log = folder / "mcp.log", folder / "purple.log"
     env = {"LOG_FORMAT": "json"}
@@ -40,11 +40,12 @@ def logged(
         with ServerProcess.module(
             "services.purple_agent", env=purple_env, log_path=purple_log
         ) as purple:
-            yield purple, purple_log, mcp_log
+            yield purple, purple_log, mcp_log, mcp
 
 
 def _lines(path: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    # Records are split on "\n" alone, as a log shipper does.
+    return [json.loads(line) for line in path.read_text().split("\n") if line.strip()]
 
 
 def _requests(path: Path, route: str) -> list[dict[str, Any]]:
@@ -52,9 +53,9 @@ def _requests(path: Path, route: str) -> list[dict[str, Any]]:
 
 
 def test_every_request_gets_one_json_line_linked_by_its_trace(
-    logged: tuple[ServerProcess, Path, Path],
+    logged: Logged,
 ) -> None:
-    purple, purple_log, mcp_log = logged
+    purple, purple_log, mcp_log, _ = logged
     query = f"vitamin D supplements {SECRET_TAIL}"
     with httpx.Client(base_url=purple.base_url, timeout=30) as client:
         ok = client.post("/", json=v03_body(json.dumps({"query": query, "top_k": 3})))
@@ -78,3 +79,21 @@ def test_every_request_gets_one_json_line_linked_by_its_trace(
     assert search["trace_id"] == answered["trace_id"]  # one trace across both services
     for path in (purple_log, mcp_log):
         assert SECRET_TAIL not in path.read_text()
+
+
+def test_a_query_with_unicode_line_breaks_stays_one_line(
+    logged: Logged,
+) -> None:
+    _, _, mcp_log, mcp = logged
+    # Raw JSON: the escapes reach the server as U+2028 and U+0085.
+    body = '{"query": "a\\u2028b\\u0085c", "top_k": 2}'
+    headers = {"content-type": "application/json"}
+    answer = httpx.post(
+        mcp.base_url + "/search_nfcorpus", content=body, headers=headers, timeout=30
+    )
+    assert answer.status_code == 200
+    time.sleep(0.5)
+    text = mcp_log.read_text(encoding="utf-8")  # strict: every byte written is UTF-8
+    assert text.splitlines() == text.rstrip("\n").split("\n")  # no break but "\n"
+    (line,) = [r for r in _requests(mcp_log, "/search_nfcorpus") if r.get("top_k") == 2]
+    assert line["query"] == "a\u2028b\u0085c"

@@ -39,6 +39,11 @@ BAD_TEXTS = [
     ('{"query": ""}', _fail("query must not be empty")),
     ('{"query": "  \\n\\t "}', _fail("query must not be empty")),
     (json.dumps({"query": LONG}), _fail("query must be at most 2000 characters, got 2001")),
+    # The escape is in the message's JSON text: the A2A body itself is valid UTF-8.
+    (
+        '{"query": "vitamin \\ud800"}',
+        _fail("query holds a lone UTF-16 surrogate (an unpaired \\ud800-\\udfff escape)"),
+    ),
     ('{"query": "x", "top_k": 0}', _fail("top_k must be between 1 and 100, got 0")),
     ('{"query": "x", "top_k": 101}', _fail("top_k must be between 1 and 100, got 101")),
     ('{"query": "x", "top_k": -3}', _fail("top_k must be between 1 and 100, got -3")),
