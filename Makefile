@@ -51,6 +51,9 @@ eval-quality: install  ## ablation table of the ranking stages (dev + test, real
 bench: index  ## latency benchmarks, written to reports/bench.json and reports/bench.md
 	$(PY) scripts/bench.py --out $(REPORTS)/bench
 
+rankings: index  ## every test query's top 100 ids and their digest -> reports/rankings.json (EXPECT=sha256 checks it)
+	$(PY) scripts/rankings.py --out $(REPORTS)/rankings.json $(if $(EXPECT),--expect $(EXPECT))
+
 tools-reliability:  ## HAProxy from Debian: the load balancer of the local cluster
 	bash scripts/install-debian.sh haproxy haproxy
 
