@@ -1,8 +1,11 @@
-"""Latency benchmarks: query encode, store query, REST and MCP round trips (p50/p99).
+"""Latency benchmarks: query encode, store query, REST and MCP round trips (p50/p99), the A2A path.
 
 ``python scripts/bench.py --out reports/bench`` writes ``bench.json`` and ``bench.md``. All numbers
 of one file come from one run on one machine; compare medians and ratios, not absolutes across
-machines. Runs against the index ``make index`` built (the configured store).
+machines. Runs against the index ``make index`` built (the configured store). The A2A path runs
+through our purple agent and through a minimal one side by side (``bench_a2a.py``); every server
+runs with the MCP result cache off but for one separately reported phase. The digest of the
+pipeline's rankings of every test query (``rankings.py``) proves a run ranked as before.
 """
 
 from __future__ import annotations
@@ -16,13 +19,14 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 from statistics import median, quantiles
-from typing import Any
 
 import httpx
 
 # Run as a script: its own folder is on sys.path.
-from bench_a2a import SATURATION_CONCURRENCY, measure_a2a
+from bench_a2a import BENCH_ENV, measure_a2a
+from bench_a2a_report import a2a_tables, ratios
 from mcp import Client
+from rankings import DEPTH, digest, test_rankings
 
 from services.common.processes import ServerProcess
 from services.nfcorpus.dataset import load_qrels, load_queries
@@ -86,7 +90,7 @@ async def _mcp_calls(url: str, texts: list[str]) -> list[float]:
 
 
 def over_the_wire(texts: list[str], mode: str) -> dict[str, dict[str, float]]:
-    server = ServerProcess.module("services.mcp_server", env={"RETRIEVAL_MODE": mode})
+    server = ServerProcess.module("services.mcp_server", env={**BENCH_ENV, "RETRIEVAL_MODE": mode})
     base = server.base_url
     server.start()
     try:
@@ -107,43 +111,12 @@ def over_the_wire(texts: list[str], mode: str) -> dict[str, dict[str, float]]:
         server.stop()
 
 
-def a2a_table(results: dict[str, Any], a2a: dict[str, Any]) -> list[str]:
-    """The A2A path against the in-process pipeline it wraps (issue 11's table)."""
-    encode, rank = results["query_encode"], results["full_retrieve_and_rank"]
-    pipeline_p50 = encode["p50_ms"] + rank["p50_ms"]
-    pipeline_mean = encode["mean_ms"] + rank["mean_ms"]
-    one, sat = a2a["concurrency_1"], a2a[f"concurrency_{SATURATION_CONCURRENCY}"]
-    cpu = one["mcp_cpu_ms_per_query"] + one["purple_cpu_ms_per_query"]
-    start, end = a2a["rss_after_start"], a2a["rss_after_load"]
-    return [
-        "## The A2A path (purple agent -> MCP server) against the in-process pipeline",
-        "",
-        "| what | figure |",
-        "| --- | --- |",
-        f"| in-process pipeline (encode + retrieve and rank), one thread | p50 {pipeline_p50:.2f} ms, "
-        f"mean {pipeline_mean:.2f} ms |",
-        f"| server CPU per answered A2A query, concurrency 1: MCP server + purple agent | "
-        f"{one['mcp_cpu_ms_per_query']:.2f} + {one['purple_cpu_ms_per_query']:.2f} = {cpu:.2f} ms "
-        f"({cpu / pipeline_mean:.2f}x the pipeline's mean) |",
-        f"| the same at concurrency {SATURATION_CONCURRENCY} | "
-        f"{sat['mcp_cpu_ms_per_query']:.2f} + {sat['purple_cpu_ms_per_query']:.2f} ms |",
-        f"| A2A round trip, concurrency 1 | p50 {one['latency']['p50_s'] * 1000:.1f} ms "
-        f"({one['latency']['p50_s'] * 1000 / pipeline_p50:.2f}x the pipeline's p50), "
-        f"p99 {one['latency']['p99_s'] * 1000:.1f} ms, {one['throughput_qps']:.1f} q/s |",
-        f"| A2A at concurrency {SATURATION_CONCURRENCY} (load generator on the same cores) | "
-        f"{sat['throughput_qps']:.1f} q/s, p99 {sat['latency']['p99_s'] * 1000:.0f} ms, "
-        f"{sat['failed']} failed |",
-        f"| RSS after start, after the load: MCP server / purple agent | "
-        f"{start['mcp_rss_mb']:.0f} / {start['purple_rss_mb']:.0f} MB, "
-        f"{end['mcp_rss_mb']:.0f} / {end['purple_rss_mb']:.0f} MB |",
-    ]
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description="latency benchmarks")
     parser.add_argument("--out", type=Path, default=Path("reports/bench"))
     parser.add_argument("--queries", type=int, default=324, help="dev queries to time")
     args = parser.parse_args()
+    began = time.perf_counter()
     settings = RetrievalSettings()
     queries = load_queries(settings.data_dir)
     texts = [queries[q] for q in sorted(load_qrels(settings.data_dir, "dev"))][: args.queries]
@@ -154,7 +127,10 @@ def main() -> None:
         **over_the_wire(texts, "zero-shot"),
         **over_the_wire(texts, "full"),
     }
+    ranked = test_rankings(settings)  # "rankings unchanged", proved by every bench run
+    rankings = {"queries": len(ranked), "depth": DEPTH, "sha256": digest(ranked)}
     a2a = measure_a2a(texts, settings.data_dir)
+    a2a["ratios_ours_over_minimal"] = ratios(a2a)
     results["full_minus_zero_shot_p50_ms"] = {
         "rest_round_trip": results["full_rest_round_trip"]["p50_ms"]
         - results["zero-shot_rest_round_trip"]["p50_ms"],
@@ -167,13 +143,18 @@ def main() -> None:
         "fusion": settings.hybrid.fusion,
         "feedback_docs": settings.feedback.docs,
         "date": time.strftime("%Y-%m-%d %H:%M:%S"),
+        "wall_s": round(time.perf_counter() - began, 1),
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.with_suffix(".json").write_text(
-        json.dumps({"meta": meta, "results": results, "a2a": a2a}, indent=2) + "\n"
+        json.dumps({"meta": meta, "rankings": rankings, "results": results, "a2a": a2a}, indent=2)
+        + "\n"
     )
     lines = [
         f"# Latency benchmark ({meta['date']}, {meta['machine']}, store={meta['store']})",
+        "",
+        f"Rankings digest (top {DEPTH} of the {rankings['queries']} test queries, in-process "
+        f"pipeline, as `make rankings`): `{rankings['sha256']}`. Run took {meta['wall_s']:.0f} s.",
         "",
         "| stage | n | p50 ms | p99 ms | mean ms |",
         "| --- | ---: | ---: | ---: | ---: |",
@@ -189,7 +170,7 @@ def main() -> None:
         f"Full pipeline minus plain hybrid (zero-shot), p50: {cost['retrieve_and_rank']:.2f} ms "
         f"in-process, {cost['rest_round_trip']:.2f} ms over REST.",
     ]
-    lines += ["", *a2a_table(results, a2a)]
+    lines += ["", *a2a_tables(results, a2a)]
     args.out.with_suffix(".md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 
