@@ -72,6 +72,18 @@ class CoScores:
         i = self._index.get(doc_id)
         return int(self._ranks[i]) if i is not None else len(self._values) + 1
 
+    def columns(self, doc_ids: Sequence[str]) -> tuple[Vector, npt.NDArray[np.int64]]:
+        """:meth:`score` and :meth:`rank` of every id in ``doc_ids``, as two arrays."""
+        index = self._index
+        at = np.fromiter((index.get(d, -1) for d in doc_ids), dtype=np.int64, count=len(doc_ids))
+        known = at >= 0
+        if not len(self._values):  # nothing judged: every score 0, every rank last
+            return np.zeros(len(at)), np.ones(len(at), dtype=np.int64)
+        at[~known] = 0
+        scores = np.where(known, self._values[at], 0.0)
+        ranks = np.where(known, self._ranks[at], len(self._values) + 1)
+        return scores, ranks
+
 
 def seeds(rankings: Sequence[Sequence[str]], n: int = 10, k: int = 60) -> dict[str, float]:
     """The ``n`` best documents by reciprocal-rank fusion of ``rankings``, weighted 1 / rank."""

@@ -29,6 +29,7 @@ FEATURES = (
     "co_score", "co_rank",
 )  # fmt: skip
 NAN = math.nan
+_COL = {name: i for i, name in enumerate(FEATURES)}
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,7 +71,7 @@ def candidates(
     Only documents of the corpus get votes (``judgements`` is indexed over it).
     """
     votes = VoteTable(judgements, evidence.neighbours, knn.neighbours, knn.power, exclude_query)
-    voted = votes.ranked[: knn.vote_depth]
+    voted = votes.top(knn.vote_depth)
     seen: dict[str, None] = {}
     for ranked in (evidence.dense, evidence.bm25, evidence.rm3):
         for doc_id, _ in ranked:
@@ -78,6 +79,30 @@ def candidates(
     for d in voted:
         seen.setdefault(d, None)
     return list(seen), votes
+
+
+def _fill_list(
+    rows: npt.NDArray[np.float32],
+    columns: tuple[int, int, int | None],
+    ranked: Ranked,
+    position: Mapping[str, int],
+    depth: int,
+) -> None:
+    """One list's score, rank and z columns; a document missing from it gets NaN and depth + 1."""
+    score, rank, z = columns
+    rows[:, score] = NAN
+    rows[:, rank] = depth + 1
+    if z is not None:
+        rows[:, z] = NAN
+    found = [(position[d], f) for d, f in _list_features(ranked).items() if d in position]
+    if not found:
+        return
+    at = [i for i, _ in found]
+    values = np.array([f for _, f in found], dtype=np.float64)
+    rows[at, score] = values[:, 0]
+    rows[at, rank] = values[:, 1]
+    if z is not None:
+        rows[at, z] = values[:, 2]
 
 
 def build_features(
@@ -90,45 +115,50 @@ def build_features(
     co_relevance: CoScores,
     own_judgements: Mapping[str, int] | None = None,
 ) -> npt.NDArray[np.float32]:
-    """One row of :data:`FEATURES` per candidate.
+    """One row of :data:`FEATURES` per candidate, filled a column at a time.
 
     ``doc_info`` maps doc id to its static features (:class:`DocInfo`);
     ``own_judgements`` (training only) are removed from the prior, as the query is from the
     neighbours (leave-one-out).
     """
-    dense = _list_features(evidence.dense)
-    bm25 = _list_features(evidence.bm25)
-    rm3 = _list_features(evidence.rm3)
-    top_vote = votes.top_score
-    # How close the nearest (non-excluded) training query is: how much to trust the votes.
-    nearest = votes.nearest_similarity
-    terms = set(query_terms)
-    missing = (NAN, depth + 1, NAN)
     rows = np.empty((len(doc_ids), len(FEATURES)), dtype=np.float32)
-    for i, d in enumerate(doc_ids):
-        ds, dr, dz = dense.get(d, missing)
-        bs, br, _ = bm25.get(d, missing)
-        rs, rr, rz = rm3.get(d, missing)
-        vote = votes.get(d)
+    position = {d: i for i, d in enumerate(doc_ids)}
+    _fill_list(
+        rows,
+        (_COL["dense_score"], _COL["dense_rank"], _COL["dense_z"]),
+        evidence.dense,
+        position,
+        depth,
+    )
+    _fill_list(rows, (_COL["bm25_score"], _COL["bm25_rank"], None), evidence.bm25, position, depth)
+    _fill_list(
+        rows, (_COL["rm3_score"], _COL["rm3_rank"], _COL["rm3_z"]), evidence.rm3, position, depth
+    )
+
+    v = votes.columns(doc_ids)
+    top_vote = votes.top_score
+    rows[:, _COL["vote"]] = np.where(v.voted, v.score, 0.0)
+    rows[:, _COL["vote_rank"]] = np.where(v.voted, v.rank, len(votes) + 1)
+    share = v.score / top_vote if top_vote > 0 else np.zeros(len(doc_ids))
+    rows[:, _COL["vote_share"]] = np.where(v.voted, share, 0.0)
+    rows[:, _COL["voters"]] = np.where(v.voted, v.voters, 0)
+    rows[:, _COL["vote_best_sim"]] = np.where(v.voted, v.best_similarity, NAN)
+    rows[:, _COL["vote_nearest_rank"]] = np.where(v.voted, v.nearest_rank, NAN)
+    rows[:, _COL["vote_max_grade"]] = np.where(v.voted, v.max_grade, 0)
+    # How close the nearest (non-excluded) training query is: how much to trust the votes.
+    rows[:, _COL["nearest_sim"]] = votes.nearest_similarity
+
+    terms = set(query_terms)
+    priors, overlaps = [], []
+    for d in doc_ids:
         info = doc_info.get(d)
         prior = float(info.train_votes) if info else 0.0
         if own_judgements and d in own_judgements:
             prior -= 1
-        overlap = len(terms & info.title_terms) / len(terms) if terms and info else NAN
-        rows[i] = (
-            ds, dr, dz, bs, br, rs, rr, rz,
-            vote.score if vote else 0.0,
-            vote.rank if vote else len(votes) + 1,
-            vote.score / top_vote if vote and top_vote > 0 else 0.0,
-            vote.voters if vote else 0,
-            vote.best_similarity if vote else NAN,
-            vote.nearest_rank if vote else NAN,
-            vote.max_grade if vote else 0,
-            nearest,
-            math.log1p(max(prior, 0.0)),
-            len(query_terms),
-            overlap,
-            co_relevance.score(d),
-            co_relevance.rank(d),
-        )  # fmt: skip
+        priors.append(math.log1p(max(prior, 0.0)))
+        overlaps.append(len(terms & info.title_terms) / len(terms) if terms and info else NAN)
+    rows[:, _COL["prior"]] = priors
+    rows[:, _COL["query_terms"]] = len(query_terms)
+    rows[:, _COL["title_overlap"]] = overlaps
+    rows[:, _COL["co_score"]], rows[:, _COL["co_rank"]] = co_relevance.columns(doc_ids)
     return rows

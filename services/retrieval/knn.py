@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 
 from services.retrieval.judgements import Judgements
 
@@ -27,6 +28,19 @@ class Vote:
     nearest_rank: int  # rank (1-based) of that neighbour
     max_grade: int
     rank: int  # 1-based rank by score among all voted documents (ties by doc id)
+
+
+@dataclass(frozen=True, slots=True)
+class VoteColumns:
+    """:class:`Vote` fields of several documents, as arrays; meaningful where ``voted``."""
+
+    voted: npt.NDArray[np.bool_]
+    score: npt.NDArray[np.float64]
+    voters: npt.NDArray[np.int64]
+    best_similarity: npt.NDArray[np.float64]
+    nearest_rank: npt.NDArray[np.int64]
+    max_grade: npt.NDArray[np.float64]
+    rank: npt.NDArray[np.int64]
 
 
 class VoteTable:
@@ -50,7 +64,8 @@ class VoteTable:
         ranks = np.concatenate([np.full(len(c), r) for (c, _), r, _ in parts]) if parts else docs
         sims = np.concatenate([np.full(len(c), s) for (c, _), _, s in parts]) if parts else grades
         weights = np.maximum(sims, 0.0) ** power * grades
-        self.score = np.bincount(docs, weights=weights, minlength=n)
+        # float64: the weights are (np.bincount is typed as if it always counted)
+        self.score: npt.NDArray[np.float64] = np.bincount(docs, weights=weights, minlength=n)  # type: ignore[assignment]
         self.voters = np.bincount(docs, minlength=n)
         self.max_grade = np.zeros(n)
         np.maximum.at(self.max_grade, docs, grades)
@@ -61,14 +76,43 @@ class VoteTable:
         self.nearest_rank[voted] = ranks[first]
         self.best_similarity[voted] = sims[first]
         # Documents are indexed in id order, so a stable sort on -score breaks ties by doc id.
-        order = voted[np.argsort(-self.score[voted], kind="stable")]
+        self._order = voted[np.argsort(-self.score[voted], kind="stable")]
         self.rank = np.zeros(n, dtype=np.int64)
-        self.rank[order] = np.arange(1, len(order) + 1)
-        self.ranked = [judgements.docs[i] for i in order]
+        self.rank[self._order] = np.arange(1, len(self._order) + 1)
 
     def __len__(self) -> int:
         """Number of documents with a vote."""
-        return len(self.ranked)
+        return len(self._order)
+
+    def top(self, n: int | None = None) -> list[str]:
+        """The ``n`` most-voted documents (all voted ones without ``n``), best first.
+
+        Named on demand: a query's neighbours vote for hundreds of documents, the ranker's
+        candidates take the first hundred.
+        """
+        docs = self._judgements.docs
+        return [docs[i] for i in self._order[:n]]
+
+    @property
+    def ranked(self) -> list[str]:
+        """Every voted document, best first."""
+        return self.top()
+
+    def columns(self, doc_ids: Sequence[str]) -> VoteColumns:
+        """The votes of ``doc_ids`` as arrays, one entry per id (unknown ids have no vote)."""
+        index = self._judgements.doc_index
+        at = np.fromiter((index.get(d, -1) for d in doc_ids), dtype=np.int64, count=len(doc_ids))
+        known = at >= 0
+        at[~known] = 0
+        return VoteColumns(
+            voted=known & (self.voters[at] > 0),
+            score=self.score[at],
+            voters=self.voters[at],
+            best_similarity=self.best_similarity[at],
+            nearest_rank=self.nearest_rank[at],
+            max_grade=self.max_grade[at],
+            rank=self.rank[at],
+        )
 
     def get(self, doc_id: str) -> Vote | None:
         """The vote for one document, if it has one."""
@@ -87,9 +131,9 @@ class VoteTable:
     @property
     def top_score(self) -> float:
         """The best document's score (0 without votes)."""
-        return float(self.score.max()) if len(self.ranked) else 0.0
+        return float(self.score.max()) if len(self) else 0.0
 
     @property
     def nearest_similarity(self) -> float:
         """Similarity of the nearest voting neighbour (NaN without votes)."""
-        return float(self.best_similarity.max()) if len(self.ranked) else float("nan")
+        return float(self.best_similarity.max()) if len(self) else float("nan")

@@ -9,12 +9,14 @@ live above, in code both backends share.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any, Literal, Protocol
+from types import MappingProxyType
+from typing import Any, Literal, NamedTuple, Protocol
 
 DENSE = "dense"
+NO_PAYLOAD: Mapping[str, Any] = MappingProxyType({})  # shared, so read-only
 SPARSE = "bm25"
 # Fixed namespace: the same doc id gives the same point id in every collection and every run,
 # which is what makes re-indexing idempotent.
@@ -68,13 +70,16 @@ class VectorQuery:
         return SPARSE if isinstance(self.vector, SparseVector) else DENSE
 
 
-@dataclass(frozen=True, slots=True)
-class Hit:
-    """A scored point with (part of) its payload."""
+class Hit(NamedTuple):
+    """A scored point with (part of) its payload.
+
+    A named tuple, not a dataclass: a query converts about 300 points, and a tuple is built in
+    about half the time of a frozen dataclass.
+    """
 
     id: str
     score: float
-    payload: dict[str, Any] = field(default_factory=dict)
+    payload: Mapping[str, Any] = NO_PAYLOAD
     sparse: SparseVector | None = None
 
 
@@ -86,10 +91,10 @@ def hit_from_point(p: Any) -> Hit:
     vectors = p.vector if isinstance(p.vector, dict) else {}
     sparse = vectors.get(SPARSE)
     return Hit(
-        id=str(p.id),
-        score=float(getattr(p, "score", 0.0)),
-        payload=dict(p.payload or {}),
-        sparse=SparseVector(list(sparse.indices), list(sparse.values)) if sparse else None,
+        str(p.id),
+        float(getattr(p, "score", 0.0)),
+        dict(p.payload) if p.payload else NO_PAYLOAD,
+        SparseVector(list(sparse.indices), list(sparse.values)) if sparse else None,
     )
 
 

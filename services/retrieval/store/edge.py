@@ -33,6 +33,30 @@ from services.retrieval.store.base import (
 )
 
 _ALIASES = "aliases"
+# Point ids come back from the engine as uuid.UUID objects; str() of one costs more than the
+# rest of a hit. Their text is remembered by the UUID's integer (the process's points: a few
+# thousand per index version), and forgotten all at once past the bound.
+_ID_TEXTS: dict[int, str] = {}
+_MAX_ID_TEXTS = 200_000
+
+
+def _id_text(point_id: Any) -> str:
+    key = getattr(point_id, "int", None)  # integer ids have no .int (and are cheap to str)
+    if key is None:
+        return str(point_id)
+    text = _ID_TEXTS.get(key)
+    if text is None:
+        if len(_ID_TEXTS) >= _MAX_ID_TEXTS:
+            _ID_TEXTS.clear()
+        text = _ID_TEXTS[key] = str(point_id)
+    return text
+
+
+def _hits(points: Sequence[Any], with_sparse: bool, payload: Sequence[str] | bool) -> list[Hit]:
+    if with_sparse or payload:
+        return [hit_from_point(p) for p in points]
+    # Scores and ids only: most hits of a query (ranked lists, neighbours) take this path.
+    return [Hit(_id_text(p.id), p.score) for p in points]
 
 
 def _vector(v: Sequence[float] | SparseVector) -> Any:
@@ -154,7 +178,10 @@ class EdgeStore:
             for q in queries
         ]
         results = self._shard(name).query_batch(qe.QueryBatchRequest(requests))
-        return [[hit_from_point(p) for p in points] for points in results]
+        return [
+            _hits(points, q.with_sparse, payload)
+            for q, points in zip(queries, results, strict=True)
+        ]
 
     def fused_search(
         self, name: str, prefetch: Sequence[VectorQuery], fusion: Fusion, limit: int
