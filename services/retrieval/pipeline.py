@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from services.retrieval.corelevance import CoRelevance, seeds
 from services.retrieval.dense import DenseEncoder
 from services.retrieval.evidence import Depths, gather
-from services.retrieval.features import CandidateSet, DocInfo, build_features, candidates
+from services.retrieval.features import CandidateSet, DocTable, build_features, candidates
 from services.retrieval.fusion import fuse
 from services.retrieval.judgements import Judgements
 from services.retrieval.knn import VoteTable
@@ -42,7 +42,7 @@ class Supervised:
     """
 
     knn: str
-    doc_info: Mapping[str, DocInfo]
+    docs: DocTable
     judgements: Judgements
     names: Mapping[str, str]
     co_relevance: CoRelevance
@@ -114,7 +114,7 @@ class RankingPipeline:
                 log.warning("no ranker for %s (%s): fusing votes without it", docs, e)
         # Documents in id order: ties in every ranking then break by doc id.
         matrix = Judgements(judgements, sorted(doc_info))
-        return Supervised(knn, doc_info, matrix, names, CoRelevance(matrix), model)
+        return Supervised(knn, DocTable(doc_info), matrix, names, CoRelevance(matrix), model)
 
     def encode(self, query: str) -> EncodedQuery:
         """Dense and sparse representations of the query."""
@@ -144,7 +144,7 @@ class RankingPipeline:
             terms = analyze(q.text)
             depth = s.hybrid.candidates
             rows = build_features(
-                evidence, doc_ids, votes, sup.doc_info, terms, depth, co, own_judgements
+                evidence, doc_ids, votes, sup.docs, terms, depth, co, own_judgements
             )
             span.set_attribute("ranking.candidates", len(doc_ids))
         return CandidateSet(doc_ids, rows)

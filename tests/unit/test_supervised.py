@@ -6,7 +6,7 @@ import pytest
 from services.retrieval import ranker
 from services.retrieval.corelevance import CoRelevance, seeds
 from services.retrieval.evidence import Evidence
-from services.retrieval.features import FEATURES, DocInfo, build_features, candidates
+from services.retrieval.features import FEATURES, DocInfo, DocTable, build_features, candidates
 from services.retrieval.judgements import Judgements
 from services.retrieval.knn import VoteTable
 from services.retrieval.settings import KnnSettings
@@ -72,7 +72,7 @@ def test_feature_rows_mark_missing_lists_and_remove_own_judgements() -> None:
         evidence,
         ["A", "B"],
         votes,
-        info,
+        DocTable(info),
         ["vitamin", "d"],
         depth=100,
         co_relevance=NO_CO,
