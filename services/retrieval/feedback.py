@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numpy as np
+
 from services.retrieval.settings import FeedbackSettings
 from services.retrieval.store.base import Hit, SparseVector
 
@@ -26,13 +28,19 @@ def expand(
     if not usable or not query.values:
         return query
     total_score = sum(score for score, _ in usable)
-    model: dict[int, float] = {}
-    for score, doc in usable:
-        doc_total = sum(doc.values)
-        share = score / total_score
-        for index, value in zip(doc.indices, doc.values, strict=True):
-            model[index] = model.get(index, 0.0) + share * value / doc_total
-    best = sorted(model.items(), key=lambda kv: -kv[1])[: params.terms]
+    # The term model, summed with numpy in exactly the order of the loop it replaces (document
+    # by document, np.add.at adds in input order), so the expansion keeps its bits.
+    terms = np.concatenate([np.asarray(doc.indices, dtype=np.int64) for _, doc in usable])
+    shares = np.concatenate(
+        [(score / total_score) * np.asarray(doc.values) / sum(doc.values) for score, doc in usable]
+    )
+    unique, first, inverse = np.unique(terms, return_index=True, return_inverse=True)
+    weights = np.zeros(len(unique))
+    np.add.at(weights, inverse, shares)
+    # Best first; ties in order of first appearance, as a stable sort of the dict would keep them.
+    by_appearance = np.argsort(first, kind="stable")
+    ranked = by_appearance[np.argsort(-weights[by_appearance], kind="stable")][: params.terms]
+    best = [(int(unique[i]), float(weights[i])) for i in ranked]
     best_total = sum(v for _, v in best)
     query_total = sum(query.values)
     mixed: dict[int, float] = {
