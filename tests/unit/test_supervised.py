@@ -133,3 +133,29 @@ def test_seeds_fuse_rankings_by_reciprocal_rank() -> None:
     best = seeds([["A", "B", "C"], ["B", "A", "D"]], n=3)
     assert list(best)[:2] == ["A", "B"] and best["A"] == 1.0 and best["B"] == 0.5
     assert len(best) == 3
+
+
+def test_doc_table_reads_priors_and_title_overlap_by_index() -> None:
+    info = {"A": DocInfo(frozenset({"vitamin", "d"}), 3), "B": DocInfo(frozenset({"d"}), 0)}
+    table = DocTable(info)
+    prior, overlap = table.columns(["B", "unknown", "A"], ["vitamin", "d", "d"], {"A": 2})
+    assert prior.tolist() == [0.0, 0.0, math.log1p(2)]  # A: 3 votes, one of them its own
+    assert overlap[0] == 0.5 and math.isnan(overlap[1]) and overlap[2] == 1.0
+    _, no_terms = table.columns(["A"], [])
+    assert math.isnan(no_terms[0])
+    assert DocTable({}).columns(["A"], ["d"])[0].tolist() == [0.0]
+
+
+def test_vote_columns_match_single_votes() -> None:
+    votes = tally_votes(NEIGHBOURS, JUDGEMENTS, k=3, power=2.0)
+    columns = votes.columns(["C", "D", "unknown", "A"])
+    assert columns.voted.tolist() == [True, False, False, True]
+    for i, d in ((0, "C"), (3, "A")):
+        vote = votes.get(d)
+        assert vote is not None
+        assert (columns.score[i], columns.rank[i], columns.voters[i]) == (
+            vote.score,
+            vote.rank,
+            vote.voters,
+        )
+    assert votes.top(1) == votes.ranked[:1] and len(votes) == len(votes.ranked)
