@@ -16,7 +16,7 @@ from services.mcp_server.metrics import observe_store_call
 from services.mcp_server.routes import rest_routes
 from services.mcp_server.service import SearchService
 from services.mcp_server.settings import McpServerSettings
-from services.mcp_server.tools import SearchServer, name_invalid_params, register_tools
+from services.mcp_server.tools import SearchServer, name_invalid_params
 from services.retrieval.dense import OnnxMiniLM
 from services.retrieval.pipeline import RankingPipeline
 from services.retrieval.settings import RetrievalSettings
@@ -58,12 +58,12 @@ def create_app(
     service = SearchService(searcher, store, settings.search_threads)
 
     mcp = SearchServer(
+        service,
         name="nfcorpus-retrieval",
         version="0.1.0",
         instructions=INSTRUCTIONS,
         middleware=[name_invalid_params],
     )
-    register_tools(mcp, service)
     security = transport_security(settings.allowed_hosts)
     mcp_app = mcp.streamable_http_app(
         streamable_http_path=MCP_PATH,

@@ -9,7 +9,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from services.mcp_server.schemas import InvalidSearch, SearchResponse, validate_search
+from services.mcp_server.schemas import InvalidSearch, response_json, validate_search
 from services.mcp_server.service import SearchService, SearchUnavailableError
 
 
@@ -40,7 +40,7 @@ def rest_routes(service: SearchService, security: TransportSecuritySettings) -> 
             )
         except SearchUnavailableError as e:
             return JSONResponse({"error": str(e)}, status_code=503)
-        return JSONResponse(SearchResponse(results=hits).model_dump())
+        return Response(response_json(hits), media_type="application/json")
 
     async def health_check(_: Request) -> Response:
         return JSONResponse({"status": "ok", "qdrant_calls_total": service.store_calls})

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, TypedDict
 
+import pydantic_core
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from services.common.jsonrpc import field_path
@@ -83,6 +84,33 @@ class SearchHit(BaseModel):
 
 
 class SearchResponse(BaseModel):
-    """Ranked documents, best first."""
+    """Ranked documents, best first: the tool's output schema and the REST answer's shape."""
 
     results: list[SearchHit]
+
+
+class Hit(TypedDict):
+    """One :class:`SearchHit` as served: a plain dict, built once per search and never changed.
+
+    Answers are rendered straight from these (``pydantic_core`` writes dicts to JSON in Rust):
+    building, validating and dumping a model per hit bought nothing, since every field comes
+    from our own index.
+    """
+
+    doc_id: str
+    score: float
+    title: str
+    text: str
+
+
+#: A search's hits, best first (a tuple: the result cache hands the same one to many callers).
+Hits = tuple[Hit, ...]
+
+
+def response_json(hits: Hits, indent: int | None = None) -> bytes:
+    """``{"results": [...]}`` as :class:`SearchResponse` would serialize it (UTF-8, no spaces).
+
+    ``indent=2`` is the tool's text content, byte for byte what the MCP SDK writes for a
+    returned :class:`SearchResponse`.
+    """
+    return pydantic_core.to_json({"results": hits}, indent=indent)

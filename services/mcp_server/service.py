@@ -21,7 +21,7 @@ from services.mcp_server.metrics import (
     SEARCHES,
     STORE_SECONDS,
 )
-from services.mcp_server.schemas import SearchHit
+from services.mcp_server.schemas import Hit, Hits
 from services.retrieval.pipeline import RankingPipeline
 from services.retrieval.store.base import StoreError
 from services.retrieval.store.counting import CountingStore
@@ -58,7 +58,7 @@ class SearchService:
             self.search_calls = 0
         self._store.reset()
 
-    def _search_sync(self, query: str, top_k: int, include_text: bool) -> list[SearchHit]:
+    def _search_sync(self, query: str, top_k: int, include_text: bool) -> Hits:
         with _tracer.start_as_current_span("search") as span:
             span.set_attribute("search.top_k", top_k)
             started = time.perf_counter()
@@ -74,16 +74,14 @@ class SearchService:
             ranking_s = max(0.0, time.perf_counter() - encoded_at - store_s)
             exemplars.observe(RANKING_SECONDS, ranking_s)
             span.set_attribute("search.results", len(results))
-        return [
-            SearchHit(
-                doc_id=r.doc_id, score=r.score, title=r.title, text=r.text if include_text else ""
-            )
+        return tuple(
+            Hit(doc_id=r.doc_id, score=r.score, title=r.title, text=r.text if include_text else "")
             for r in results
-        ]
+        )
 
     async def search(
         self, query: str, top_k: int, via: Literal["tool", "rest"], include_text: bool = True
-    ) -> list[SearchHit]:
+    ) -> Hits:
         """Search, counting the call; raises :class:`SearchUnavailableError` on store failure.
 
         Without ``include_text`` every hit's ``text`` is empty: the caller needs no abstract.
@@ -93,7 +91,7 @@ class SearchService:
         annotate(via=via, top_k=top_k, query=query_prefix(query), include_text=include_text)
         started = threading.Event()
 
-        def search_now() -> list[SearchHit]:
+        def search_now() -> Hits:
             started.set()
             return self._search_sync(query, top_k, include_text)
 

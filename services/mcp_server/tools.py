@@ -14,11 +14,14 @@ from pydantic import ValidationError
 
 from services.common.jsonrpc import describe
 from services.mcp_server.schemas import (
+    Hits,
     IncludeText,
     InvalidSearch,
     QueryText,
+    SearchRequest,
     SearchResponse,
     TopK,
+    response_json,
     validate_search,
 )
 from services.mcp_server.service import SearchService, SearchUnavailableError
@@ -36,24 +39,64 @@ and titles). The ranking combines semantic (MiniLM) and keyword (BM25) matching.
 
 
 class SearchServer(MCPServer):
-    """An MCP server whose search tool takes only what the REST endpoint takes.
+    """An MCP server whose search tool takes only what the REST endpoint takes, answered directly.
 
     The SDK validates tool arguments leniently (``"5"``, ``5.0`` and ``true`` pass as a top_k)
     and reports failures as a pydantic dump that echoes the input; the arguments go through
-    :func:`~services.mcp_server.schemas.validate_search` first instead, whose messages name each
-    field and what is wrong with it.
+    :func:`~services.mcp_server.schemas.validate_search` instead, whose messages name each
+    field and what is wrong with it. That strict validation is the tool's whole contract, so
+    :meth:`call_tool` then answers the tool itself: the SDK's second validation of the
+    arguments, its call through the function's signature, and its re-validation and dump of
+    the returned model against the output schema would only redo work on hits our own index
+    produced. The registered function publishes the schemas and gives the same answer.
     """
+
+    def __init__(self, service: SearchService, **kwargs: Any) -> None:
+        """An MCP server (``kwargs`` as :class:`MCPServer` takes them) with the search tool."""
+        super().__init__(**kwargs)
+        self._service = service
+
+        @self.tool(name=TOOL_NAME, title="Search NFCorpus", description=DESCRIPTION)
+        async def search_nfcorpus(
+            query: QueryText, top_k: TopK = 5, include_text: IncludeText = True
+        ) -> SearchResponse:
+            request = SearchRequest(query=query, top_k=top_k, include_text=include_text)
+            hits = await self._search(request)
+            return SearchResponse.model_validate({"results": hits})
 
     async def call_tool(
         self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
     ) -> mcp_types.CallToolResult | mcp_types.InputRequiredResult:
-        """Validate the search tool's arguments strictly, then call it as the SDK does."""
-        if name == TOOL_NAME:
-            try:
-                validate_search(arguments)
-            except InvalidSearch as e:
-                raise ToolError(f"invalid arguments: {e}") from None
-        return await super().call_tool(name, arguments, context)
+        """Answer the search tool (strictly validated); any other name as the SDK does."""
+        if name != TOOL_NAME:
+            return await super().call_tool(name, arguments, context)
+        try:
+            request = validate_search(arguments)
+        except InvalidSearch as e:
+            raise ToolError(f"invalid arguments: {e}") from None
+        return tool_result(await self._search(request))
+
+    async def _search(self, request: SearchRequest) -> Hits:
+        try:
+            return await self._service.search(
+                request.query, request.top_k, via="tool", include_text=request.include_text
+            )
+        except SearchUnavailableError as e:
+            # The SDK's wording for a tool that raised ToolError, as the answer always said.
+            raise ToolError(f"Error executing tool {TOOL_NAME}: {e}") from e
+
+
+def tool_result(hits: Hits) -> mcp_types.CallToolResult:
+    """What the SDK makes of a returned :class:`SearchResponse`, built from the hits directly.
+
+    Structured content ``{"results": [...]}`` and, for clients that read only text, the same
+    object as indented JSON in one text block.
+    """
+    text = response_json(hits, indent=2).decode()
+    return mcp_types.CallToolResult(
+        content=[mcp_types.TextContent(type="text", text=text)],
+        structured_content={"results": list(hits)},
+    )
 
 
 async def name_invalid_params(
@@ -68,17 +111,3 @@ async def name_invalid_params(
     except ValidationError as e:
         message = f"invalid params of {ctx.method}: {describe(e)}"
         raise MCPError(code=mcp_types.INVALID_PARAMS, message=message) from None
-
-
-def register_tools(mcp: MCPServer, service: SearchService) -> None:
-    """Add the search tool to ``mcp``."""
-
-    @mcp.tool(name=TOOL_NAME, title="Search NFCorpus", description=DESCRIPTION)
-    async def search_nfcorpus(
-        query: QueryText, top_k: TopK = 5, include_text: IncludeText = True
-    ) -> SearchResponse:
-        try:
-            hits = await service.search(query, top_k, via="tool", include_text=include_text)
-        except SearchUnavailableError as e:
-            raise ToolError(str(e)) from e
-        return SearchResponse(results=hits)
