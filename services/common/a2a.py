@@ -9,7 +9,7 @@ from a2a.auth.user import User
 from a2a.server.agent_execution import AgentExecutor, RequestContext
 from a2a.server.context import ServerCallContext
 from a2a.server.events import EventQueue
-from a2a.server.request_handlers import DefaultRequestHandler
+from a2a.server.request_handlers import DefaultRequestHandler, RequestHandler
 from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes
 from a2a.server.tasks import TaskStore, TaskUpdater
 from a2a.types import (
@@ -159,7 +159,11 @@ def a2a_routes(
     ``readable_tasks`` false refuses ``tasks/get`` and ``tasks/list``: without authentication
     there is no caller to scope them to.
     """
-    handler = _RequestHandler(executor, tasks, card, readable=readable_tasks)
+    return handler_routes(card, _RequestHandler(executor, tasks, card, readable=readable_tasks))
+
+
+def handler_routes(card: AgentCard, handler: RequestHandler) -> list[BaseRoute]:
+    """The card at every :data:`CARD_PATHS` and ``handler`` behind JSON-RPC 1.0 and 0.3."""
     cards = [r for path in CARD_PATHS for r in create_agent_card_routes(card, card_url=path)]
     return [*cards, *create_jsonrpc_routes(handler, rpc_url=A2A_RPC_PATH, enable_v0_3_compat=True)]
 

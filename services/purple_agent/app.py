@@ -12,12 +12,13 @@ from contextlib import asynccontextmanager
 
 from starlette.applications import Starlette
 
-from services.common.a2a import A2A_RPC_PATH, CARD_PATHS, a2a_routes
+from services.common.a2a import A2A_RPC_PATH, CARD_PATHS, handler_routes
+from services.common.a2a_direct import DirectRequestHandler
 from services.common.a2a_input import message_problem
 from services.common.frame import Readiness, ServiceId, service_app
 from services.common.limits import MAX_TOP_K
 from services.purple_agent.agent import RetrievalAgent
-from services.purple_agent.agent_executor import RetrievalExecutor
+from services.purple_agent.answer import answer_with
 from services.purple_agent.card import build_card
 from services.purple_agent.mcp_client import McpSearchClient
 from services.purple_agent.ranking import ServerOrder
@@ -42,11 +43,15 @@ def create_app(settings: PurpleSettings) -> Starlette:
     )
     agent = RetrievalAgent(mcp, ServerOrder(settings.candidates, MAX_TOP_K), settings.deadline_s)
     tokens = settings.tokens()
-    tasks = BoundedTaskStore(settings.max_tasks, settings.max_task_bytes, settings.task_ttl_s)
     card = build_card(settings, authenticated=bool(tokens))
     # Without authentication every caller is the same anonymous user: reading tasks back would
-    # show one client's queries to another, so it is switched off.
-    routes = a2a_routes(card, RetrievalExecutor(agent), tasks, readable_tasks=bool(tokens))
+    # show one client's queries to another, so tasks are not kept at all.
+    tasks = (
+        BoundedTaskStore(settings.max_tasks, settings.max_task_bytes, settings.task_ttl_s)
+        if tokens
+        else None
+    )
+    routes = handler_routes(card, DirectRequestHandler(answer_with(agent), card, tasks))
 
     async def mcp_ready() -> tuple[bool, str]:
         return await mcp.ready(settings.health_url, settings.readiness_timeout_s)

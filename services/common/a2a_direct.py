@@ -1,0 +1,243 @@
+"""An A2A request handler for agents that answer each message at once, in the request's own task.
+
+The SDK's ``DefaultRequestHandler`` serves agents that run for long and talk back while they
+work: every message gets an active task with a producer task running the executor, a consumer
+task, an event queue between them, a task manager saving each event to the store and a span
+around each of those steps. An agent whose whole answer is one artifact within a deadline needs
+none of it: :class:`DirectRequestHandler` awaits the agent's answer in the task serving the
+request and builds the finished task itself. It is a ``RequestHandler``, the SDK's extension
+point, so the SDK's routes still speak JSON-RPC 1.0 and 0.3, and streaming, around it.
+
+What it keeps: the task the SDK's handler returns (a new task and context id, the message in the
+history, one artifact and a timestamped final status, ``trace_id`` in the metadata), the same
+events when streaming (the task, the artifact, the final status), the SDK's checks of the request,
+and the cancellation of the work when the request is cancelled (its caller hung up). Tasks are
+kept only when there is a store to read them back from (``tasks/get`` and ``tasks/list``), and
+only once finished: a message names no earlier task, and no task can be cancelled.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncGenerator, Awaitable, Callable
+from dataclasses import dataclass
+
+from a2a.helpers import new_text_part
+from a2a.server.context import ServerCallContext
+from a2a.server.events import Event
+from a2a.server.request_handlers import RequestHandler, validate_request_params
+from a2a.server.request_handlers.request_handler import validate
+from a2a.server.tasks import TaskStore
+from a2a.types import (
+    AgentCard,
+    Artifact,
+    CancelTaskRequest,
+    DeleteTaskPushNotificationConfigRequest,
+    GetExtendedAgentCardRequest,
+    GetTaskPushNotificationConfigRequest,
+    GetTaskRequest,
+    ListTaskPushNotificationConfigsRequest,
+    ListTaskPushNotificationConfigsResponse,
+    ListTasksRequest,
+    ListTasksResponse,
+    Message,
+    Role,
+    SendMessageRequest,
+    SubscribeToTaskRequest,
+    Task,
+    TaskArtifactUpdateEvent,
+    TaskPushNotificationConfig,
+    TaskState,
+    TaskStatus,
+    TaskStatusUpdateEvent,
+)
+from a2a.utils.errors import (
+    PushNotificationNotSupportedError,
+    TaskNotCancelableError,
+    TaskNotFoundError,
+    UnsupportedOperationError,
+)
+from a2a.utils.task import apply_history_length, validate_history_length, validate_page_size
+
+from services.telemetry.tracing import current_trace_id
+
+NO_PUSH = "push notifications are not supported: message/send returns the finished task"
+
+
+@dataclass(frozen=True, slots=True)
+class Failed:
+    """The agent could not answer; ``text`` says why (the final status message)."""
+
+    text: str
+
+
+#: The agent: one artifact answering the message, or why it failed.
+Answer = Callable[[Message], Awaitable[Artifact | Failed]]
+
+
+def _new_id() -> str:
+    return str(uuid.uuid4())
+
+
+class DirectRequestHandler(RequestHandler):
+    """Answers each message with one finished task (see the module docstring).
+
+    ``tasks`` None: tasks are not kept, and reading them back is refused.
+    """
+
+    def __init__(self, answer: Answer, card: AgentCard, tasks: TaskStore | None) -> None:
+        self._answer = answer
+        self._card = card
+        self._tasks = tasks
+
+    async def _open(self, params: SendMessageRequest, context: ServerCallContext) -> Task:
+        """The submitted task of a new message, its message in the history."""
+        validate_history_length(params.configuration)
+        message = params.message
+        if message.task_id:
+            stored = await self._stored(message.task_id, context)
+            raise UnsupportedOperationError(
+                message=f"Task {stored.id} is in terminal state: a message starts a new task"
+            )
+        message.task_id = _new_id()
+        message.context_id = message.context_id or _new_id()
+        task = Task(
+            id=message.task_id,
+            context_id=message.context_id,
+            status=TaskStatus(state=TaskState.TASK_STATE_SUBMITTED),
+            history=[message],
+        )
+        if (trace_id := current_trace_id()) is not None:
+            task.metadata.update({"trace_id": trace_id})
+        return task
+
+    async def _finish(self, task: Task, context: ServerCallContext) -> Artifact | None:
+        """Run the agent and record its outcome on ``task``; the new artifact, if any."""
+        outcome = await self._answer(task.history[0])
+        artifact: Artifact | None = None
+        if isinstance(outcome, Failed):
+            task.status.state = TaskState.TASK_STATE_FAILED
+            task.status.message.CopyFrom(
+                Message(
+                    role=Role.ROLE_AGENT,
+                    task_id=task.id,
+                    context_id=task.context_id,
+                    message_id=_new_id(),
+                    parts=[new_text_part(outcome.text)],
+                )
+            )
+        else:
+            artifact = outcome
+            artifact.artifact_id = artifact.artifact_id or _new_id()
+            task.artifacts.append(artifact)
+            task.status.state = TaskState.TASK_STATE_COMPLETED
+        task.status.timestamp.GetCurrentTime()
+        if self._tasks is not None:
+            await self._tasks.save(task, context)
+        return artifact
+
+    @validate_request_params
+    async def on_message_send(self, params: SendMessageRequest, context: ServerCallContext) -> Task:
+        """``message/send``: the finished task."""
+        task = await self._open(params, context)
+        await self._finish(task, context)
+        return apply_history_length(task, params.configuration)
+
+    @validate_request_params
+    @validate(lambda self: self._card.capabilities.streaming, "Streaming is not supported")
+    async def on_message_send_stream(
+        self, params: SendMessageRequest, context: ServerCallContext
+    ) -> AsyncGenerator[Event]:
+        """``message/stream``: the submitted task, then its artifact and its final status."""
+        task = await self._open(params, context)
+        yield apply_history_length(task, params.configuration)
+        artifact = await self._finish(task, context)
+        if artifact is not None:
+            yield TaskArtifactUpdateEvent(
+                task_id=task.id, context_id=task.context_id, artifact=artifact
+            )
+        yield TaskStatusUpdateEvent(task_id=task.id, context_id=task.context_id, status=task.status)
+
+    async def _stored(self, task_id: str, context: ServerCallContext) -> Task:
+        task = None if self._tasks is None else await self._tasks.get(task_id, context)
+        if task is None:
+            raise TaskNotFoundError
+        return task
+
+    def _store(self) -> TaskStore:
+        if self._tasks is None:
+            raise UnsupportedOperationError(
+                message="reading tasks back needs authentication (each caller then sees only "
+                "its own tasks); message/send returns the finished task"
+            )
+        return self._tasks
+
+    @validate_request_params
+    async def on_get_task(self, params: GetTaskRequest, context: ServerCallContext) -> Task:
+        """``tasks/get``: the caller's own task, when tasks are kept."""
+        self._store()
+        validate_history_length(params)
+        return apply_history_length(await self._stored(params.id, context), params)
+
+    @validate_request_params
+    async def on_list_tasks(
+        self, params: ListTasksRequest, context: ServerCallContext
+    ) -> ListTasksResponse:
+        """``tasks/list``: the caller's own tasks, when tasks are kept."""
+        store = self._store()
+        validate_history_length(params)
+        if params.HasField("page_size"):
+            validate_page_size(params.page_size)
+        page = await store.list(params, context)
+        for task in page.tasks:
+            if not params.include_artifacts:
+                task.ClearField("artifacts")
+            task.CopyFrom(apply_history_length(task, params))
+        return page
+
+    @validate_request_params
+    async def on_cancel_task(self, params: CancelTaskRequest, context: ServerCallContext) -> Task:
+        """``tasks/cancel``: refused, every task known here has finished."""
+        await self._stored(params.id, context)
+        raise TaskNotCancelableError
+
+    @validate_request_params
+    async def on_subscribe_to_task(
+        self, params: SubscribeToTaskRequest, context: ServerCallContext
+    ) -> AsyncGenerator[Event]:
+        """``tasks/resubscribe``: refused, every task known here has finished."""
+        task = await self._stored(params.id, context)
+        raise UnsupportedOperationError(message=f"Task {task.id} is in terminal state")
+        yield  # an async generator, as the SDK expects
+
+    async def on_create_task_push_notification_config(
+        self, params: TaskPushNotificationConfig, context: ServerCallContext
+    ) -> TaskPushNotificationConfig:
+        """Refused: no push notifications."""
+        raise PushNotificationNotSupportedError(message=NO_PUSH)
+
+    async def on_get_task_push_notification_config(
+        self, params: GetTaskPushNotificationConfigRequest, context: ServerCallContext
+    ) -> TaskPushNotificationConfig:
+        """Refused: no push notifications."""
+        raise PushNotificationNotSupportedError(message=NO_PUSH)
+
+    async def on_list_task_push_notification_configs(
+        self, params: ListTaskPushNotificationConfigsRequest, context: ServerCallContext
+    ) -> ListTaskPushNotificationConfigsResponse:
+        """Refused: no push notifications."""
+        raise PushNotificationNotSupportedError(message=NO_PUSH)
+
+    async def on_delete_task_push_notification_config(
+        self, params: DeleteTaskPushNotificationConfigRequest, context: ServerCallContext
+    ) -> None:
+        """Refused: no push notifications."""
+        raise PushNotificationNotSupportedError(message=NO_PUSH)
+
+    async def on_get_extended_agent_card(
+        self, params: GetExtendedAgentCardRequest, context: ServerCallContext
+    ) -> AgentCard:
+        """Refused: the card is public and there is no other."""
+        raise UnsupportedOperationError(
+            message="The agent does not support authenticated extended cards"
+        )
