@@ -1,10 +1,11 @@
 """Calls the ``search_nfcorpus`` MCP tool over one pooled HTTP client, with timeouts and retries.
 
-Each call opens a light MCP client session over the shared ``httpx2`` connection pool: a long-lived
-session dies with its transport on the first connection error (and cancels every call in flight
-on it), while a per-call session isolates failures and costs no extra round trip once the protocol
-version is known. The version is negotiated once (``server/discover``) and then adopted; it is
-negotiated again after a failure, in case the server was replaced by another version.
+The protocol version is negotiated once (``server/discover``, then ``tools/list``) and adopted by
+one long-lived SDK ``ClientSession`` whose requests are single POSTs from the caller's own task
+(:mod:`services.purple_agent.mcp_post`): no session, stream or task is set up per call, and a
+failed call takes nothing down with it. After a failure that is not the tool's own, the version
+is negotiated again, in case the server was replaced by another version. A handshake-era server
+(no ``server/discover``) gets a full SDK session per call, which initializes each time.
 
 The ranking policy reads ids and scores only, so the agent asks for hits without their abstracts
 (``include_text: false``) when the server's tool offers that argument (it learns so from
@@ -22,12 +23,14 @@ from urllib.parse import urlsplit
 import httpx2
 import mcp_types
 from mcp import Client
+from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from opentelemetry.trace import SpanKind, StatusCode
 from pydantic import BaseModel
 
 from services.purple_agent.mcp_errors import McpCallError, classify, raise_if_refused
+from services.purple_agent.mcp_post import PostDispatcher
 from services.purple_agent.metrics import MCP_CALL_SECONDS, MCP_RETRIES
 from services.purple_agent.ranking import Candidate
 from services.telemetry import exemplars
@@ -92,6 +95,8 @@ class McpSearchClient:
         self._http: httpx2.AsyncClient | None = None
         self._mode: str | None = None
         self._discover: mcp_types.DiscoverResult | None = None
+        # The modern protocol's session (None: not negotiated, or a handshake-era server).
+        self._session: ClientSession | None = None
         self._extra_arguments: dict[str, Any] = {}
         self._negotiate_lock = asyncio.Lock()
 
@@ -113,35 +118,53 @@ class McpSearchClient:
             await self._http.aclose()
             self._http = None
 
-    def _session(self, mode: str, discover: mcp_types.DiscoverResult | None) -> Client:
+    def _session_for(self, mode: str, discover: mcp_types.DiscoverResult | None) -> Client:
         transport = streamable_http_client(self.url, http_client=self.http)
         return Client(transport, mode=mode, prior_discover=discover, cache=None)
 
-    async def _negotiate(self) -> tuple[str, mcp_types.DiscoverResult | None]:
-        async with self._negotiate_lock:
-            if self._mode is None:
-                async with self._session("auto", None) as client:
-                    if client.protocol_version in MODERN_PROTOCOL_VERSIONS:
-                        self._discover = await client.session.discover()
-                        self._mode = client.protocol_version
-                    else:  # a handshake-era server: every session initializes
-                        self._discover, self._mode = None, "legacy"
-                    tools = (await client.list_tools()).tools
-                    self._extra_arguments = WITHOUT_TEXT if offers_include_text(tools) else {}
-                log.info("MCP server at %s speaks protocol %s", self.url, self._mode)
-            return self._mode, self._discover
+    async def _negotiate(self) -> tuple[str, mcp_types.DiscoverResult | None, ClientSession | None]:
+        """The protocol version, its discover result and session (None: handshake era)."""
+        if self._mode is None:
+            async with self._negotiate_lock:
+                if self._mode is None:
+                    await self._negotiate_now()
+        assert self._mode is not None
+        return self._mode, self._discover, self._session
+
+    async def _negotiate_now(self) -> None:
+        async with self._session_for("auto", None) as client:
+            if client.protocol_version in MODERN_PROTOCOL_VERSIONS:
+                discover: mcp_types.DiscoverResult | None = await client.session.discover()
+                mode = client.protocol_version
+            else:  # a handshake-era server: every session initializes
+                discover, mode = None, "legacy"
+            tools = (await client.list_tools()).tools
+        self._extra_arguments = WITHOUT_TEXT if offers_include_text(tools) else {}
+        self._session = None
+        if discover is not None:
+            # Never entered: its dispatcher has no receive loop for it to run, and without it
+            # the session is the typed layer alone (envelope, headers, result validation).
+            self._session = ClientSession(dispatcher=PostDispatcher(self.url, self.http))
+            self._session.adopt(discover)
+        self._discover, self._mode = discover, mode
+        log.info("MCP server at %s speaks protocol %s", self.url, mode)
 
     async def _call_once(self, arguments: dict[str, Any], timeout_s: float) -> SearchOutput:
         async with asyncio.timeout(timeout_s):
-            mode, discover = await self._negotiate()
-            async with self._session(mode, discover) as client:
-                params = mcp_types.CallToolRequestParams(
-                    name=TOOL_NAME, arguments={**arguments, **self._extra_arguments}
-                )
-                request = mcp_types.CallToolRequest(params=params)
-                result = await client.session.send_request(
+            mode, discover, session = await self._negotiate()
+            params = mcp_types.CallToolRequestParams(
+                name=TOOL_NAME, arguments={**arguments, **self._extra_arguments}
+            )
+            request = mcp_types.CallToolRequest(params=params)
+            if session is not None:
+                result = await session.send_request(
                     request, mcp_types.CallToolResult, request_read_timeout_seconds=timeout_s
                 )
+            else:
+                async with self._session_for(mode, discover) as client:
+                    result = await client.session.send_request(
+                        request, mcp_types.CallToolResult, request_read_timeout_seconds=timeout_s
+                    )
         if result.is_error:
             text = " ".join(c.text for c in result.content if isinstance(c, mcp_types.TextContent))
             raise McpCallError("mcp_tool_error", f"search tool error: {text}", retryable=False)

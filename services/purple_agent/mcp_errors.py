@@ -47,6 +47,10 @@ class ServerFailed(Exception):
         self.status = status
 
 
+class BadAnswer(Exception):
+    """The server's answer is not the JSON-RPC response to the request."""
+
+
 def leaf_error(error: BaseException) -> BaseException:
     """Unwrap task-group exception groups down to the first real error."""
     while isinstance(error, BaseExceptionGroup) and error.exceptions:
@@ -88,7 +92,7 @@ def classify(error: BaseException, url: str) -> McpCallError:
             f"MCP server at {url} answered error {leaf.code}: {leaf.message}",
             retryable=closed,
         )
-    if isinstance(leaf, ValidationError):
+    if isinstance(leaf, ValidationError | BadAnswer):
         return McpCallError(
             "mcp_bad_response", f"MCP server at {url} sent a malformed result", retryable=False
         )
