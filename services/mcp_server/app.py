@@ -12,6 +12,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Mount, Route
 
 from services.common.frame import Readiness, ServiceId, service_app
+from services.mcp_server.cache import ResultCache
 from services.mcp_server.metrics import observe_store_call
 from services.mcp_server.routes import rest_routes
 from services.mcp_server.service import SearchService
@@ -55,7 +56,8 @@ def create_app(
     retrieval = retrieval or RetrievalSettings()
     store = CountingStore(open_store(retrieval.store), observe=observe_store_call)
     searcher = RankingPipeline(store, OnnxMiniLM(threads=retrieval.encode_threads), retrieval)
-    service = SearchService(searcher, store, settings.search_threads)
+    cache = ResultCache(settings.result_cache_entries, settings.result_cache_bytes)
+    service = SearchService(searcher, store, settings.search_threads, cache)
 
     mcp = SearchServer(
         service,

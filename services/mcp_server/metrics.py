@@ -41,12 +41,28 @@ INDEX_DOCUMENTS = Gauge(
     "missing or empty).",
     multiprocess_mode="max",
 )
+CACHE_LOOKUPS = Counter(
+    "mcp_result_cache_lookups_total",
+    "Searches looked up in the result cache, by result (hit: answered without searching). "
+    "Stays at 0 while the cache is off (MCP_RESULT_CACHE_ENTRIES=0).",
+    ["result"],
+)
+CACHE_ENTRIES = Gauge(
+    "mcp_result_cache_entries", "Answers held in the result cache.", multiprocess_mode="livesum"
+)
+CACHE_BYTES = Gauge(
+    "mcp_result_cache_bytes",
+    "Estimated memory the result cache's answers hold (bounded by MCP_RESULT_CACHE_BYTES).",
+    multiprocess_mode="livesum",
+)
 SEARCH_OUTCOMES = ("ok", "store_error", "abandoned")
 STORE_OPERATIONS = ("search", "fused_search", "retrieve", "scroll", "count", "resolve_alias")
 
 for _via in ("tool", "rest"):
     for _outcome in SEARCH_OUTCOMES:
         SEARCHES.labels(_via, _outcome)
+for _result in ("hit", "miss"):
+    CACHE_LOOKUPS.labels(_result)
 for _operation in STORE_OPERATIONS:
     STORE_CALL_SECONDS.labels(_operation)
 

@@ -3,7 +3,9 @@
 Searches are CPU-bound (the model) and the store client is synchronous, so each search runs in a
 worker thread; a capacity limiter keeps no more searches in flight than there are cores to run
 them, so queueing happens in the event loop instead of as thread contention. A search whose
-caller has gone while it waited for a thread is never run.
+caller has gone while it waited for a thread is never run. Answers are kept in a
+:class:`~services.mcp_server.cache.ResultCache`: a query asked again is answered on the event
+loop, without a thread or a search, and still counted as a search.
 """
 
 from __future__ import annotations
@@ -14,7 +16,11 @@ from typing import Literal
 
 import anyio
 
+from services.mcp_server.cache import Key, ResultCache
 from services.mcp_server.metrics import (
+    CACHE_BYTES,
+    CACHE_ENTRIES,
+    CACHE_LOOKUPS,
     ENCODE_SECONDS,
     INDEX_DOCUMENTS,
     RANKING_SECONDS,
@@ -39,10 +45,20 @@ class SearchUnavailableError(RuntimeError):
 class SearchService:
     """Runs searches and keeps the counters the AgentBeats evaluator reads."""
 
-    def __init__(self, searcher: RankingPipeline, store: CountingStore, threads: int) -> None:
-        """Wrap a searcher over ``store``; ``threads`` bounds concurrent searches."""
+    def __init__(
+        self,
+        searcher: RankingPipeline,
+        store: CountingStore,
+        threads: int,
+        cache: ResultCache | None = None,
+    ) -> None:
+        """Wrap a searcher over ``store``; ``threads`` bounds concurrent searches.
+
+        Without a ``cache`` every search is run.
+        """
         self._searcher = searcher
         self._store = store
+        self._cache = cache or ResultCache(0, 0)
         self._limiter = anyio.CapacityLimiter(threads)
         self._lock = threading.Lock()
         self.search_calls = 0
@@ -89,11 +105,21 @@ class SearchService:
         with self._lock:
             self.search_calls += 1
         annotate(via=via, top_k=top_k, query=query_prefix(query), include_text=include_text)
+        key: Key = (self._searcher.collection, query, top_k, include_text)
+        if self._cache.enabled:
+            cached = self._cache.get(key)
+            CACHE_LOOKUPS.labels("miss" if cached is None else "hit").inc()
+            annotate(cache="miss" if cached is None else "hit")
+            if cached is not None:
+                SEARCHES.labels(via, "ok").inc()
+                return cached
         started = threading.Event()
 
         def search_now() -> Hits:
             started.set()
-            return self._search_sync(query, top_k, include_text)
+            hits = self._search_sync(query, top_k, include_text)
+            self._keep(key, hits)
+            return hits
 
         try:
             hits = await anyio.to_thread.run_sync(search_now, limiter=self._limiter)
@@ -109,6 +135,20 @@ class SearchService:
         SEARCHES.labels(via, "ok").inc()
         return hits
 
+    def _keep(self, key: Key, hits: Hits) -> None:
+        """Cache an answer, unless the index version changed while it was searched for.
+
+        Kept even when its caller has gone meanwhile: the work is done, the next caller gets it.
+        """
+        if not self._cache.enabled or self._searcher.collection != key[0]:
+            return
+        self._cache.put(key, hits)
+        self._cache_gauges()
+
+    def _cache_gauges(self) -> None:
+        CACHE_ENTRIES.set(self._cache.entries)
+        CACHE_BYTES.set(self._cache.bytes)
+
     def _check_ready(self) -> tuple[bool, str]:
         try:
             collection = self._searcher.refresh()
@@ -116,6 +156,9 @@ class SearchService:
         except StoreError as e:
             INDEX_DOCUMENTS.set(0)
             return False, f"store unreachable: {e}"
+        if self._cache.enabled:  # a new index version: the old answers go at once
+            self._cache.retain(collection)
+            self._cache_gauges()
         INDEX_DOCUMENTS.set(points)
         if points == 0:
             return False, f"collection {collection} is empty"

@@ -25,6 +25,19 @@ class McpServerSettings(BaseSettings, AuthFields):
     search_threads: int = Field(
         default=2, ge=1, le=64, description="Searches run at once (each uses one core)."
     )
+    result_cache_entries: int = Field(
+        default=4096,
+        ge=0,
+        description="Answers kept per process, keyed by index version, query, top_k and "
+        "include_text, so a query asked again costs no search (an evaluation run repeats the "
+        "same 323); 0 switches the cache off (benchmarks).",
+    )
+    result_cache_bytes: int = Field(
+        default=64 * 1024 * 1024,
+        ge=0,
+        description="Estimated memory the cached answers may hold together (20 hits with "
+        "abstracts take about 40 KB, without them about 10 KB).",
+    )
     ready_cache_s: float = Field(
         default=2.0, ge=0.0, description="How long a readiness answer is reused."
     )
