@@ -60,9 +60,19 @@ _LINE_BREAKS = {0x85: "\\u0085", 0x2028: "\\u2028", 0x2029: "\\u2029"}
 def _one_line(text: str) -> str:
     r"""``text`` with Unicode line breaks and lone surrogates (unwritable as UTF-8) escaped.
 
-    Both only occur inside JSON strings, where ``\uXXXX`` is the same character.
+    Both only occur inside JSON strings, where ``\uXXXX`` is the same character. Every request
+    writes a line: the usual one (no such character) is checked by scans in C and returned as
+    it is, rather than mapped character by character.
     """
-    return text.translate(_LINE_BREAKS).encode("utf-8", "backslashreplace").decode("utf-8")
+    if text.isascii():
+        return text
+    if "\x85" in text or "\u2028" in text or "\u2029" in text:
+        text = text.translate(_LINE_BREAKS)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return text
 
 
 def log_format() -> str:
@@ -80,6 +90,13 @@ def formatter() -> logging.Formatter:
 
 def setup_logging(level: str | None = None) -> None:
     """Configure the root logger once; ``LOG_LEVEL`` overrides the default INFO."""
+    # Neither format writes where a record was made nor which thread or process made it, and
+    # finding out (a walk up the stack, three lookups) is a good part of what a record costs
+    # (the logging HOWTO's "Optimization"): every request writes one.
+    logging._srcfile = None
+    logging.logThreads = False
+    logging.logProcesses = False
+    logging.logMultiprocessing = False
     root = logging.getLogger()
     if not any(getattr(h, "_nfcorpus", False) for h in root.handlers):
         handler = logging.StreamHandler()
