@@ -1,8 +1,9 @@
-"""Calls the ``search_nfcorpus`` MCP tool over one pooled HTTP client, with timeouts and retries.
+"""Calls the ``search_nfcorpus`` MCP tool over pooled keep-alive connections, with timeouts and retries.
 
-The protocol version is negotiated once (``server/discover``, then ``tools/list``) and adopted by
-one long-lived SDK ``ClientSession`` whose requests are single POSTs from the caller's own task
-(:mod:`services.purple_agent.mcp_post`): no session, stream or task is set up per call, and a
+The protocol version is negotiated once (``server/discover``, then ``tools/list``, by the SDK's
+client over ``httpx2``) and adopted by one long-lived SDK ``ClientSession`` whose requests are
+single POSTs from the caller's own task (:mod:`services.purple_agent.mcp_post`, over
+:mod:`services.purple_agent.http_pool`): no session, stream or task is set up per call, and a
 failed call takes nothing down with it. After a failure that is not the tool's own, the version
 is negotiated again, in case the server was replaced by another version. A handshake-era server
 (no ``server/discover``) gets a full SDK session per call, which initializes each time.
@@ -29,6 +30,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from opentelemetry.trace import SpanKind, StatusCode
 from pydantic import BaseModel
 
+from services.purple_agent.http_pool import OriginPool
 from services.purple_agent.mcp_errors import McpCallError, classify, raise_if_refused
 from services.purple_agent.mcp_post import PostDispatcher
 from services.purple_agent.metrics import MCP_CALL_SECONDS, MCP_RETRIES
@@ -92,7 +94,9 @@ class McpSearchClient:
         self._limits = httpx2.Limits(
             max_connections=max_connections, max_keepalive_connections=max_connections
         )
+        self._max_connections = max_connections
         self._http: httpx2.AsyncClient | None = None
+        self._pool: OriginPool | None = None
         self._mode: str | None = None
         self._discover: mcp_types.DiscoverResult | None = None
         # The modern protocol's session (None: not negotiated, or a handshake-era server).
@@ -102,7 +106,10 @@ class McpSearchClient:
 
     @property
     def http(self) -> httpx2.AsyncClient:
-        """The shared HTTP client, created on first use inside the running event loop."""
+        """The HTTP client of negotiation, readiness probes and handshake-era servers.
+
+        Created on first use inside the running event loop.
+        """
         if self._http is None:
             self._http = httpx2.AsyncClient(
                 timeout=httpx2.Timeout(self._timeout_s),
@@ -112,11 +119,21 @@ class McpSearchClient:
             )
         return self._http
 
+    @property
+    def pool(self) -> OriginPool:
+        """The tool calls' keep-alive connections, created on first use in the running loop."""
+        if self._pool is None:
+            self._pool = OriginPool(self.url, self._max_connections)
+        return self._pool
+
     async def aclose(self) -> None:
-        """Close the connection pool."""
+        """Close the connection pools."""
         if self._http is not None:
             await self._http.aclose()
             self._http = None
+        if self._pool is not None:
+            await self._pool.aclose()
+            self._pool = None
 
     def _session_for(self, mode: str, discover: mcp_types.DiscoverResult | None) -> Client:
         transport = streamable_http_client(self.url, http_client=self.http)
@@ -144,7 +161,8 @@ class McpSearchClient:
         if discover is not None:
             # Never entered: its dispatcher has no receive loop for it to run, and without it
             # the session is the typed layer alone (envelope, headers, result validation).
-            self._session = ClientSession(dispatcher=PostDispatcher(self.url, self.http))
+            dispatcher = PostDispatcher(self.url, self.pool, self._headers)
+            self._session = ClientSession(dispatcher=dispatcher)
             self._session.adopt(discover)
         self._discover, self._mode = discover, mode
         log.info("MCP server at %s speaks protocol %s", self.url, mode)

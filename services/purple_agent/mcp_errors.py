@@ -12,6 +12,8 @@ import mcp_types
 from mcp.shared.exceptions import MCPError
 from pydantic import ValidationError
 
+from services.purple_agent.http_pool import ConnectFailed, ConnectionBroken
+
 
 class McpCallError(Exception):
     """An MCP call failed; ``reason`` is a short label, the message says what happened.
@@ -69,7 +71,7 @@ def classify(error: BaseException, url: str) -> McpCallError:
         )
     if isinstance(leaf, ServerFailed):
         return McpCallError("mcp_error", f"MCP server at {url} answered {leaf}", retryable=False)
-    if isinstance(leaf, httpx2.ConnectError | httpx2.ConnectTimeout):
+    if isinstance(leaf, ConnectFailed | httpx2.ConnectError | httpx2.ConnectTimeout):
         return McpCallError(
             "mcp_unavailable",
             f"MCP server at {url} is unreachable ({type(leaf).__name__}: {leaf})",
@@ -79,7 +81,7 @@ def classify(error: BaseException, url: str) -> McpCallError:
         return McpCallError(
             "mcp_timeout", f"MCP server at {url} did not answer in time", retryable=False
         )
-    if isinstance(leaf, httpx2.TransportError):  # the connection broke: the server went away
+    if isinstance(leaf, ConnectionBroken | httpx2.TransportError):  # the server went away
         return McpCallError(
             "mcp_unavailable",
             f"MCP server at {url} closed the connection ({type(leaf).__name__}: {leaf})",
@@ -101,6 +103,11 @@ def classify(error: BaseException, url: str) -> McpCallError:
     )
 
 
+def refused(status: int) -> bool:
+    """Whether an HTTP status says the server did no work (:class:`ServerRefused`)."""
+    return status in (429, 502, 503)
+
+
 async def raise_if_refused(response: httpx2.Response) -> None:
     """httpx2 response hook: raise on an HTTP error status.
 
@@ -110,7 +117,7 @@ async def raise_if_refused(response: httpx2.Response) -> None:
     # error response"): a refusal must stay recognisable, since it is the one error a retry is
     # certain to be worth, and the status tells an operator what went wrong (401: the token).
     status = response.status_code
-    if status in (429, 502, 503):
+    if refused(status):
         raise ServerRefused(status)
     if status >= 400:
         detail = (await response.aread())[:200].decode("utf-8", "replace").strip()

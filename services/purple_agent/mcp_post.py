@@ -4,10 +4,10 @@ The SDK's streamable HTTP transport serves every kind of session: its requests g
 streams to a writer task, which starts a task per POST, whose answer goes back through a reader
 task that matches it to its caller. For a client that only asks and waits, with the sessionless
 protocol of 2026-07-28, a request is one POST and its answer: this dispatcher sends it from the
-caller's own task over the shared connection pool. The session above it (stamping the protocol
-envelope and headers, validating results) is the SDK's. Each call stands alone: a broken
-connection fails that call only, and a cancelled call closes its own connection, which tells the
-server its caller has gone.
+caller's own task over a pool of keep-alive connections (:mod:`services.purple_agent.http_pool`).
+The session above it (stamping the protocol envelope and headers, validating results) is the
+SDK's. Each call stands alone: a broken connection fails that call only, and a cancelled call
+closes its own connection, which tells the server its caller has gone.
 
 An answer may come as JSON or as an SSE stream; in a stream only the request's response counts
 (the search tool sends no progress, no log and no request of its own).
@@ -15,28 +15,34 @@ An answer may come as JSON or as an SSE stream; in a stream only the request's r
 
 from __future__ import annotations
 
+import codecs
 import itertools
 import json
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
 from typing import Any
+from urllib.parse import urlsplit
 
 import anyio
-import httpx2
 from mcp.shared.dispatcher import CallOptions, OnNotify, OnNotifyIntercept, OnRequest
 from mcp.shared.exceptions import MCPError
 from mcp_types import JSONRPCError, JSONRPCMessage, JSONRPCResponse, jsonrpc_message_adapter
 
-from services.purple_agent.mcp_errors import BadAnswer, ServerFailed
+from services.purple_agent.http_pool import OriginPool, Response
+from services.purple_agent.mcp_errors import BadAnswer, ServerFailed, ServerRefused, refused
+from services.telemetry.tracing import inject_headers
 
-ACCEPT = "application/json, text/event-stream"
+ACCEPT = (b"accept", b"application/json, text/event-stream")
+JSON = (b"content-type", b"application/json")
 
 
 class PostDispatcher:
     """Sends each request as one POST to ``url`` (see the module docstring)."""
 
-    def __init__(self, url: str, http: httpx2.AsyncClient) -> None:
-        self._url = url
-        self._http = http
+    def __init__(self, url: str, pool: OriginPool, headers: Mapping[str, str]) -> None:
+        parsed = urlsplit(url)
+        self._target = (parsed.path or "/") + (f"?{parsed.query}" if parsed.query else "")
+        self._pool = pool
+        self._headers = [ACCEPT, JSON, *((k.encode(), v.encode()) for k, v in headers.items())]
         self._ids = itertools.count(1)
 
     async def run(
@@ -64,24 +70,23 @@ class PostDispatcher:
         Raises:
             MCPError: The server answered with a JSON-RPC error.
             BadAnswer, pydantic.ValidationError: The answer is not the request's response.
-            ServerFailed: An HTTP status other than 200 (the pool's response hook raises first
-                on an error status).
+            ServerRefused, ServerFailed: An HTTP status other than 200.
+            ConnectFailed, ConnectionBroken: The connection could not be opened, or broke.
 
         """
         request_id = next(self._ids)
         message: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id, "method": method}
         if params is not None:
             message["params"] = params
-        headers = {"accept": ACCEPT, "content-type": "application/json"}
-        headers.update((opts or {}).get("headers", {}))
+        headers = dict(inject_headers((opts or {}).get("headers")))
+        encoded = [*self._headers, *((k.encode(), v.encode()) for k, v in headers.items())]
         body = json.dumps(message, separators=(",", ":")).encode()
-        async with self._http.stream("POST", self._url, content=body, headers=headers) as response:
-            if response.status_code != 200:
-                raise ServerFailed(response.status_code, "not a JSON-RPC answer")
+        async with self._pool.post(self._target, encoded, body) as response:
+            await _check_status(response)
             if response.headers.get("content-type", "").startswith("text/event-stream"):
-                answer = await _from_stream(response, request_id)
+                answer = await _from_stream(response.chunks(), request_id)
             else:
-                answer = _parse(await response.aread())
+                answer = jsonrpc_message_adapter.validate_json(await response.read(), by_name=False)
         if isinstance(answer, JSONRPCError):
             raise MCPError.from_jsonrpc_error(answer)
         if not isinstance(answer, JSONRPCResponse) or answer.id != request_id:
@@ -89,14 +94,35 @@ class PostDispatcher:
         return answer.result
 
 
-def _parse(data: str | bytes) -> JSONRPCMessage:
-    return jsonrpc_message_adapter.validate_json(data, by_name=False)
+async def _check_status(response: Response) -> None:
+    if response.status == 200:
+        return
+    if refused(response.status):
+        raise ServerRefused(response.status)
+    detail = "" if response.status < 400 else (await response.read(200)).decode("utf-8", "replace")
+    raise ServerFailed(response.status, detail.strip() or "not a JSON-RPC answer")
 
 
-async def _from_stream(response: httpx2.Response, request_id: int) -> JSONRPCMessage:
-    async for event in httpx2.EventSource(response):
-        if event.event == "message" and event.data:
-            message = _parse(event.data)
-            if isinstance(message, JSONRPCResponse | JSONRPCError) and message.id == request_id:
-                return message
+async def _from_stream(chunks: AsyncIterator[bytes], request_id: int) -> JSONRPCMessage:
+    async for data in _message_events(chunks):
+        message = jsonrpc_message_adapter.validate_json(data, by_name=False)
+        if isinstance(message, JSONRPCResponse | JSONRPCError) and message.id == request_id:
+            return message
     raise BadAnswer("the event stream ended without the response")
+
+
+async def _message_events(chunks: AsyncIterator[bytes]) -> AsyncIterator[str]:
+    """The data of every ``message`` event of an SSE body (fields by line, events by blank line)."""
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    pending, kind, data = "", "message", list[str]()
+    async for chunk in chunks:
+        *lines, pending = (pending + decoder.decode(chunk)).split("\n")
+        for line in (x.removesuffix("\r") for x in lines):
+            if not line:
+                if data and kind == "message":
+                    yield "\n".join(data)
+                kind, data = "message", []
+            elif line.startswith("data:"):
+                data.append(line[5:].removeprefix(" "))
+            elif line.startswith("event:"):
+                kind = line[6:].strip()

@@ -1,0 +1,119 @@
+"""The purple agent's keep-alive connections to the MCP server, against a loopback HTTP server:
+reused after a complete exchange, dropped when the server closes them or the caller gives up.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+
+import pytest
+
+from services.purple_agent.http_pool import ConnectFailed, ConnectionBroken, OriginPool
+
+
+class _Server:
+    """Answers each POST with its body; ``/slow`` never answers, ``/close`` closes after its
+    answer, ``/cut`` in the middle of it."""
+
+    def __init__(self) -> None:
+        self.connections = 0
+        self.gone = asyncio.Event()
+        self.url = ""
+
+    async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.connections += 1
+        try:
+            while head := await reader.readuntil(b"\r\n\r\n"):
+                target = head.split(b" ")[1]
+                length = next(
+                    int(line.split(b":")[1])
+                    for line in head.split(b"\r\n")
+                    if line.lower().startswith(b"content-length")
+                )
+                body = await reader.readexactly(length)
+                if target == b"/cut":
+                    writer.write(b"HTTP/1.1 200 OK\r\ncontent-length: 10\r\n\r\nabc")
+                    return
+                if target == b"/slow":
+                    await reader.read()  # until the client closes
+                    self.gone.set()
+                    return
+                writer.write(b"HTTP/1.1 200 OK\r\ncontent-length: %d\r\n\r\n%s" % (len(body), body))
+                await writer.drain()
+                if target == b"/close":
+                    return
+        except asyncio.IncompleteReadError:
+            return
+        finally:
+            writer.close()
+
+
+@pytest.fixture
+async def server() -> AsyncIterator[_Server]:
+    state = _Server()
+    listening = await asyncio.start_server(state.handle, "127.0.0.1", 0)
+    state.url = f"http://127.0.0.1:{listening.sockets[0].getsockname()[1]}"
+    async with listening:
+        yield state
+
+
+async def _echo(pool: OriginPool, target: str, body: bytes) -> bytes:
+    async with pool.post(target, [], body) as response:
+        assert response.status == 200
+        return await response.read()
+
+
+async def test_a_connection_is_kept_for_the_next_request(server: _Server) -> None:
+    pool = OriginPool(server.url, max_connections=4)
+    try:
+        assert [await _echo(pool, "/", b"%d" % i) for i in range(5)] == [
+            b"0",
+            b"1",
+            b"2",
+            b"3",
+            b"4",
+        ]
+        assert server.connections == 1
+        answers = await asyncio.gather(*(_echo(pool, "/", b"x") for _ in range(8)))
+        assert answers == [b"x"] * 8 and server.connections <= 4
+    finally:
+        await pool.aclose()
+
+
+async def test_a_connection_the_server_closed_is_not_reused(server: _Server) -> None:
+    pool = OriginPool(server.url, max_connections=4)
+    try:
+        assert await _echo(pool, "/close", b"a") == b"a"
+        await asyncio.sleep(0.05)  # the close arrives while the connection is idle
+        assert await _echo(pool, "/", b"b") == b"b"
+        assert server.connections == 2
+    finally:
+        await pool.aclose()
+
+
+async def test_a_caller_that_gives_up_closes_its_connection(server: _Server) -> None:
+    pool = OriginPool(server.url, max_connections=4)
+    try:
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(0.2):
+                await _echo(pool, "/slow", b"?")
+        async with asyncio.timeout(5):
+            await server.gone.wait()  # the server saw the connection close
+        assert await _echo(pool, "/", b"again") == b"again"
+    finally:
+        await pool.aclose()
+
+
+async def test_failures_say_whether_anything_was_sent(server: _Server) -> None:
+    pool = OriginPool("http://127.0.0.1:1", max_connections=1)
+    with pytest.raises(ConnectFailed):
+        await _echo(pool, "/", b"x")
+    pool = OriginPool(server.url, max_connections=1)
+    try:
+        with pytest.raises(ConnectionBroken):
+            await _echo(pool, "/cut", b"x")
+        assert await _echo(pool, "/", b"next") == b"next"
+    finally:
+        await pool.aclose()
