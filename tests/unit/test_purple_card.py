@@ -6,9 +6,11 @@ import os
 
 import httpx
 import pytest
+from a2a.server.routes import create_agent_card_routes
 from pydantic import ValidationError
+from starlette.applications import Starlette
 
-from services.common.a2a import CARD_PATHS
+from services.common.a2a import CARD_PATHS, card_routes
 from services.purple_agent.app import create_app
 from services.purple_agent.card import build_card
 from services.purple_agent.settings import PurpleSettings
@@ -70,3 +72,24 @@ def test_settings_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_deadline_must_stay_below_sixty_seconds(deadline: float) -> None:
     with pytest.raises(ValidationError, match="deadline_s"):
         PurpleSettings(deadline_s=deadline)
+
+
+async def test_the_card_is_what_the_sdk_serves_with_its_etag() -> None:
+    card = build_card(PurpleSettings())
+    ours = httpx.ASGITransport(app=Starlette(routes=card_routes(card)))
+    sdks = httpx.ASGITransport(app=Starlette(routes=create_agent_card_routes(card, card_url="/")))
+    async with (
+        httpx.AsyncClient(transport=ours, base_url="http://purple") as client,
+        httpx.AsyncClient(transport=sdks, base_url="http://purple") as sdk,
+    ):
+        expected = await sdk.get("/")
+        for path in CARD_PATHS:
+            served = await client.get(path)
+            assert served.content == expected.content
+            assert served.headers["etag"] == expected.headers["etag"]
+            assert served.headers["content-type"] == "application/json"
+        # A client holding the card revalidates it for nothing.
+        for held in (expected.headers["etag"], expected.headers["etag"].removeprefix("W/"), "*"):
+            again = await client.get("/", headers={"if-none-match": f'"other", {held}'})
+            assert (again.status_code, again.content) == (304, b"")
+        assert (await client.get("/", headers={"if-none-match": '"other"'})).status_code == 200
