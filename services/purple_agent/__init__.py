@@ -2,7 +2,8 @@
 
 import os
 
-# a2a-sdk wraps ~50 of its own calls per request in OpenTelemetry spans, which cost ~3.5 ms per
-# request here (a third of the agent's overhead). The SDK reads this switch once, at import, so it
-# is defaulted before anything imports it; set it to "true" to see those spans.
+# a2a-sdk wraps the calls of its JSON-RPC dispatcher in OpenTelemetry spans of its own, nested in
+# the request's span: with them, a request makes 2,500 Python calls instead of 1,850 (measured
+# in-process). The SDK reads this switch once, at import, so it is defaulted before anything
+# imports it; set it to "true" to see those spans.
 os.environ.setdefault("OTEL_INSTRUMENTATION_A2A_SDK_ENABLED", "false")
