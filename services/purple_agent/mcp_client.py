@@ -1,4 +1,4 @@
-"""Calls the ``search_nfcorpus`` MCP tool over pooled keep-alive connections, with timeouts and retries.
+"""Calls the ``search_nfcorpus`` MCP tool over keep-alive connections, with timeouts and retries.
 
 The protocol version is negotiated once (``server/discover``, then ``tools/list``, by the SDK's
 client over ``httpx2``) and adopted by one long-lived SDK ``ClientSession`` whose requests are
@@ -91,9 +91,6 @@ class McpSearchClient:
         self._timeout_s = timeout_s
         self._retries = retries
         self._backoff_s = backoff_s
-        self._limits = httpx2.Limits(
-            max_connections=max_connections, max_keepalive_connections=max_connections
-        )
         self._max_connections = max_connections
         self._http: httpx2.AsyncClient | None = None
         self._pool: OriginPool | None = None
@@ -106,14 +103,14 @@ class McpSearchClient:
 
     @property
     def http(self) -> httpx2.AsyncClient:
-        """The HTTP client of negotiation, readiness probes and handshake-era servers.
-
-        Created on first use inside the running event loop.
-        """
+        """The HTTP client of negotiation, readiness and handshake-era servers (made in the loop)."""
         if self._http is None:
+            connections = self._max_connections
             self._http = httpx2.AsyncClient(
                 timeout=httpx2.Timeout(self._timeout_s),
-                limits=self._limits,
+                limits=httpx2.Limits(
+                    max_connections=connections, max_keepalive_connections=connections
+                ),
                 headers=self._headers,
                 event_hooks={"request": [_inject_trace_context], "response": [raise_if_refused]},
             )
