@@ -15,6 +15,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, TextIO
 
+# The official archive; services.nfcorpus.download fetches it (its HTTP client is imported only
+# there, so a server that reads these settings does not load it).
+BEIR_NFCORPUS_URL = (
+    "https://public.ukp.informatik.tu-darmstadt.de/thakur/BEIR/datasets/nfcorpus.zip"
+)
+BEIR_NFCORPUS_MD5 = "a89dba18a62ef92f7d323ec890a0d38d"
+
 #: The shared BEIR folder beside the repository (``../shared/data/nfcorpus``).
 DEFAULT_DATA_DIR = Path(__file__).resolve().parents[3] / "shared" / "data" / "nfcorpus"
 

@@ -19,11 +19,6 @@ from services.nfcorpus.dataset import DatasetError, has_corpus
 
 log = logging.getLogger(__name__)
 
-BEIR_NFCORPUS_URL = (
-    "https://public.ukp.informatik.tu-darmstadt.de/thakur/BEIR/datasets/nfcorpus.zip"
-)
-BEIR_NFCORPUS_MD5 = "a89dba18a62ef92f7d323ec890a0d38d"
-
 
 def ensure_dataset(folder: Path, url: str, md5: str, timeout_s: float = 120.0) -> Path:
     """Return ``folder``, first downloading and unpacking the BEIR archive if it has no corpus."""

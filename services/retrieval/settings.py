@@ -27,8 +27,7 @@ from pydantic_settings import (
     SettingsConfigDict,
 )
 
-from services.nfcorpus.dataset import DEFAULT_DATA_DIR
-from services.nfcorpus.download import BEIR_NFCORPUS_MD5, BEIR_NFCORPUS_URL
+from services.nfcorpus.dataset import BEIR_NFCORPUS_MD5, BEIR_NFCORPUS_URL, DEFAULT_DATA_DIR
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
