@@ -9,7 +9,9 @@ from services.mcp_server.schemas import Hit, Hits
 
 
 def hits(n: int = 3, text: str = "abstract") -> Hits:
-    return tuple(Hit(doc_id=f"MED-{i}", score=1.0 / (i + 1), title="t", text=text) for i in range(n))
+    return tuple(
+        Hit(doc_id=f"MED-{i}", score=1.0 / (i + 1), title="t", text=text) for i in range(n)
+    )
 
 
 def test_an_answer_comes_back_only_for_its_own_key() -> None:
