@@ -8,6 +8,7 @@ to 128 tokens costs ~10x the compute) and truncate at the model's 256 tokens.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 from collections.abc import Sequence
 from pathlib import Path
@@ -55,6 +56,17 @@ def mean_pool(hidden: npt.NDArray[np.float32], mask: npt.NDArray[np.int64]) -> M
     return np.asarray(pooled / np.clip(norms, 1e-12, None), dtype=np.float32)
 
 
+def release_free_heap() -> None:
+    """Give the C heap's free pages back to the system (glibc's ``malloc_trim``).
+
+    Loading the model folds its int8 weights into fp32 copies through ~50 MB of temporaries;
+    glibc keeps that freed memory in the process, where it would count against the pod's memory
+    for as long as it runs. Elsewhere than glibc there is nothing to do.
+    """
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None).malloc_trim(0)
+
+
 class OnnxMiniLM:
     """MiniLM-L6 int8 on onnxruntime's CPU provider."""
 
@@ -73,19 +85,6 @@ class OnnxMiniLM:
             str(_onnx_path()), sess_options=options, providers=["CPUExecutionProvider"]
         )
         release_free_heap()
-
-
-def release_free_heap() -> None:
-    """Give the C heap's free pages back to the system (glibc's ``malloc_trim``).
-
-    Loading the model folds its int8 weights into fp32 copies through ~50 MB of temporaries;
-    glibc keeps that freed memory in the process, where it would count against the pod's memory
-    for as long as it runs. Elsewhere than glibc there is nothing to do.
-    """
-    try:
-        ctypes.CDLL(None).malloc_trim(0)
-    except (OSError, AttributeError):
-        pass
 
     def _run(self, texts: Sequence[str]) -> Matrix:
         encodings = self._tokenizer.encode_batch(list(texts))
