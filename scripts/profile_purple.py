@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import cProfile
 import json
 import signal
@@ -38,6 +39,7 @@ if TYPE_CHECKING:
 TOP_K = 10
 CONCURRENCY = 16
 WARM_UP = 20
+SERVE_PROFILED = "--serve-profiled"
 
 
 async def _phase(
@@ -113,15 +115,15 @@ def _serve_profiled(out: Path, argv: list[str]) -> None:
 
 
 def main() -> None:
+    if sys.argv[1:2] == [SERVE_PROFILED]:  # the agent's own process: the rest is its command line
+        _serve_profiled(Path(sys.argv[2]), sys.argv[3:])
+        return
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--protocol", choices=["1.0", "0.3"], default="1.0")
     parser.add_argument("--profile", type=Path, help="folder for one cProfile file per phase")
-    parser.add_argument("--serve-profiled", type=Path, help=argparse.SUPPRESS)
-    args, rest = parser.parse_known_args()
-    if args.serve_profiled is not None:
-        _serve_profiled(args.serve_profiled, rest)
-        return
+    parser.add_argument("--mcp-url", help="an MCP server already running (default: start one)")
+    args = parser.parse_args()
     from services.green_agent.dataset import load_test_set
     from services.nfcorpus.dataset import load_qrels, load_queries
     from services.retrieval.settings import RetrievalSettings
@@ -130,19 +132,22 @@ def main() -> None:
     queries = load_queries(settings.data_dir)
     texts = [queries[q] for q in sorted(load_qrels(settings.data_dir, "dev"))][: args.queries]
     valid = load_test_set(settings.data_dir).doc_ids
-    # The result cache off: every query costs the MCP server a search, as in make bench.
-    with ServerProcess.module("services.mcp_server", env={"MCP_RESULT_CACHE_ENTRIES": "0"}) as mcp:
+    with contextlib.ExitStack() as stack:
+        if args.mcp_url is None:
+            # The result cache off: every query costs the MCP server a search, as in make bench.
+            cache_off = {"MCP_RESULT_CACHE_ENTRIES": "0"}
+            mcp = stack.enter_context(ServerProcess.module("services.mcp_server", env=cache_off))
+            args.mcp_url = mcp.base_url + "/mcp"
         port = free_port()
-        agent = ["--mcp-url", mcp.base_url + "/mcp", "--host", "127.0.0.1", "--port", str(port)]
+        agent = ["--mcp-url", args.mcp_url, "--host", "127.0.0.1", "--port", str(port)]
         if args.profile is not None:
             args.profile.mkdir(parents=True, exist_ok=True)
-            command = [sys.executable, __file__, "--serve-profiled", str(args.profile), *agent]
+            command = [sys.executable, __file__, SERVE_PROFILED, str(args.profile), *agent]
         else:
             command = [sys.executable, "-m", "services.purple_agent", *agent]
-        with ServerProcess(command, port) as purple:
-            figures = asyncio.run(
-                _measure(purple, texts, valid, args.protocol, args.profile is not None)
-            )
+        purple = stack.enter_context(ServerProcess(command, port))
+        profiled = args.profile is not None
+        figures = asyncio.run(_measure(purple, texts, valid, args.protocol, profiled))
     print(json.dumps(figures))
 
 
