@@ -13,6 +13,10 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+# The app module is imported once, in the master, before the workers are forked: packages and the
+# encoder's weights are then shared by every worker (services/common/preload.py); each worker
+# builds its app, and opens the store, after the fork.
+preload_app = True
 # uvicorn workers with the shared guard (request-head deadline, connection cap): see
 # services/common/server.py.
 worker_class = "services.common.server.Worker"
@@ -48,14 +52,12 @@ logconfig_dict = {
     },
 }
 
-# Set here, before any worker imports prometheus_client, so every worker writes its samples to files.
+# Set here, before the app module (preloaded) imports prometheus_client, so every process writes
+# its samples to files. Emptied here too, not in on_starting, which runs after the preload: files
+# of a previous container would be summed in.
 metrics_dir = Path(os.environ.setdefault("PROMETHEUS_MULTIPROC_DIR", "/tmp/prometheus-multiproc"))
-
-
-def on_starting(server: Any) -> None:
-    """Start with an empty metrics directory: files of a previous container would be summed in."""
-    shutil.rmtree(metrics_dir, ignore_errors=True)
-    metrics_dir.mkdir(parents=True)
+shutil.rmtree(metrics_dir, ignore_errors=True)
+metrics_dir.mkdir(parents=True)
 
 
 def child_exit(server: Any, worker: Any) -> None:

@@ -18,7 +18,7 @@ from services.mcp_server.routes import rest_routes
 from services.mcp_server.service import SearchService
 from services.mcp_server.settings import McpServerSettings
 from services.mcp_server.tools import SearchServer, name_invalid_params
-from services.retrieval.dense import OnnxMiniLM
+from services.retrieval.dense import DenseEncoder, OnnxMiniLM
 from services.retrieval.pipeline import RankingPipeline
 from services.retrieval.settings import RetrievalSettings
 from services.retrieval.store import open_store
@@ -49,13 +49,19 @@ async def _no_stream(_: Request) -> Response:
 
 
 def create_app(
-    settings: McpServerSettings | None = None, retrieval: RetrievalSettings | None = None
+    settings: McpServerSettings | None = None,
+    retrieval: RetrievalSettings | None = None,
+    encoder: DenseEncoder | None = None,
 ) -> Starlette:
-    """Open store and model, then wire the tool and the routes into the service frame."""
+    """Open store and model, then wire the tool and the routes into the service frame.
+
+    ``encoder`` is a model loaded before a fork (:mod:`services.mcp_server.asgi`).
+    """
     settings = settings or McpServerSettings()
     retrieval = retrieval or RetrievalSettings()
     store = CountingStore(open_store(retrieval.store), observe=observe_store_call)
-    searcher = RankingPipeline(store, OnnxMiniLM(threads=retrieval.encode_threads), retrieval)
+    encoder = encoder or OnnxMiniLM(threads=retrieval.encode_threads)
+    searcher = RankingPipeline(store, encoder, retrieval)
     cache = ResultCache(settings.result_cache_entries, settings.result_cache_bytes)
     service = SearchService(searcher, store, settings.search_threads, cache)
 
