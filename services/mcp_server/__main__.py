@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from services.common.preload import freeze_shared_objects
 from services.common.server import serve
 from services.mcp_server.app import create_app
 from services.mcp_server.settings import McpServerSettings
@@ -19,7 +20,9 @@ def main() -> None:
     args = parser.parse_args()
     setup_logging()
     settings = defaults.model_copy(update={"host": args.host, "port": args.port})
-    serve(create_app(settings), settings.host, settings.port)
+    app = create_app(settings)
+    freeze_shared_objects()
+    serve(app, settings.host, settings.port)
 
 
 if __name__ == "__main__":

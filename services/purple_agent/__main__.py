@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 
+from services.common.preload import freeze_shared_objects
 from services.common.server import serve
 from services.purple_agent.app import create_app
 from services.purple_agent.settings import PurpleSettings
@@ -25,7 +26,9 @@ def main(argv: list[str] | None = None) -> None:
     overrides = {k: v for k, v in vars(args).items() if v is not None}
     settings = PurpleSettings(**overrides)
     setup_logging()
-    serve(create_app(settings), settings.host, settings.port)
+    app = create_app(settings)
+    freeze_shared_objects()
+    serve(app, settings.host, settings.port)
 
 
 if __name__ == "__main__":
