@@ -150,7 +150,9 @@ class DirectRequestHandler(RequestHandler):
     ) -> AsyncGenerator[Event]:
         """``message/stream``: the submitted task, then its artifact and its final status."""
         task = await self._open(params, context)
-        yield apply_history_length(task, params.configuration)
+        submitted = Task()
+        submitted.CopyFrom(task)  # the task changes below, maybe before a consumer reads this one
+        yield apply_history_length(submitted, params.configuration)
         artifact = await self._finish(task, context)
         if artifact is not None:
             yield TaskArtifactUpdateEvent(
