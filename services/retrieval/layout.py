@@ -20,7 +20,8 @@ from services.retrieval.store.base import CollectionSpec, Store
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = "1"
+# 2: points stored in a fixed order (reproducible builds); a version-1 index is rebuilt.
+SCHEMA_VERSION = "2"
 #: The training-query collection: one MiniLM embedding per query, judgements as payload.
 KNN_SPEC = CollectionSpec(dense_size=DIMENSION, sparse=False)
 #: The ranker collection: a single point whose payload holds the model (the vector is unused).

@@ -145,15 +145,20 @@ class EdgeStore:
         return sorted(p.name for p in self._root.iterdir() if p.is_dir() and p.name != _ALIASES)
 
     def upsert(self, name: str, points: Sequence[Point]) -> None:
-        """Upsert and flush, so a crash never leaves the batch half-written on disk."""
+        """Upsert in the order given, then flush, so a crash never leaves the batch half-written.
+
+        One operation per point: inside a multi-point operation the engine numbers the points
+        in an order that changes from process to process, and that internal order breaks ties
+        between equal scores (NFCorpus holds duplicate documents). Two builds of the same data
+        then trained different rankers and served different rankings (issue 12).
+        """
         shard = self._shard(name)
-        edge_points = []
         for p in points:
             vectors: dict[str, Any] = {DENSE: _vector(p.dense)}
             if p.sparse is not None:
                 vectors[SPARSE] = _vector(p.sparse)
-            edge_points.append(qe.Point(id=p.id, vector=vectors, payload=p.payload))
-        shard.update(qe.UpdateOperation.upsert_points(edge_points))
+            point = qe.Point(id=p.id, vector=vectors, payload=p.payload)
+            shard.update(qe.UpdateOperation.upsert_points([point]))
         shard.flush()
 
     def count(self, name: str) -> int:
