@@ -16,7 +16,7 @@ import numpy as np
 import numpy.typing as npt
 import scipy.sparse as sp
 
-from services.retrieval.judgements import Judgements
+from services.retrieval.judgements import Judgements, positions
 
 Vector = npt.NDArray[np.float64]
 
@@ -95,12 +95,9 @@ class CoScores:
 
     def columns(self, doc_ids: Sequence[str]) -> tuple[Vector, npt.NDArray[np.int64]]:
         """:meth:`score` and :meth:`rank` of every id in ``doc_ids``, as two arrays."""
-        index = self._index
-        at = np.fromiter((index.get(d, -1) for d in doc_ids), dtype=np.int64, count=len(doc_ids))
-        known = at >= 0
+        at, known = positions(self._index, doc_ids)
         if not len(self._values):  # nothing judged: every score 0, every rank last
             return np.zeros(len(at)), np.ones(len(at), dtype=np.int64)
-        at[~known] = 0
         scores = np.where(known, self._values[at], 0.0)
         ranks = np.where(known, self._ranks[at], len(self._values) + 1)
         return scores, ranks

@@ -16,7 +16,7 @@ import numpy.typing as npt
 
 from services.retrieval.corelevance import CoScores
 from services.retrieval.evidence import Evidence, Ranked
-from services.retrieval.judgements import Judgements
+from services.retrieval.judgements import Judgements, positions
 from services.retrieval.knn import VoteTable
 from services.retrieval.settings import KnnSettings
 
@@ -68,11 +68,7 @@ class DocTable:
 
         ``own_judgements`` (training only) are taken out of the prior: leave-one-out.
         """
-        at = np.fromiter(
-            (self._index.get(d, -1) for d in doc_ids), dtype=np.int64, count=len(doc_ids)
-        )
-        known = at >= 0
-        at[~known] = 0
+        at, known = positions(self._index, doc_ids)
         prior = np.where(known, self._log_prior[at] if len(self._log_prior) else 0.0, 0.0)
         for i, d in enumerate(doc_ids):
             if own_judgements and d in own_judgements and d in self.info:

@@ -39,3 +39,16 @@ class Judgements:
             return np.zeros(0, dtype=np.int32), np.zeros(0)
         start, end = self.matrix.indptr[i], self.matrix.indptr[i + 1]
         return self.matrix.indices[start:end], self.matrix.data[start:end]
+
+
+def positions(
+    index: Mapping[str, int], ids: Sequence[str]
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.bool_]]:
+    """Where each of ``ids`` sits in ``index``, and which are there at all.
+
+    Unknown ids get position 0 (a valid place to read from) and False: read with ``np.where``.
+    """
+    at = np.fromiter((index.get(i, -1) for i in ids), dtype=np.int64, count=len(ids))
+    known = at >= 0
+    at[~known] = 0
+    return at, known

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from services.retrieval.judgements import Judgements
+from services.retrieval.judgements import Judgements, positions
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,10 +100,7 @@ class VoteTable:
 
     def columns(self, doc_ids: Sequence[str]) -> VoteColumns:
         """The votes of ``doc_ids`` as arrays, one entry per id (unknown ids have no vote)."""
-        index = self._judgements.doc_index
-        at = np.fromiter((index.get(d, -1) for d in doc_ids), dtype=np.int64, count=len(doc_ids))
-        known = at >= 0
-        at[~known] = 0
+        at, known = positions(self._judgements.doc_index, doc_ids)
         return VoteColumns(
             voted=known & (self.voters[at] > 0),
             score=self.score[at],
