@@ -70,11 +70,15 @@ class SearchServer(MCPServer):
         """Answer the search tool (strictly validated); any other name as the SDK does."""
         if name != TOOL_NAME:
             return await super().call_tool(name, arguments, context)
+        return tool_result(await self.search(arguments))
+
+    async def search(self, arguments: dict[str, Any]) -> Hits:
+        """The search tool's hits for ``arguments``; :class:`ToolError` says what went wrong."""
         try:
             request = validate_search(arguments)
         except InvalidSearch as e:
             raise ToolError(f"invalid arguments: {e}") from None
-        return tool_result(await self._search(request))
+        return await self._search(request)
 
     async def _search(self, request: SearchRequest) -> Hits:
         try:
