@@ -1,13 +1,16 @@
 """CPU per answered query: the MCP server (tool and REST) against the in-process pipeline it wraps.
 
-``python scripts/mcp_cpu.py [--queries N] [--cache-entries N] [--profile stacks.txt]``
+``python scripts/mcp_cpu.py [--queries N] [--cache-entries N] [--profile stacks.txt] [--ab ROUNDS]``
 
 Wall-clock time is noisy on a shared machine; the server's CPU seconds (from /proc) per query are
 not, and a profile's fractions even less so. Sends the dev query texts one at a time (top_k 10,
 the abstracts included, as ``make bench`` does), first through the MCP tool, then through
 ``POST /search_nfcorpus``; with the result cache on, a second tool pass over the same texts
 measures the hit path (and the REST pass is all hits too). ``--profile`` samples the server
-with py-spy during the last tool pass and prints the event loop's heaviest frames.
+with py-spy during the last tool pass and prints the event loop's heaviest frames. ``--ab``
+runs two servers, the SDK answering every tool call (``MCP_FAST_TOOL_CALL=false``) and the fast
+path, and measures tool passes on both in turn, the order alternating by round (with the cache
+on, every measured pass is all hits).
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import contextlib
 import os
 import shutil
 import signal
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -67,6 +71,11 @@ async def tool_calls(url: str, texts: list[str]) -> None:
         for t in texts:
             result = await client.call_tool("search_nfcorpus", {"query": t, "top_k": TOP_K})
             assert not result.is_error, result
+
+
+def tool_pass(server: ServerProcess, texts: list[str]) -> Callable[[], None]:
+    """One pass of tool calls over ``texts`` against ``server``."""
+    return lambda: asyncio.run(tool_calls(server.base_url + "/mcp", texts))
 
 
 def rest_calls(base: str, texts: list[str]) -> None:
@@ -158,6 +167,31 @@ def profiled(pid: int, out: Path | None) -> Iterator[None]:
         spy.wait(timeout=30)
 
 
+def ab(texts: list[str], env: dict[str, str], rounds: int) -> None:
+    """Interleaved tool passes against the SDK-only server (A) and the fast path (B)."""
+    runs: dict[str, list[tuple[float, float, float]]] = {"A": [], "B": []}
+    log = Path(tempfile.gettempdir()) / "mcp_cpu_server.log"
+    with contextlib.ExitStack() as stack:
+        servers = {
+            name: stack.enter_context(
+                ServerProcess.module("services.mcp_server", env={**env, **extra}, log_path=log)
+            )
+            for name, extra in (("A", {"MCP_FAST_TOOL_CALL": "false"}), ("B", {}))
+        }
+        for server in servers.values():
+            tool_pass(server, [f"{t} (warm-up)" for t in texts[:WARM_UP]])()
+            if env["MCP_RESULT_CACHE_ENTRIES"] != "0":
+                tool_pass(server, texts)()  # every measured pass is all hits
+        for i in range(rounds):
+            for name in ("A", "B") if i % 2 == 0 else ("B", "A"):
+                ms = server_ms(servers[name], tool_pass(servers[name], texts), len(texts))
+                runs[name].append(ms)
+                show(f"round {i + 1} {name}", ms)
+    for name, label in (("A", "SDK only"), ("B", "fast path")):
+        total, loop, others = (statistics.median(r[k] for r in runs[name]) for k in range(3))
+        show(f"median {name} ({label}, {len(texts)} queries x {rounds})", (total, loop, others))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--queries", type=int, default=0, help="first N dev queries (0: all)")
@@ -166,10 +200,15 @@ def main() -> None:
         "--profile", type=Path, help="write py-spy stacks of the (last) tool pass here"
     )
     parser.add_argument("--skip-in-process", action="store_true")
+    parser.add_argument("--ab", type=int, default=0, help="rounds of SDK-only vs fast path")
     args = parser.parse_args()
     settings = RetrievalSettings()
     texts = dev_texts(settings)
     texts = texts[: args.queries] if args.queries else texts
+    if args.ab:
+        env = {"RETRIEVAL_EDGE_PRIVATE_COPY": "true"}
+        ab(texts, {**env, "MCP_RESULT_CACHE_ENTRIES": str(args.cache_entries)}, args.ab)
+        return
     if not args.skip_in_process:
         print(f"in-process pipeline: {in_process_ms(texts, settings):.2f} ms CPU/query")
     env = {
