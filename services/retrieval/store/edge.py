@@ -33,9 +33,8 @@ from services.retrieval.store.base import (
 )
 
 _ALIASES = "aliases"
-# Point ids come back from the engine as uuid.UUID objects; str() of one costs more than the
-# rest of a hit. Their text is remembered by the UUID's integer (the process's points: a few
-# thousand per index version), and forgotten all at once past the bound.
+# Point ids come back from the engine as uuid.UUID objects, whose str() costs more than the rest
+# of a hit: their text is remembered by the UUID's integer, forgotten all at once past the bound.
 _ID_TEXTS: dict[int, str] = {}
 _MAX_ID_TEXTS = 200_000
 
@@ -124,10 +123,16 @@ class EdgeStore:
         return self._path(name).is_dir()
 
     def create_collection(self, name: str, spec: CollectionSpec) -> None:
-        """Create the shard directory with cosine dense and dot-product sparse vectors."""
+        """Create the shard: cosine dense vectors, dot-product sparse ones, no WAL.
+
+        Dense vectors are ``Cold``: memory-mapped, only the pages a search reads are resident
+        (not whole 32 MB chunks). Served shards are read-only; :meth:`upsert` flushes.
+        """
+        dense = qe.EdgeVectorParams(spec.dense_size, qe.Distance.Cosine, memory=qe.Memory.Cold)
         config = qe.EdgeConfig(
-            vectors={DENSE: qe.EdgeVectorParams(size=spec.dense_size, distance=qe.Distance.Cosine)},
+            vectors={DENSE: dense},
             sparse_vectors={SPARSE: qe.EdgeSparseVectorParams()} if spec.sparse else None,
+            wal_enabled=False,
         )
         with self._lock:
             self._shards[name] = qe.EdgeShard.create(str(self._path(name)), config)
@@ -206,10 +211,8 @@ class EdgeStore:
         self, name: str, ids: Sequence[str], payload: Sequence[str] | bool = True
     ) -> list[Hit]:
         """Points by id, in the order asked."""
-        found = {
-            str(r.id): r
-            for r in self._shard(name).retrieve(list(ids), _payload_selector(payload), False)
-        }
+        shard = self._shard(name)
+        found = {str(r.id): r for r in shard.retrieve(list(ids), _payload_selector(payload), False)}
         return [hit_from_point(found[i]) for i in ids if i in found]
 
     def scroll(self, name: str, payload: Sequence[str] | bool, page: int = 1000) -> list[Hit]:
