@@ -41,6 +41,8 @@ from services.retrieval.settings import RetrievalSettings
 from services.retrieval.store import open_store
 
 TOP_K = 10
+#: The tool's arguments besides the query (``--purple-call``: what the purple agent asks).
+TOOL_ARGUMENTS: dict[str, object] = {"top_k": TOP_K}
 WARM_UP = 20
 
 
@@ -69,7 +71,7 @@ async def tool_calls(url: str, texts: list[str]) -> None:
     """One MCP tool call per text over one client."""
     async with Client(url) as client:
         for t in texts:
-            result = await client.call_tool("search_nfcorpus", {"query": t, "top_k": TOP_K})
+            result = await client.call_tool("search_nfcorpus", {"query": t, **TOOL_ARGUMENTS})
             assert not result.is_error, result
 
 
@@ -201,7 +203,10 @@ def main() -> None:
     )
     parser.add_argument("--skip-in-process", action="store_true")
     parser.add_argument("--ab", type=int, default=0, help="rounds of SDK-only vs fast path")
+    parser.add_argument("--purple-call", action="store_true", help="top_k 20, no abstracts")
     args = parser.parse_args()
+    if args.purple_call:
+        TOOL_ARGUMENTS.update(top_k=20, include_text=False)
     settings = RetrievalSettings()
     texts = dev_texts(settings)
     texts = texts[: args.queries] if args.queries else texts
