@@ -164,7 +164,7 @@ def test_everything_else_goes_to_the_sdk(
 async def test_the_sdk_client_gets_the_same_results(
     mcp_server: McpServer, sdk_server: McpServer
 ) -> None:
-    calls = [
+    calls: list[dict[str, Any]] = [
         Q,
         {**Q, "include_text": False},
         {"query": "omega-3 and depression", "top_k": 1},
