@@ -2,7 +2,6 @@
 local mode here, the embedded backend on a real qdrant-edge shard; the counting wrapper the MCP
 server uses passes the same contract."""
 
-import json
 import os
 import signal
 import subprocess
@@ -168,25 +167,6 @@ def test_edge_private_copies_let_two_processes_read(tmp_path: Path) -> None:
     finally:
         for r in readers:
             r.close()
-
-
-def test_edge_shards_keep_dense_vectors_cold_and_no_wal(tmp_path: Path) -> None:
-    # Memory (issue 11): the dense vectors stay memory-mapped instead of resident, and there is
-    # no write-ahead log; what upsert wrote is durable all the same (it flushes).
-    writer = EdgeStore(tmp_path)
-    writer.create_collection("c", SPEC)
-    writer.upsert("c", POINTS)
-    writer.close()
-    config = json.loads((tmp_path / "c" / "edge_config.json").read_text())
-    assert config["vectors"]["dense"]["memory"] == "cold"
-    assert config["wal_enabled"] is False
-    assert not (tmp_path / "c" / "wal").exists()
-    reader = EdgeStore(tmp_path)
-    try:
-        (hits,) = reader.search("c", [VectorQuery([1, 0, 0, 0], 3)], payload=False)
-        assert [h.id for h in hits] == [point_id("D1"), point_id("D3"), point_id("D2")]
-    finally:
-        reader.close()
 
 
 def test_edge_rejects_unsafe_names(tmp_path: Path) -> None:

@@ -1,0 +1,27 @@
+"""How the embedded store lays out a shard it creates: what stays resident in a serving process."""
+
+import json
+from pathlib import Path
+
+from services.retrieval.store.base import CollectionSpec, VectorQuery, point_id
+from services.retrieval.store.edge import EdgeStore
+from tests.integration.test_store_contract import POINTS
+
+
+def test_edge_shards_keep_dense_vectors_cold_and_no_wal(tmp_path: Path) -> None:
+    # Memory (issue 11): the dense vectors stay memory-mapped instead of resident, and there is
+    # no write-ahead log; what upsert wrote is durable all the same (it flushes).
+    writer = EdgeStore(tmp_path)
+    writer.create_collection("c", CollectionSpec(dense_size=4))
+    writer.upsert("c", POINTS)
+    writer.close()
+    config = json.loads((tmp_path / "c" / "edge_config.json").read_text())
+    assert config["vectors"]["dense"]["memory"] == "cold"
+    assert config["wal_enabled"] is False
+    assert not (tmp_path / "c" / "wal").exists()
+    reader = EdgeStore(tmp_path)
+    try:
+        (hits,) = reader.search("c", [VectorQuery([1, 0, 0, 0], 3)], payload=False)
+        assert [h.id for h in hits] == [point_id("D1"), point_id("D3"), point_id("D2")]
+    finally:
+        reader.close()
