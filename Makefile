@@ -7,7 +7,7 @@ PY := OPENBLAS_NUM_THREADS=1 PYTHONPATH=$(CURDIR) $(BIN)/python
 STAMP := $(VENV)/.installed
 REPORTS := reports
 
-.PHONY: install run test lint tools-reliability tools-prometheus tools-chromium reliability observe fuzz format index eval eval-rest eval-a2a eval-quality bench lock clean
+.PHONY: install run test lint tools-reliability tools-prometheus tools-chromium reliability observe fuzz format index eval eval-rest eval-a2a eval-quality ranker-lab bench lock clean
 
 install: $(STAMP)  ## create .venv and install everything (idempotent)
 
@@ -47,6 +47,9 @@ eval-a2a: index  ## the green agent over A2A on all 323 test queries
 
 eval-quality: install  ## ablation table of the ranking stages (dev + test, real servers) -> docs/quality.md
 	$(PY) scripts/eval_quality.py
+
+ranker-lab: install  ## ranker experiments on dev (seed spread, training signal, features, params) -> reports/ranker_lab.json
+	$(PY) scripts/ranker_lab.py
 
 bench: index  ## latency benchmarks, written to reports/bench.json and reports/bench.md
 	$(PY) scripts/bench.py --out $(REPORTS)/bench

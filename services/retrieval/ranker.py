@@ -51,11 +51,13 @@ class Grouped:
 class Ranker:
     """A trained model: scores candidate rows (higher is better)."""
 
-    def __init__(self, booster: lgb.Booster, meta: Mapping[str, Any]) -> None:
-        """Wrap a booster; ``meta`` records how it was trained."""
+    def __init__(
+        self, booster: lgb.Booster, meta: Mapping[str, Any], features: Sequence[str] = FEATURES
+    ) -> None:
+        """Wrap a booster; ``meta`` records how it was trained, ``features`` its columns."""
         self._booster = booster
         self.meta = dict(meta)
-        if list(booster.feature_name()) != list(FEATURES):
+        if list(booster.feature_name()) != list(features):
             raise ValueError("model features do not match this code's FEATURES")
 
     def score(self, rows: npt.NDArray[np.float32]) -> npt.NDArray[np.float64]:
@@ -75,13 +77,23 @@ class Ranker:
         return cls(lgb.Booster(model_str=text), meta)
 
 
-def train(train: Grouped, held_out: Grouped | None = None) -> Ranker:
+def train(
+    train: Grouped,
+    held_out: Grouped | None = None,
+    overrides: Mapping[str, Any] | None = None,
+    features: Sequence[str] = FEATURES,
+) -> Ranker:
     """Fit for :data:`ROUNDS` rounds; reproducible (fixed seeds, deterministic LightGBM).
 
     ``held_out`` (dev, when dev is not training data) is only measured, into ``meta``.
+    ``overrides`` (of :data:`PARAMS`; ``num_iterations`` replaces :data:`ROUNDS`) and
+    ``features`` (columns beyond :data:`FEATURES`) serve the experiments of
+    ``scripts/ranker_lab.py``.
     """
+    params = {**PARAMS, **(overrides or {})}
+    rounds = int(params.pop("num_iterations", ROUNDS))
     train_set = lgb.Dataset(
-        train.features, train.labels, group=train.groups, feature_name=list(FEATURES)
+        train.features, train.labels, group=train.groups, feature_name=list(features)
     )
     valid_sets: list[lgb.Dataset] = []
     if held_out is not None:
@@ -92,22 +104,22 @@ def train(train: Grouped, held_out: Grouped | None = None) -> Ranker:
         )
     evals: dict[str, Any] = {}
     booster = lgb.train(
-        PARAMS,
+        params,
         train_set,
-        num_boost_round=ROUNDS,
+        num_boost_round=rounds,
         valid_sets=valid_sets,
         valid_names=["dev"] if valid_sets else None,
         callbacks=[lgb.record_evaluation(evals)],
     )
     meta: dict[str, Any] = {
-        "params": {k: v for k, v in PARAMS.items() if k != "num_threads"},
-        "rounds": ROUNDS,
+        "params": {k: v for k, v in params.items() if k != "num_threads"},
+        "rounds": rounds,
         "train_queries": len(train.groups),
     }
     if held_out is not None:
         # LightGBM's NDCG (ideal over the candidates), a sanity check, not the trec_eval figure.
         meta["dev_lightgbm_ndcg@10"] = float(evals["dev"]["ndcg@10"][-1])
-    return Ranker(booster, meta)
+    return Ranker(booster, meta, features)
 
 
 def group_rows(

@@ -159,3 +159,18 @@ def test_vote_columns_match_single_votes() -> None:
             vote.voters,
         )
     assert votes.top(1) == votes.ranked[:1] and len(votes) == len(votes.ranked)
+
+
+def test_overrides_change_the_model_and_extra_columns_train_under_their_names() -> None:
+    probe = _grouped(2).features
+    default = ranker.train(_grouped(0))
+    reseeded = ranker.train(_grouped(0), overrides={"seed": 7, "num_iterations": 20})
+    assert reseeded.meta["rounds"] == 20 and reseeded.meta["params"]["seed"] == 7
+    assert not np.array_equal(default.score(probe), reseeded.score(probe))
+    wide = _grouped(0)
+    extra = np.hstack([wide.features, wide.features[:, :1]])
+    names = (*FEATURES, "copy_of_dense_score")
+    model = ranker.train(ranker.Grouped(extra, wide.labels, wide.groups), features=names)
+    assert model.score(np.hstack([probe, probe[:, :1]])).shape == (len(probe),)
+    with pytest.raises(ValueError, match="features do not match"):
+        ranker.Ranker.from_text(model.to_text(), {})  # the served columns only
