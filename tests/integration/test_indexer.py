@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from services.common.processes import REPO
-from services.nfcorpus.dataset import load_qrels
+from services.nfcorpus.dataset import load_qrels, load_queries
 from services.retrieval import ranker
 from services.retrieval.dense import OnnxMiniLM
 from services.retrieval.index import build_index
@@ -18,6 +18,7 @@ from services.retrieval.settings import ExperimentSettings, RetrievalSettings, S
 from services.retrieval.store import open_store
 from services.retrieval.store.artifacts import load_ranker
 from services.retrieval.store.base import CollectionSpec, Store
+from services.retrieval.training import load_training_data
 from tests.support.dataset import make_subset
 
 DOCS = 30
@@ -168,7 +169,7 @@ def test_dev_queries_vote_by_default(tmp_path: Path, encoder: OnnxMiniLM) -> Non
         name = build_index(settings, store, encoder).collection
         assert store.count(knn_collection(name)) == 20 + dev_queries
         model = load_ranker(store, ranker_collection(name))
-        assert model.meta["train_queries"] == 20  # the ranker learns from train queries only
+        assert model.meta["train_queries"] == 20 + dev_queries  # dev queries teach it too
         assert "dev_lightgbm_ndcg@10" not in model.meta  # dev votes: it cannot measure
     finally:
         store.close()
@@ -199,3 +200,14 @@ def test_training_never_opens_the_test_qrels(
     assert report.built
     assert any(p.endswith("train.tsv") for p in opened)
     assert not any(p.endswith("test.tsv") for p in opened)
+
+
+def test_served_supervision_lets_dev_queries_vote_and_teach() -> None:
+    data = RetrievalSettings().data_dir
+    served = load_training_data(data, "train+dev")
+    honest = load_training_data(data, "train")
+    dev = set(load_qrels(data, "dev"))
+    assert dev <= set(served.voters) and served.learners == served.voters
+    assert not dev & set(honest.voters) and not dev & set(honest.learners)
+    assert set(honest.held_out) == dev & set(load_queries(data))
+    assert served.fingerprint() != honest.fingerprint()
