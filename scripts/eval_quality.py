@@ -8,7 +8,7 @@
    test query through ``POST /search_nfcorpus``;
 3. scores the served configuration (dev queries vote too: the default index of ``make index``)
    on test through ``POST /search_nfcorpus`` and through A2A (purple agent + green agent);
-4. writes the table to ``docs/quality.md`` and ``reports/quality.json``.
+4. writes the table into its section of ``docs/quality.md`` and to ``reports/quality.json``.
 """
 
 from __future__ import annotations
@@ -20,6 +20,8 @@ import subprocess
 import sys
 import time
 from typing import Any
+
+from doc_sections import replace_section
 
 from services.common.processes import BASE_ENV, REPO, ServerProcess
 from services.green_agent.rest_eval import evaluate_rest
@@ -80,8 +82,6 @@ def write(rows: list[tuple[str, dict[str, dict[str, float]]]], served: dict[str,
         return f"{m['ndcg@5']:.4f} | {m['ndcg@10']:.4f}" if m else "– | –"
 
     lines = [
-        "# Ranking quality: each stage added in turn",
-        "",
         f"Measured {time.strftime('%Y-%m-%d')} with `make eval-quality` (`python "
         "scripts/eval_quality.py`): every number comes from the real MCP server "
         "(`POST /search_nfcorpus`, top 10) over **all** dev (324) and test (323) queries, "
@@ -94,7 +94,8 @@ def write(rows: list[tuple[str, dict[str, dict[str, float]]]], served: dict[str,
     for i, (label, m) in enumerate(rows, 1):
         lines.append(f"| {i}. {label} | {cells(m['dev'])} | {cells(m['test'])} |")
     lines.append(
-        f"| 7. served: + dev queries vote (default index) | {cells(None)} | {cells(served['test'])} |"
+        f"| 7. served: + dev queries vote and teach the ranker (default index) | {cells(None)} "
+        f"| {cells(served['test'])} |"
     )
     metrics = a2a["metrics"]
     lines += [
@@ -103,21 +104,8 @@ def write(rows: list[tuple[str, dict[str, dict[str, float]]]], served: dict[str,
         f"test queries, top_k=10): **NDCG@5 {metrics['ndcg@5']:.4f}, NDCG@10 "
         f"{metrics['ndcg@10']:.4f}**, {a2a['answered']}/{a2a['num_queries']} answered, "
         f"p50 {a2a['latency']['p50_s'] * 1000:.1f} ms at concurrency 4.",
-        "",
-        "Stage 7 has no dev figures: its dev queries are in the kNN collection. Zero-shot mode "
-        "(`RETRIEVAL_MODE=zero-shot`, no training data at all) is stage 4.",
-        "",
-        "Before the co-relevance features existed, the same ranker scored dev NDCG@5 0.4649 / "
-        "NDCG@10 0.4510 (test 0.4871 / 0.4755), measured in-process with the same code path; "
-        "ranker parameters (leaves, learning rate, rounds, truncation) and kNN settings (k 10-40, "
-        "power 3-5, vote depth 100-200, 50-100 candidates) moved dev by less than its noise "
-        "(about 0.005 between LightGBM seeds).",
-        "",
-        "Reference: NV-Embed-v2 (7.8B parameters, GPU) reports NDCG@5 0.482 / NDCG@10 0.452.",
     ]
-    path = REPO / "docs" / "quality.md"
-    path.parent.mkdir(exist_ok=True)
-    path.write_text("\n".join(lines) + "\n")
+    replace_section(REPO / "docs" / "quality.md", "ablation", "\n".join(lines))
     out = REPO / "reports" / "quality.json"
     out.parent.mkdir(exist_ok=True)
     out.write_text(json.dumps({"stages": rows, "served": served, "a2a": metrics}, indent=2) + "\n")

@@ -116,6 +116,13 @@ def with_judging_similarity(lab: Lab) -> dict[str, Any]:
     return evaluate(lab, extra_columns.judging_similarity(lab), extra_columns.JUDGING_SIMILARITY)
 
 
+def with_lexical_votes_and_doc_fields(lab: Lab) -> dict[str, Any]:
+    """+ lexical kNN votes and document fields (the two that need no query vectors in memory)."""
+    parts = (extra_columns.lexical_votes(lab), extra_columns.doc_fields(lab))
+    names = (*extra_columns.LEXICAL_VOTES, *extra_columns.DOC_FIELDS)
+    return evaluate(lab, joined(*parts), names)
+
+
 def with_all(lab: Lab) -> dict[str, Any]:
     """+ all three groups of columns."""
     parts = (
@@ -150,7 +157,6 @@ def oracle(lab: Lab) -> dict[str, Any]:
 
 
 PARAM_VARIANTS: dict[str, dict[str, Any]] = {
-    "gain = grade (trec_eval's), not 2^grade - 1": {"label_gain": [0, 1, 2]},
     "objective rank_xendcg": {"objective": "rank_xendcg"},
     "truncation level 10": {"lambdarank_truncation_level": 10},
     "63 leaves": {"num_leaves": 63},
@@ -166,6 +172,7 @@ EXPERIMENTS: dict[str, Callable[[Lab], dict[str, Any]]] = {
     "+ document fields": with_doc_fields,
     "+ similarity to each candidate's judging queries": with_judging_similarity,
     "+ all three": with_all,
+    "+ lexical kNN votes + document fields": with_lexical_votes_and_doc_fields,
     "oracle ordering of the candidates": oracle,
     **{f"params: {name}": _with_params(p) for name, p in PARAM_VARIANTS.items()},
 }
