@@ -28,6 +28,7 @@ import numpy.typing as npt
 from services.nfcorpus.dataset import Qrels, Split, load_qrels, load_queries
 from services.nfcorpus.metrics import ndcg_at_k
 from services.retrieval.dense import OnnxMiniLM
+from services.retrieval.features import FEATURES
 from services.retrieval.pipeline import RankingPipeline
 from services.retrieval.ranker import Grouped
 from services.retrieval.settings import RetrievalSettings
@@ -93,14 +94,19 @@ def collect() -> Lab:
 
 
 def load(fresh: bool) -> Lab:
-    """The cached candidates, computed (and the train-only index built) when missing."""
+    """The cached candidates, computed (and the train-only index built) when missing.
+
+    The cache belongs to one feature list: rows of other features are recomputed.
+    """
     if CACHE.exists() and not fresh:
-        lab: Lab = pickle.loads(CACHE.read_bytes())
-        return lab
+        cached = pickle.loads(CACHE.read_bytes())
+        if isinstance(cached, dict) and cached.get("features") == FEATURES:
+            lab: Lab = cached["lab"]
+            return lab
     _build_index()  # builds it, or confirms in a second that it is current
     lab = collect()
     CACHE.parent.mkdir(parents=True, exist_ok=True)
-    CACHE.write_bytes(pickle.dumps(lab))
+    CACHE.write_bytes(pickle.dumps({"features": FEATURES, "lab": lab}))
     return lab
 
 

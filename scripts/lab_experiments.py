@@ -8,6 +8,7 @@ that moves the mean, not one draw.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from statistics import fmean, pstdev
 from typing import Any
 
@@ -15,7 +16,7 @@ import lab_features as extra_columns
 import numpy as np
 import numpy.typing as npt
 from lab_data import Lab, grouped, ndcg
-from lab_features import Extra, joined
+from lab_features import Extra
 
 from services.retrieval.features import FEATURES
 from services.retrieval.ranker import train
@@ -37,14 +38,15 @@ def evaluate(
     extra: Extra | None = None,
     names: Sequence[str] = (),
     params: Mapping[str, Any] | None = None,
+    base: Sequence[str] = FEATURES,
 ) -> dict[str, Any]:
     """Train on train with each seed; NDCG on dev and test per seed, and of the seed average.
 
-    ``extra`` holds more columns (named ``names``) after the served features; ``params``
-    override the ranker's.
+    ``extra`` holds more columns (named ``names``) after the ``base`` ones (the served
+    features); ``params`` override the ranker's.
     """
     overrides = dict(params or {})
-    features = (*FEATURES, *names)
+    features = (*base, *names)
     per_seed: dict[str, list[tuple[float, float]]] = {"dev": [], "test": []}
     summed: dict[str, list[npt.NDArray[np.float64]]] = {}
     for seed in SEEDS:
@@ -101,41 +103,24 @@ def crossfit_dev(lab: Lab) -> dict[str, Any]:
     }  # fmt: skip
 
 
-def with_lexical_votes(lab: Lab) -> dict[str, Any]:
-    """+ votes of the training queries nearest by BM25 (a second, lexical kNN view)."""
-    return evaluate(lab, extra_columns.lexical_votes(lab), extra_columns.LEXICAL_VOTES)
+LEXICAL_VOTES = ("lex_vote", "lex_voters", "lex_top_score")
+DOC_FIELDS = ("doc_length", "title_length", "title_bm25", "query_chars")
 
 
-def with_doc_fields(lab: Lab) -> dict[str, Any]:
-    """+ document length, title length, title-only BM25, query length."""
-    return evaluate(lab, extra_columns.doc_fields(lab), extra_columns.DOC_FIELDS)
+def _without(names: Sequence[str]) -> Callable[[Lab], dict[str, Any]]:
+    """An ablation: the served features less ``names``."""
+    keep = [i for i, f in enumerate(FEATURES) if f not in names]
+
+    def run(lab: Lab) -> dict[str, Any]:
+        slim = {s: [replace(q, rows=q.rows[:, keep]) for q in qs] for s, qs in lab.items()}
+        return evaluate(slim, base=[FEATURES[i] for i in keep])
+
+    return run
 
 
 def with_judging_similarity(lab: Lab) -> dict[str, Any]:
     """+ similarity to the training queries that judged each candidate (all of them, not k)."""
     return evaluate(lab, extra_columns.judging_similarity(lab), extra_columns.JUDGING_SIMILARITY)
-
-
-def with_lexical_votes_and_doc_fields(lab: Lab) -> dict[str, Any]:
-    """+ lexical kNN votes and document fields (the two that need no query vectors in memory)."""
-    parts = (extra_columns.lexical_votes(lab), extra_columns.doc_fields(lab))
-    names = (*extra_columns.LEXICAL_VOTES, *extra_columns.DOC_FIELDS)
-    return evaluate(lab, joined(*parts), names)
-
-
-def with_all(lab: Lab) -> dict[str, Any]:
-    """+ all three groups of columns."""
-    parts = (
-        extra_columns.lexical_votes(lab),
-        extra_columns.doc_fields(lab),
-        extra_columns.judging_similarity(lab),
-    )
-    names = (
-        *extra_columns.LEXICAL_VOTES,
-        *extra_columns.DOC_FIELDS,
-        *extra_columns.JUDGING_SIMILARITY,
-    )
-    return evaluate(lab, joined(*parts), names)
 
 
 def _with_params(params: Mapping[str, Any]) -> Callable[[Lab], dict[str, Any]]:
@@ -157,10 +142,7 @@ def oracle(lab: Lab) -> dict[str, Any]:
 
 
 PARAM_VARIANTS: dict[str, dict[str, Any]] = {
-    "objective rank_xendcg": {"objective": "rank_xendcg"},
-    "truncation level 10": {"lambdarank_truncation_level": 10},
     "63 leaves": {"num_leaves": 63},
-    "15 leaves": {"num_leaves": 15},
     "120 rounds at learning rate 0.025": {"num_iterations": 120, "learning_rate": 0.025},
     "min 200 rows per leaf": {"min_data_in_leaf": 200},
 }
@@ -168,11 +150,10 @@ PARAM_VARIANTS: dict[str, dict[str, Any]] = {
 EXPERIMENTS: dict[str, Callable[[Lab], dict[str, Any]]] = {
     "seed spread (served features)": seed_spread,
     "dev queries teach the ranker (cross-fitted)": crossfit_dev,
-    "+ lexical kNN votes": with_lexical_votes,
-    "+ document fields": with_doc_fields,
+    "- lexical kNN votes": _without(LEXICAL_VOTES),
+    "- document fields": _without(DOC_FIELDS),
+    "- both (the features before them)": _without((*LEXICAL_VOTES, *DOC_FIELDS)),
     "+ similarity to each candidate's judging queries": with_judging_similarity,
-    "+ all three": with_all,
-    "+ lexical kNN votes + document fields": with_lexical_votes_and_doc_fields,
     "oracle ordering of the candidates": oracle,
     **{f"params: {name}": _with_params(p) for name, p in PARAM_VARIANTS.items()},
 }

@@ -1,4 +1,6 @@
-"""Extra feature columns for the ranker lab: candidates the served ranker does not have yet.
+"""Extra feature columns for the ranker lab: candidates the served ranker does not have.
+
+(The lexical kNN votes and the document fields began here; they are served now.)
 
 Each builder returns, per split, one block of columns per query (rows in candidate order);
 ``lab_experiments.py`` appends them to the served features and trains with them.
@@ -7,107 +9,14 @@ Each builder returns, per split, one block of columns per query (rows in candida
 from __future__ import annotations
 
 import math
-from collections import Counter
-from collections.abc import Sequence
-from statistics import fmean
 
 import numpy as np
 import numpy.typing as npt
 from lab_data import CACHE, Lab
 
-from services.nfcorpus.dataset import load_corpus
 from services.retrieval.dense import OnnxMiniLM
-from services.retrieval.settings import RetrievalSettings
-from services.retrieval.text import analyze
 
 Extra = dict[str, list[npt.NDArray[np.float32]]]  # split -> one column block per query
-
-
-class _Bm25:
-    """Okapi BM25 over short texts (training queries, titles), Anserini's k1 and b."""
-
-    def __init__(self, texts: Sequence[Sequence[str]], k1: float = 0.9, b: float = 0.4) -> None:
-        self._postings: dict[str, list[tuple[int, int]]] = {}
-        lengths = [len(t) for t in texts]
-        self._avg = fmean(lengths) if lengths else 1.0
-        for i, terms in enumerate(texts):
-            for term, tf in Counter(terms).items():
-                self._postings.setdefault(term, []).append((i, tf))
-        self._n, self._len, self._k1, self._b = len(texts), lengths, k1, b
-
-    def scores(self, terms: Sequence[str]) -> dict[int, float]:
-        out: dict[int, float] = {}
-        for term in set(terms):
-            posting = self._postings.get(term, [])
-            idf = math.log(1 + (self._n - len(posting) + 0.5) / (len(posting) + 0.5))
-            for i, tf in posting:
-                norm = tf + self._k1 * (1 - self._b + self._b * self._len[i] / self._avg)
-                out[i] = out.get(i, 0.0) + idf * tf * (self._k1 + 1) / norm
-        return out
-
-
-def lexical_votes(lab: Lab, k: int = 10, power: float = 2.0) -> Extra:
-    """Votes of the training queries nearest by BM25 over their texts (self left out)."""
-    voters = lab["train"]
-    index = _Bm25([analyze(q.text) for q in voters])
-    out: Extra = {}
-    for split, queries in lab.items():
-        blocks = []
-        for q in queries:
-            scored = index.scores(analyze(q.text))
-            ranked = sorted(
-                ((s, i) for i, s in scored.items() if voters[i].query_id != q.query_id),
-                reverse=True,
-            )[:k]
-            top = ranked[0][0] if ranked else 1.0
-            votes: dict[str, float] = {}
-            count: dict[str, int] = {}
-            for s, i in ranked:
-                for d, grade in voters[i].judged.items():
-                    votes[d] = votes.get(d, 0.0) + (s / top) ** power * grade
-                    count[d] = count.get(d, 0) + 1
-            block = np.array(
-                [[votes.get(d, 0.0), count.get(d, 0), top] for d in q.doc_ids], dtype=np.float32
-            )
-            blocks.append(block.reshape(len(q.doc_ids), 3))
-        out[split] = blocks
-    return out
-
-
-def doc_fields(lab: Lab) -> Extra:
-    """Document length, title length, BM25 of the query over titles only, query length."""
-    corpus = {d.doc_id: d for d in load_corpus(RetrievalSettings().data_dir)}
-    ids = sorted(corpus)
-    row = {d: i for i, d in enumerate(ids)}
-    titles = [analyze(corpus[d].title) for d in ids]
-    length = [len(analyze(corpus[d].text)) for d in ids]
-    index = _Bm25(titles)
-    out: Extra = {}
-    for split, queries in lab.items():
-        blocks = []
-        for q in queries:
-            terms = analyze(q.text)
-            title_bm25 = index.scores(terms)
-            at = [row.get(d, -1) for d in q.doc_ids]
-            block = np.array(
-                [
-                    [
-                        math.log1p(length[i]) if i >= 0 else math.nan,
-                        len(titles[i]) if i >= 0 else math.nan,
-                        title_bm25.get(i, 0.0) if i >= 0 else math.nan,
-                        len(q.text),
-                    ]
-                    for i in at
-                ],
-                dtype=np.float32,
-            )
-            blocks.append(block.reshape(len(q.doc_ids), 4))
-        out[split] = blocks
-    return out
-
-
-def joined(*parts: Extra) -> Extra:
-    return {s: [np.hstack(b) for b in zip(*(p[s] for p in parts), strict=True)] for s in parts[0]}
 
 
 def _query_vectors(lab: Lab) -> dict[str, npt.NDArray[np.float32]]:
@@ -158,6 +67,4 @@ def judging_similarity(lab: Lab) -> Extra:
     return out
 
 
-LEXICAL_VOTES = ("lex_vote", "lex_voters", "lex_top_score")
-DOC_FIELDS = ("doc_length", "title_length", "title_bm25", "query_chars")
 JUDGING_SIMILARITY = ("judge_best_sim", "judge_second_sim", "judge_best_sim_grade2")

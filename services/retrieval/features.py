@@ -15,9 +15,11 @@ import numpy as np
 import numpy.typing as npt
 
 from services.retrieval.corelevance import CoScores
+from services.retrieval.doc_table import DocTable
 from services.retrieval.evidence import Evidence, Ranked
-from services.retrieval.judgements import Judgements, positions
+from services.retrieval.judgements import Judgements
 from services.retrieval.knn import VoteTable
+from services.retrieval.lexical_votes import LexicalColumns
 from services.retrieval.settings import KnnSettings
 
 FEATURES = (
@@ -27,65 +29,11 @@ FEATURES = (
     "vote", "vote_rank", "vote_share", "voters", "vote_best_sim", "vote_nearest_rank",
     "vote_max_grade", "nearest_sim", "prior", "query_terms", "title_overlap",
     "co_score", "co_rank",
+    "lex_vote", "lex_voters", "lex_top_score",
+    "doc_length", "title_length", "title_bm25", "query_chars",
 )  # fmt: skip
 NAN = math.nan
 _COL = {name: i for i, name in enumerate(FEATURES)}
-
-
-@dataclass(frozen=True, slots=True)
-class DocInfo:
-    """Query-independent features of a document, loaded once per index version."""
-
-    title_terms: frozenset[str]
-    train_votes: int
-
-
-class DocTable:
-    """Every document's :class:`DocInfo` as arrays, built once per index version.
-
-    A query then reads its candidates' priors by index and counts title overlap through a
-    title-term index, instead of a set intersection per candidate.
-    """
-
-    def __init__(self, doc_info: Mapping[str, DocInfo]) -> None:
-        """Index ``doc_info`` (doc id -> static features)."""
-        self.info = doc_info
-        self._index = {d: i for i, d in enumerate(doc_info)}
-        self._log_prior = np.array([_log_prior(i.train_votes) for i in doc_info.values()])
-        postings: dict[str, list[int]] = {}
-        for i, info in enumerate(doc_info.values()):
-            for term in info.title_terms:
-                postings.setdefault(term, []).append(i)
-        self._postings = {t: np.array(docs, dtype=np.int64) for t, docs in postings.items()}
-
-    def columns(
-        self,
-        doc_ids: Sequence[str],
-        query_terms: Sequence[str],
-        own_judgements: Mapping[str, int] | None = None,
-    ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
-        """Prior and title overlap of ``doc_ids`` (unknown documents: 0 and NaN).
-
-        ``own_judgements`` (training only) are taken out of the prior: leave-one-out.
-        """
-        at, known = positions(self._index, doc_ids)
-        prior = np.where(known, self._log_prior[at] if len(self._log_prior) else 0.0, 0.0)
-        for i, d in enumerate(doc_ids):
-            if own_judgements and d in own_judgements and d in self.info:
-                prior[i] = _log_prior(self.info[d].train_votes - 1)
-        terms = set(query_terms)
-        if not terms:
-            return prior, np.full(len(doc_ids), NAN)
-        shared = np.zeros(len(self._log_prior))
-        for term in terms:
-            if (docs := self._postings.get(term)) is not None:
-                shared[docs] += 1
-        overlap = np.where(known, shared[at] / len(terms) if len(shared) else 0.0, NAN)
-        return prior, overlap
-
-
-def _log_prior(train_votes: int) -> float:
-    return math.log1p(max(float(train_votes), 0.0))
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,12 +104,21 @@ def _fill_list(
         rows[at, z] = values[:, 2]
 
 
+@dataclass(frozen=True, slots=True)
+class QuerySide:
+    """What the features know of the query itself: its text, analyzed terms, lexical votes."""
+
+    text: str
+    terms: Sequence[str]
+    lexical: LexicalColumns
+
+
 def build_features(
     evidence: Evidence,
     doc_ids: Sequence[str],
     votes: VoteTable,
     docs: DocTable,
-    query_terms: Sequence[str],
+    query: QuerySide,
     depth: int,
     co_relevance: CoScores,
     own_judgements: Mapping[str, int] | None = None,
@@ -199,9 +156,16 @@ def build_features(
     # How close the nearest (non-excluded) training query is: how much to trust the votes.
     rows[:, _COL["nearest_sim"]] = votes.nearest_similarity
 
-    prior, overlap = docs.columns(doc_ids, query_terms, own_judgements)
-    rows[:, _COL["prior"]] = prior
-    rows[:, _COL["query_terms"]] = len(query_terms)
-    rows[:, _COL["title_overlap"]] = overlap
+    doc = docs.columns(doc_ids, query.terms, own_judgements)
+    rows[:, _COL["prior"]] = doc.prior
+    rows[:, _COL["query_terms"]] = len(query.terms)
+    rows[:, _COL["title_overlap"]] = doc.title_overlap
     rows[:, _COL["co_score"]], rows[:, _COL["co_rank"]] = co_relevance.columns(doc_ids)
+    rows[:, _COL["lex_vote"]] = query.lexical.vote
+    rows[:, _COL["lex_voters"]] = query.lexical.voters
+    rows[:, _COL["lex_top_score"]] = query.lexical.top_score
+    rows[:, _COL["doc_length"]] = doc.doc_length
+    rows[:, _COL["title_length"]] = doc.title_length
+    rows[:, _COL["title_bm25"]] = doc.title_bm25
+    rows[:, _COL["query_chars"]] = len(query.text)
     return rows

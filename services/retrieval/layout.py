@@ -22,7 +22,8 @@ log = logging.getLogger(__name__)
 
 # 2: points stored in a fixed order (reproducible builds); a version-1 index is rebuilt.
 # 3: dense vectors memory-mapped (Cold) and no WAL: same points, less resident memory.
-SCHEMA_VERSION = "3"
+# 4: documents carry their abstract's length, training queries their analyzed terms.
+SCHEMA_VERSION = "4"
 #: The training-query collection: one MiniLM embedding per query, judgements as payload.
 KNN_SPEC = CollectionSpec(dense_size=DIMENSION, sparse=False)
 #: The ranker collection: a single point whose payload holds the model (the vector is unused).

@@ -16,12 +16,14 @@ from dataclasses import dataclass
 
 from services.retrieval.corelevance import CoRelevance, seeds
 from services.retrieval.dense import DenseEncoder
+from services.retrieval.doc_table import DocTable
 from services.retrieval.evidence import Depths, gather
-from services.retrieval.features import CandidateSet, DocTable, build_features, candidates
+from services.retrieval.features import CandidateSet, QuerySide, build_features, candidates
 from services.retrieval.fusion import fuse
 from services.retrieval.judgements import Judgements
 from services.retrieval.knn import VoteTable
 from services.retrieval.layout import knn_collection, ranker_collection
+from services.retrieval.lexical_votes import LexicalVoters
 from services.retrieval.ranker import Ranker
 from services.retrieval.search import EncodedQuery, HybridSearcher, SearchResult
 from services.retrieval.settings import RetrievalSettings
@@ -47,6 +49,7 @@ class Supervised:
     judgements: Judgements
     names: Mapping[str, str]
     co_relevance: CoRelevance
+    lexical: LexicalVoters
     ranker: Ranker | None
 
 
@@ -105,8 +108,8 @@ class RankingPipeline:
             log.warning("%s has no training-query collection: serving zero-shot", docs)
             return None
         doc_names, doc_info = read_doc_info(self._store, docs)
-        query_names, judgements = read_knn(self._store, knn)
-        names = {**doc_names, **query_names}
+        voters = read_knn(self._store, knn)
+        names = {**doc_names, **voters.names}
         model = None
         if self._settings.ranker.enabled:
             try:
@@ -114,8 +117,10 @@ class RankingPipeline:
             except StoreError as e:
                 log.warning("no ranker for %s (%s): fusing votes without it", docs, e)
         # Documents in id order: ties in every ranking then break by doc id.
-        matrix = Judgements(judgements, sorted(doc_info))
-        return Supervised(knn, DocTable(doc_info), matrix, names, CoRelevance(matrix), model)
+        matrix = Judgements(voters.judgements, sorted(doc_info))
+        lexical = LexicalVoters(voters.terms, matrix)
+        table = DocTable(doc_info)
+        return Supervised(knn, table, matrix, names, CoRelevance(matrix), lexical, model)
 
     def encode(self, query: str) -> EncodedQuery:
         """Dense and sparse representations of the query."""
@@ -143,9 +148,11 @@ class RankingPipeline:
             first = [[d for d, _ in ranked] for ranked in (evidence.dense, evidence.rm3)]
             co = sup.co_relevance.scores(seeds(first), exclude_query)
             terms = analyze(q.text)
+            lexical = sup.lexical.columns(terms, doc_ids, exclude_query)
             depth = s.hybrid.candidates
+            query = QuerySide(q.text, terms, lexical)
             rows = build_features(
-                evidence, doc_ids, votes, sup.docs, terms, depth, co, own_judgements
+                evidence, doc_ids, votes, sup.docs, query, depth, co, own_judgements
             )
             span.set_attribute("ranking.candidates", len(doc_ids))
         return CandidateSet(doc_ids, rows)

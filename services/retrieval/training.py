@@ -137,7 +137,7 @@ def build_supervised(
     voter_ids, held_ids = sorted(data.voters), sorted(data.held_out)
     voter_vectors = _encode(encoder, data, voter_ids, cache, settings.encode_batch_size)
     knn = knn_collection(docs)
-    upsert_knn(store, knn, knn_points(voter_ids, voter_vectors, data.voters))
+    upsert_knn(store, knn, knn_points(voter_ids, voter_vectors, data.voters, data.queries))
     if store.count(knn) != len(voter_ids):
         raise RuntimeError(f"{knn} holds {store.count(knn)} points, expected {len(voter_ids)}")
 

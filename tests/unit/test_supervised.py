@@ -5,10 +5,12 @@ import pytest
 
 from services.retrieval import ranker
 from services.retrieval.corelevance import CoRelevance, seeds
+from services.retrieval.doc_table import DocInfo, DocTable
 from services.retrieval.evidence import Evidence
-from services.retrieval.features import FEATURES, DocInfo, DocTable, build_features, candidates
+from services.retrieval.features import FEATURES, QuerySide, build_features, candidates
 from services.retrieval.judgements import Judgements
 from services.retrieval.knn import VoteTable
+from services.retrieval.lexical_votes import LexicalColumns
 from services.retrieval.settings import KnnSettings
 
 
@@ -67,13 +69,14 @@ def test_feature_rows_mark_missing_lists_and_remove_own_judgements() -> None:
         _hits(("A", 0.9), ("B", 0.7)), _hits(("B", 3.0)), _hits(("B", 4.0)), NEIGHBOURS
     )
     votes = tally_votes(NEIGHBOURS, JUDGEMENTS, 3, 1.0, exclude_query="Q-self")
-    info = {"A": DocInfo(frozenset({"vitamin"}), 3), "B": DocInfo(frozenset(), 1)}
+    info = {"A": DocInfo(("vitamin",), 3, 20), "B": DocInfo((), 1)}
+    lexical = LexicalColumns(np.array([0.5, 0.0]), np.array([2.0, 0.0]), 7.5)
     rows = build_features(
         evidence,
         ["A", "B"],
         votes,
         DocTable(info),
-        ["vitamin", "d"],
+        QuerySide("Vitamin D?", ["vitamin", "d"], lexical),
         depth=100,
         co_relevance=NO_CO,
         own_judgements={"A": 1},
@@ -85,7 +88,11 @@ def test_feature_rows_mark_missing_lists_and_remove_own_judgements() -> None:
     assert f["prior"][0] == pytest.approx(math.log1p(2))  # 3 training votes, minus its own
     assert f["title_overlap"][0] == pytest.approx(0.5) and f["title_overlap"][1] == 0.0
     assert f["vote"][1] == 0.0 and f["voters"][0] == 1
-    assert f["query_terms"][0] == 2
+    assert f["query_terms"][0] == 2 and f["query_chars"][1] == len("Vitamin D?")
+    assert f["lex_vote"].tolist() == [0.5, 0.0] and f["lex_voters"].tolist() == [2.0, 0.0]
+    assert f["lex_top_score"].tolist() == [7.5, 7.5]
+    assert f["doc_length"][0] == pytest.approx(math.log1p(20)) and f["title_length"][0] == 1
+    assert f["title_bm25"][0] > 0.0 and f["title_bm25"][1] == 0.0
 
 
 def _grouped(seed: int, queries: int = 30, per_query: int = 12) -> ranker.Grouped:
@@ -136,14 +143,29 @@ def test_seeds_fuse_rankings_by_reciprocal_rank() -> None:
 
 
 def test_doc_table_reads_priors_and_title_overlap_by_index() -> None:
-    info = {"A": DocInfo(frozenset({"vitamin", "d"}), 3), "B": DocInfo(frozenset({"d"}), 0)}
+    info = {
+        "A": DocInfo(("vitamin", "d"), 3, 40),
+        "B": DocInfo(("d",), 0, 10),
+        "C": DocInfo(("d", "d", "dose", "dose", "dose"), 0, 0),
+    }
     table = DocTable(info)
-    prior, overlap = table.columns(["B", "unknown", "A"], ["vitamin", "d", "d"], {"A": 2})
-    assert prior.tolist() == [0.0, 0.0, math.log1p(2)]  # A: 3 votes, one of them its own
+    cols = table.columns(["B", "unknown", "A"], ["vitamin", "d", "d"], {"A": 2})
+    assert cols.prior.tolist() == [0.0, 0.0, math.log1p(2)]  # A: 3 votes, one of them its own
+    overlap = cols.title_overlap
     assert overlap[0] == 0.5 and math.isnan(overlap[1]) and overlap[2] == 1.0
-    _, no_terms = table.columns(["A"], [])
+    assert cols.doc_length[2] == pytest.approx(math.log1p(40)) and math.isnan(cols.doc_length[1])
+    assert cols.title_length[2] == 2 and math.isnan(cols.title_length[1])
+    # BM25 over titles: a rare term weighs more than a common one; a short title more than a
+    # long one with the same match; the same terms give the same bits in any order.
+    bm25 = table.columns(["A", "B", "C"], ["vitamin"]).title_bm25
+    assert bm25[0] > 0.0 and bm25[1] == 0.0 and bm25[2] == 0.0
+    d_only = table.columns(["A", "B", "C"], ["d"]).title_bm25
+    assert d_only[1] > d_only[0] > 0.0 and bm25[0] > d_only[0]
+    again = table.columns(["A"], ["d", "vitamin"]).title_bm25
+    assert again.tobytes() == table.columns(["A"], ["vitamin", "d"]).title_bm25.tobytes()
+    no_terms = table.columns(["A"], []).title_overlap
     assert math.isnan(no_terms[0])
-    assert DocTable({}).columns(["A"], ["d"])[0].tolist() == [0.0]
+    assert DocTable({}).columns(["A"], ["d"]).prior.tolist() == [0.0]
 
 
 def test_vote_columns_match_single_votes() -> None:

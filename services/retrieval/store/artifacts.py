@@ -12,17 +12,18 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 from services.nfcorpus.dataset import Document
 from services.retrieval.dense import Matrix
-from services.retrieval.features import DocInfo
+from services.retrieval.doc_table import DocInfo
 from services.retrieval.layout import KNN_SPEC, RANKER_SPEC
 from services.retrieval.ranker import Ranker
 from services.retrieval.store.base import Point, SparseVector, Store, StoreError, point_id
 from services.retrieval.text import analyze
 
 RANKER_POINT = point_id("ranker")
-DOC_INFO = ["doc_id", "title_terms", "train_votes"]
+DOC_INFO = ["doc_id", "title_terms", "train_votes", "text_terms"]
 
 
 def document_points(
@@ -41,10 +42,11 @@ def document_points(
                 "doc_id": d.doc_id,
                 "title": d.title,
                 "text": d.text,
-                # Ranker features: analyzed title terms, and how many training queries
-                # mark the document relevant (the query-independent prior).
+                # Ranker features: analyzed title terms, how many training queries mark the
+                # document relevant (the query-independent prior), the abstract's length.
                 "title_terms": analyze(d.title),
                 "train_votes": train_votes.get(d.doc_id, 0),
+                "text_terms": len(analyze(d.text)),
             },
         )
         for i, d in enumerate(docs)
@@ -58,20 +60,29 @@ def read_doc_info(store: Store, docs: str) -> tuple[dict[str, str], dict[str, Do
     for h in store.scroll(docs, payload=DOC_INFO):
         doc_id = str(h.payload["doc_id"])
         names[h.id] = doc_id
-        terms = frozenset(h.payload.get("title_terms", ()))
-        doc_info[doc_id] = DocInfo(terms, int(h.payload.get("train_votes", 0)))
+        doc_info[doc_id] = DocInfo(
+            tuple(h.payload.get("title_terms", ())),
+            int(h.payload.get("train_votes", 0)),
+            int(h.payload.get("text_terms", 0)),
+        )
     return names, doc_info
 
 
 def knn_points(
-    query_ids: Sequence[str], vectors: Matrix, qrels: Mapping[str, Mapping[str, int]]
+    query_ids: Sequence[str],
+    vectors: Matrix,
+    qrels: Mapping[str, Mapping[str, int]],
+    texts: Mapping[str, str],
 ) -> list[Point]:
-    """One point per training query (the ids are uuid5 of ``knn:<query id>``)."""
+    """One point per training query (the ids are uuid5 of ``knn:<query id>``).
+
+    The payload keeps the query's judgements and analyzed terms (the lexical kNN view).
+    """
     return [
         Point(
             id=point_id(f"knn:{q}"),
             dense=vectors[i].tolist(),
-            payload={"query_id": q, "relevant": dict(qrels[q])},
+            payload={"query_id": q, "relevant": dict(qrels[q]), "terms": analyze(texts[q])},
         )
         for i, q in enumerate(query_ids)
     ]
@@ -85,14 +96,23 @@ def upsert_knn(store: Store, name: str, points: Sequence[Point], batch: int = 25
         store.upsert(name, points[start : start + batch])
 
 
-def read_knn(store: Store, name: str) -> tuple[dict[str, str], dict[str, dict[str, int]]]:
-    """Point id -> query id, and query id -> its judgements, for the whole collection."""
-    names: dict[str, str] = {}
-    judgements: dict[str, dict[str, int]] = {}
-    for h in store.scroll(name, payload=["query_id", "relevant"]):
-        names[h.id] = str(h.payload["query_id"])
-        judgements[names[h.id]] = dict(h.payload["relevant"])
-    return names, judgements
+@dataclass(frozen=True, slots=True)
+class KnnTable:
+    """The voting queries of one index version: point id -> query id, judgements, terms."""
+
+    names: dict[str, str]
+    judgements: dict[str, dict[str, int]]
+    terms: dict[str, tuple[str, ...]]
+
+
+def read_knn(store: Store, name: str) -> KnnTable:
+    """The whole training-query collection, read once per index version."""
+    table = KnnTable({}, {}, {})
+    for h in store.scroll(name, payload=["query_id", "relevant", "terms"]):
+        query_id = table.names[h.id] = str(h.payload["query_id"])
+        table.judgements[query_id] = dict(h.payload["relevant"])
+        table.terms[query_id] = tuple(h.payload.get("terms", ()))
+    return table
 
 
 def save_ranker(store: Store, name: str, ranker: Ranker) -> None:

@@ -1,0 +1,114 @@
+"""Query-independent facts about every document, as arrays the ranker's features read by index.
+
+Built once per index version from the documents' payloads. A query then reads its candidates'
+priors, lengths, title overlap and title-only BM25 by position, instead of computing anything
+per candidate in Python.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from services.retrieval.judgements import positions
+
+NAN = math.nan
+# BM25 over titles alone: Anserini's k1 and b, as for the abstracts (docs/quality.md, ranker lab).
+K1, B = 0.9, 0.4
+
+Column = npt.NDArray[np.float64]
+
+
+@dataclass(frozen=True, slots=True)
+class DocInfo:
+    """Query-independent features of a document, loaded once per index version.
+
+    ``title_terms`` are the analyzed title's terms in order (repeats kept: BM25 counts them);
+    ``text_terms`` is the analyzed abstract's length.
+    """
+
+    title_terms: tuple[str, ...]
+    train_votes: int
+    text_terms: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class DocColumns:
+    """The document-side feature columns of some candidates (unknown documents: NaN, prior 0)."""
+
+    prior: Column
+    title_overlap: Column
+    doc_length: Column
+    title_length: Column
+    title_bm25: Column
+
+
+class DocTable:
+    """Every document's :class:`DocInfo` as arrays, with a title-term index."""
+
+    def __init__(self, doc_info: Mapping[str, DocInfo]) -> None:
+        """Index ``doc_info`` (doc id -> static features)."""
+        self.info = doc_info
+        self._index = {d: i for i, d in enumerate(doc_info)}
+        infos = list(doc_info.values())
+        self._log_prior = np.array([log_prior(i.train_votes) for i in infos])
+        self._doc_length = np.log1p(np.array([i.text_terms for i in infos], dtype=np.float64))
+        titles = np.array([len(i.title_terms) for i in infos], dtype=np.float64)
+        self._title_length = titles
+        average = float(titles.mean()) if len(titles) and titles.mean() > 0 else 1.0
+        norm = K1 * (1 - B + B * titles / average)
+        postings: dict[str, tuple[list[int], list[float]]] = {}
+        for i, info in enumerate(infos):
+            for term, tf in Counter(info.title_terms).items():
+                docs, weights = postings.setdefault(term, ([], []))
+                docs.append(i)
+                weights.append(tf * (K1 + 1) / (tf + norm[i]))
+        n = len(infos)
+        self._postings = {
+            term: (
+                np.array(docs, dtype=np.int64),
+                np.array(weights) * math.log(1 + (n - len(docs) + 0.5) / (len(docs) + 0.5)),
+            )
+            for term, (docs, weights) in postings.items()
+        }
+
+    def columns(
+        self,
+        doc_ids: Sequence[str],
+        query_terms: Sequence[str],
+        own_judgements: Mapping[str, int] | None = None,
+    ) -> DocColumns:
+        """The document columns of ``doc_ids`` for a query of ``query_terms``.
+
+        ``own_judgements`` (training only) are taken out of the prior: leave-one-out.
+        """
+        at, known = positions(self._index, doc_ids)
+        size = len(self._log_prior)
+
+        def read(values: Column, missing: float = NAN) -> Column:
+            return np.where(known, values[at] if size else 0.0, missing)
+
+        prior = read(self._log_prior, 0.0)
+        for i, d in enumerate(doc_ids):
+            if own_judgements and d in own_judgements and d in self.info:
+                prior[i] = log_prior(self.info[d].train_votes - 1)
+        terms = sorted(set(query_terms))  # sorted: float sums in one order, whatever the hash seed
+        shared, bm25 = np.zeros(size), np.zeros(size)
+        for term in terms:
+            if (posting := self._postings.get(term)) is not None:
+                shared[posting[0]] += 1
+                bm25[posting[0]] += posting[1]
+        overlap = read(shared / len(terms)) if terms else np.full(len(doc_ids), NAN)
+        return DocColumns(
+            prior, overlap, read(self._doc_length), read(self._title_length), read(bm25)
+        )
+
+
+def log_prior(train_votes: int) -> float:
+    """The prior feature: log(1 + how many supervising queries judged the document)."""
+    return math.log1p(max(float(train_votes), 0.0))

@@ -1,0 +1,97 @@
+"""The lexical kNN view: votes of the voting queries whose *words* are nearest to the query.
+
+The dense kNN votes (:mod:`services.retrieval.knn`) find neighbours by MiniLM similarity. Many
+NFCorpus queries are titles of pages on one topic and share rare words ("flaxseed", "arsenic")
+that a small sentence model blurs; BM25 over the voting queries' texts finds those neighbours
+too. The ``k`` nearest by BM25 vote for the documents they judged relevant, with weight
+``(score / best score) ** power`` times the grade. Measured in the ranker lab (docs/quality.md).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from services.retrieval.judgements import Judgements, positions
+
+# Anserini's BM25 parameters, as for the documents; k and power as measured in the ranker lab.
+K1, B = 0.9, 0.4
+NEIGHBOURS, POWER = 10, 2.0
+
+
+@dataclass(frozen=True, slots=True)
+class LexicalColumns:
+    """Lexical votes of some candidates: weighted votes, voter counts, the best BM25 score."""
+
+    vote: npt.NDArray[np.float64]
+    voters: npt.NDArray[np.float64]
+    top_score: float
+
+
+class LexicalVoters:
+    """BM25 over the voting queries' analyzed texts, and their votes through ``judgements``."""
+
+    def __init__(self, terms: Mapping[str, Sequence[str]], judgements: Judgements) -> None:
+        """Index ``terms`` (voting query id -> analyzed text) in ``judgements``' query order."""
+        self._judgements = judgements
+        order = sorted(judgements.query_index, key=judgements.query_index.__getitem__)
+        lengths = np.array([len(terms.get(q, ())) for q in order], dtype=np.float64)
+        average = float(lengths.mean()) if len(lengths) and lengths.mean() > 0 else 1.0
+        norm = K1 * (1 - B + B * lengths / average)
+        postings: dict[str, tuple[list[int], list[float]]] = {}
+        for i, q in enumerate(order):
+            for term, tf in Counter(terms.get(q, ())).items():
+                rows, weights = postings.setdefault(term, ([], []))
+                rows.append(i)
+                weights.append(tf * (K1 + 1) / (tf + norm[i]))
+        n = len(order)
+        self._size = n
+        # Each row's place in query id order: ties break by id, not by the store's scroll order.
+        self._by_id = np.argsort(np.argsort(np.array(order, dtype=object), kind="stable"))
+        self._postings = {
+            term: (
+                np.array(rows, dtype=np.int64),
+                np.array(weights) * math.log(1 + (n - len(rows) + 0.5) / (len(rows) + 0.5)),
+            )
+            for term, (rows, weights) in postings.items()
+        }
+
+    def columns(
+        self, query_terms: Sequence[str], doc_ids: Sequence[str], exclude_query: str | None = None
+    ) -> LexicalColumns:
+        """Votes for ``doc_ids`` from the :data:`NEIGHBOURS` nearest voting queries by BM25.
+
+        ``exclude_query`` (a voting query itself, in training) takes no part: leave-one-out.
+        """
+        scores = np.zeros(self._size)
+        for term in sorted(set(query_terms)):  # one summation order, whatever the hash seed
+            if (posting := self._postings.get(term)) is not None:
+                scores[posting[0]] += posting[1]
+        own = self._judgements.query_index.get(exclude_query) if exclude_query else None
+        if own is not None:
+            scores[own] = 0.0
+        matched = np.flatnonzero(scores > 0)
+        # Best first, ties by query id: every process and store picks the same neighbours.
+        nearest = matched[np.lexsort((self._by_id[matched], -scores[matched]))][:NEIGHBOURS]
+        empty = np.zeros(len(doc_ids))
+        if len(nearest) == 0:
+            return LexicalColumns(empty, empty.copy(), 1.0)
+        top = float(scores[nearest[0]])
+        matrix, width = self._judgements.matrix, len(self._judgements.docs)
+        vote, voters = np.zeros(width), np.zeros(width)
+        for row in nearest:  # in rank order: the sums add in one order
+            start, end = matrix.indptr[row], matrix.indptr[row + 1]
+            docs = matrix.indices[start:end]
+            vote[docs] += (scores[row] / top) ** POWER * matrix.data[start:end]
+            voters[docs] += 1
+        at, known = positions(self._judgements.doc_index, doc_ids)
+        return LexicalColumns(
+            np.where(known, vote[at] if width else 0.0, 0.0),
+            np.where(known, voters[at] if width else 0.0, 0.0),
+            top,
+        )
