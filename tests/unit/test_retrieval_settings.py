@@ -8,6 +8,8 @@ from pathlib import Path
 import pytest
 
 from services.common.processes import REPO
+from services.retrieval import doc_table, lexical_votes
+from services.retrieval.layout import supervised_config
 from services.retrieval.settings import Env, RetrievalSettings, StoreSettings
 
 # Every variable, a value that is not its default, and where it must land.
@@ -87,3 +89,16 @@ def test_updated_changes_only_what_it_names_and_validates() -> None:
     assert copy.store.collection == settings.store.collection and settings.mode == "full"
     with pytest.raises(ValueError, match=r"experiment\.max_docs"):
         settings.updated(experiment={"max_docs": 0})
+
+
+def test_the_index_version_follows_the_constants_of_the_ranker_features(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    settings = RetrievalSettings()
+    before = supervised_config(settings, "fingerprint")
+    assert supervised_config(settings, None) == "zero-shot"
+    monkeypatch.setattr(lexical_votes, "NEIGHBOURS", lexical_votes.NEIGHBOURS + 1)
+    after_votes = supervised_config(settings, "fingerprint")
+    monkeypatch.setattr(doc_table, "B", doc_table.B + 0.1)
+    after_titles = supervised_config(settings, "fingerprint")
+    assert len({before, after_votes, after_titles}) == 3
