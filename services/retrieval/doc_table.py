@@ -8,18 +8,16 @@ per candidate in Python.
 from __future__ import annotations
 
 import math
-from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
 
+from services.retrieval.bm25_table import Bm25Table
 from services.retrieval.judgements import positions
 
 NAN = math.nan
-# BM25 over titles alone: Anserini's k1 and b, as for the abstracts (docs/quality.md, ranker lab).
-K1, B = 0.9, 0.4
 
 Column = npt.NDArray[np.float64]
 
@@ -58,24 +56,7 @@ class DocTable:
         infos = list(doc_info.values())
         self._log_prior = np.array([log_prior(i.train_votes) for i in infos])
         self._doc_length = np.log1p(np.array([i.text_terms for i in infos], dtype=np.float64))
-        titles = np.array([len(i.title_terms) for i in infos], dtype=np.float64)
-        self._title_length = titles
-        average = float(titles.mean()) if len(titles) and titles.mean() > 0 else 1.0
-        norm = K1 * (1 - B + B * titles / average)
-        postings: dict[str, tuple[list[int], list[float]]] = {}
-        for i, info in enumerate(infos):
-            for term, tf in Counter(info.title_terms).items():
-                docs, weights = postings.setdefault(term, ([], []))
-                docs.append(i)
-                weights.append(tf * (K1 + 1) / (tf + norm[i]))
-        n = len(infos)
-        self._postings = {
-            term: (
-                np.array(docs, dtype=np.int64),
-                np.array(weights) * math.log(1 + (n - len(docs) + 0.5) / (len(docs) + 0.5)),
-            )
-            for term, (docs, weights) in postings.items()
-        }
+        self._titles = Bm25Table([i.title_terms for i in infos])
 
     def columns(
         self,
@@ -97,15 +78,15 @@ class DocTable:
         for i, d in enumerate(doc_ids):
             if own_judgements and d in own_judgements and d in self.info:
                 prior[i] = log_prior(self.info[d].train_votes - 1)
-        terms = sorted(set(query_terms))  # sorted: float sums in one order, whatever the hash seed
-        shared, bm25 = np.zeros(size), np.zeros(size)
+        terms = set(query_terms)
+        shared = np.zeros(size)
         for term in terms:
-            if (posting := self._postings.get(term)) is not None:
-                shared[posting[0]] += 1
-                bm25[posting[0]] += posting[1]
+            if (rows := self._titles.rows(term)) is not None:
+                shared[rows] += 1
         overlap = read(shared / len(terms)) if terms else np.full(len(doc_ids), NAN)
+        bm25 = self._titles.scores(query_terms)
         return DocColumns(
-            prior, overlap, read(self._doc_length), read(self._title_length), read(bm25)
+            prior, overlap, read(self._doc_length), read(self._titles.lengths), read(bm25)
         )
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import logging
 
-from services.retrieval import doc_table, lexical_votes
+from services.retrieval import bm25_table, lexical_votes
 from services.retrieval.dense import DIMENSION
 from services.retrieval.features import FEATURES
 from services.retrieval.ranker import PARAMS, ROUNDS
@@ -60,12 +60,12 @@ def supervised_config(settings: RetrievalSettings, training_fingerprint: str | N
     if training_fingerprint is None:
         return "zero-shot"
     knn, feedback = settings.knn, settings.feedback
-    # The constants of the lexical votes and the title BM25 shape features the ranker learns.
-    lexical = (lexical_votes.K1, lexical_votes.B, lexical_votes.NEIGHBOURS, lexical_votes.POWER)
+    # The constants of the lexical votes and the short-text BM25 shape features the ranker learns.
+    lexical = (bm25_table.SHORT_TEXTS, lexical_votes.NEIGHBOURS, lexical_votes.POWER)
     return (
         f"{training_fingerprint}|{FEATURES}|{sorted(PARAMS.items())}|{ROUNDS}|{knn.neighbours}|"
         f"{knn.power}|{knn.vote_depth}|{settings.hybrid.candidates}|{feedback.docs}|"
-        f"{feedback.terms}|{feedback.weight}|{lexical}|{doc_table.K1}|{doc_table.B}"
+        f"{feedback.terms}|{feedback.weight}|{lexical}"
     )
 
 

@@ -9,18 +9,16 @@ too. The ``k`` nearest by BM25 vote for the documents they judged relevant, with
 
 from __future__ import annotations
 
-import math
-from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
 
+from services.retrieval.bm25_table import Bm25Table
 from services.retrieval.judgements import Judgements, positions
 
-# Anserini's BM25 parameters, as for the documents; k and power as measured in the ranker lab.
-K1, B = 0.9, 0.4
+# As measured in the ranker lab (docs/quality.md).
 NEIGHBOURS, POWER = 10, 2.0
 
 
@@ -40,26 +38,9 @@ class LexicalVoters:
         """Index ``terms`` (voting query id -> analyzed text) in ``judgements``' query order."""
         self._judgements = judgements
         order = sorted(judgements.query_index, key=judgements.query_index.__getitem__)
-        lengths = np.array([len(terms.get(q, ())) for q in order], dtype=np.float64)
-        average = float(lengths.mean()) if len(lengths) and lengths.mean() > 0 else 1.0
-        norm = K1 * (1 - B + B * lengths / average)
-        postings: dict[str, tuple[list[int], list[float]]] = {}
-        for i, q in enumerate(order):
-            for term, tf in Counter(terms.get(q, ())).items():
-                rows, weights = postings.setdefault(term, ([], []))
-                rows.append(i)
-                weights.append(tf * (K1 + 1) / (tf + norm[i]))
-        n = len(order)
-        self._size = n
+        self._queries = Bm25Table([terms.get(q, ()) for q in order])
         # Each row's place in query id order: ties break by id, not by the store's scroll order.
         self._by_id = np.argsort(np.argsort(np.array(order, dtype=object), kind="stable"))
-        self._postings = {
-            term: (
-                np.array(rows, dtype=np.int64),
-                np.array(weights) * math.log(1 + (n - len(rows) + 0.5) / (len(rows) + 0.5)),
-            )
-            for term, (rows, weights) in postings.items()
-        }
 
     def columns(
         self, query_terms: Sequence[str], doc_ids: Sequence[str], exclude_query: str | None = None
@@ -68,10 +49,7 @@ class LexicalVoters:
 
         ``exclude_query`` (a voting query itself, in training) takes no part: leave-one-out.
         """
-        scores = np.zeros(self._size)
-        for term in sorted(set(query_terms)):  # one summation order, whatever the hash seed
-            if (posting := self._postings.get(term)) is not None:
-                scores[posting[0]] += posting[1]
+        scores = self._queries.scores(query_terms)
         own = self._judgements.query_index.get(exclude_query) if exclude_query else None
         if own is not None:
             scores[own] = 0.0

@@ -28,6 +28,11 @@ class Bm25Params:
     b: float = 0.75
 
 
+def idf(n_docs: int, df: int) -> float:
+    """Lucene's BM25 IDF of a term found in ``df`` of ``n_docs`` texts."""
+    return math.log(1 + (n_docs - df + 0.5) / (df + 0.5))
+
+
 def _merge(counts: Counter[str]) -> dict[int, tuple[str, int]]:
     # Two terms hashing to one index is rare (CRC32 over ~30k terms); keep their counts summed so
     # the vector stays valid, and remember one term for the df lookup.
@@ -60,7 +65,6 @@ def encode_documents(texts: Sequence[str], params: Bm25Params = Bm25Params()) ->
         merged = _merge(bag)
         values = []
         for term, tf in merged.values():
-            idf = math.log(1 + (n_docs - df[term] + 0.5) / (df[term] + 0.5))
-            values.append(idf * tf * (params.k1 + 1) / (tf + norm))
+            values.append(idf(n_docs, df[term]) * tf * (params.k1 + 1) / (tf + norm))
         vectors.append(SparseVector(list(merged), values))
     return vectors

@@ -8,9 +8,10 @@ from pathlib import Path
 import pytest
 
 from services.common.processes import REPO
-from services.retrieval import doc_table, lexical_votes
+from services.retrieval import bm25_table, lexical_votes
 from services.retrieval.layout import supervised_config
 from services.retrieval.settings import Env, RetrievalSettings, StoreSettings
+from services.retrieval.sparse import Bm25Params
 
 # Every variable, a value that is not its default, and where it must land.
 FLAT = {
@@ -99,6 +100,6 @@ def test_the_index_version_follows_the_constants_of_the_ranker_features(
     assert supervised_config(settings, None) == "zero-shot"
     monkeypatch.setattr(lexical_votes, "NEIGHBOURS", lexical_votes.NEIGHBOURS + 1)
     after_votes = supervised_config(settings, "fingerprint")
-    monkeypatch.setattr(doc_table, "B", doc_table.B + 0.1)
+    monkeypatch.setattr(bm25_table, "SHORT_TEXTS", Bm25Params(k1=0.9, b=0.5))
     after_titles = supervised_config(settings, "fingerprint")
     assert len({before, after_votes, after_titles}) == 3
