@@ -20,11 +20,12 @@ import pickle
 import subprocess
 import sys
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
+from eval_quality import HONEST, QUALITY_STORE
 
+from services.common.processes import REPO
 from services.nfcorpus.dataset import Qrels, Split, load_qrels, load_queries
 from services.nfcorpus.metrics import ndcg_at_k
 from services.retrieval.dense import OnnxMiniLM
@@ -34,8 +35,6 @@ from services.retrieval.ranker import Grouped
 from services.retrieval.settings import RetrievalSettings
 from services.retrieval.store import open_store
 
-REPO = Path(__file__).resolve().parents[1]
-QUALITY_STORE = REPO / "var" / "quality"
 CACHE = REPO / "var" / "lab" / "candidates.pkl"
 SPLITS: tuple[Split, ...] = ("train", "dev", "test")
 
@@ -55,18 +54,17 @@ Lab = dict[str, list[Query]]  # split -> queries
 
 
 def _settings() -> RetrievalSettings:
-    os.environ.update({"RETRIEVAL_SUPERVISION": "train", "RETRIEVAL_EDGE_PATH": str(QUALITY_STORE)})
-    return RetrievalSettings().updated(mode="full", ranker={"enabled": False})
+    return RetrievalSettings().updated(
+        supervision="train",
+        store={"edge_path": QUALITY_STORE},
+        mode="full",
+        ranker={"enabled": False},
+    )
 
 
 def _build_index() -> None:
-    env = {
-        **os.environ,
-        "RETRIEVAL_SUPERVISION": "train",
-        "RETRIEVAL_EDGE_PATH": str(QUALITY_STORE),
-    }
     cmd = [sys.executable, "-m", "services.retrieval.index"]
-    subprocess.run(cmd, env=env, cwd=REPO, check=True)
+    subprocess.run(cmd, env={**os.environ, **HONEST}, cwd=REPO, check=True)
 
 
 def collect() -> Lab:

@@ -15,8 +15,10 @@ from pathlib import Path
 from typing import Any
 
 from doc_sections import replace_section
-from lab_data import REPO, load
+from lab_data import load
 from lab_experiments import EXPERIMENTS, SEEDS
+
+from services.common.processes import REPO
 
 
 def _cell(m: Any) -> str:
