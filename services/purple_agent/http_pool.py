@@ -1,7 +1,7 @@
 """Keep-alive HTTP/1.1 connections to one origin, over asyncio streams, framed by h11.
 
 What the MCP hot path needs of an HTTP client is small: POST a body to one origin, read the
-answer, keep the connection for the next request. ``httpx2`` (with ``httpcore2`` and ``anyio``
+answer, keep the connection for the next request (and a GET for readiness). ``httpx2`` (with ``httpcore2`` and ``anyio``
 under it) does much more, and costs accordingly: about 2 ms of CPU per call on this project's
 2-core machine, against about 0.6 ms here, where h11 still does the HTTP framing (content length,
 chunks, keep-alive), so nothing about the protocol is parsed by hand.
@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import ssl
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager, suppress
+from contextlib import AbstractAsyncContextManager, asynccontextmanager, suppress
 from urllib.parse import urlsplit
 
 import h11
@@ -116,17 +116,23 @@ class OriginPool:
             connection.close()
         return None
 
-    @asynccontextmanager
-    async def post(
+    def post(
         self, target: str, headers: list[tuple[bytes, bytes]], body: bytes
+    ) -> AbstractAsyncContextManager[Response]:
+        """POST ``body`` to ``target``; the response once its head has arrived."""
+        return self.request("POST", target, headers, body)
+
+    @asynccontextmanager
+    async def request(
+        self, method: str, target: str, headers: list[tuple[bytes, bytes]], body: bytes = b""
     ) -> AsyncIterator[Response]:
-        """Send ``body`` to ``target``; the response once its head has arrived."""
+        """Send one request; the response once its head has arrived."""
         async with self._slots:
             connection = self._idle_connection() or await self._connect()
             reusable = False
             try:
                 request = h11.Request(
-                    method="POST",
+                    method=method,
                     target=target,
                     headers=[
                         (b"host", self.authority),

@@ -7,9 +7,8 @@ Service, duplicates nothing. A timeout is not retried: the server may still be s
 
 from __future__ import annotations
 
-import httpx2
-import mcp_types
-from mcp.shared.exceptions import MCPError
+from typing import Any
+
 from pydantic import ValidationError
 
 from services.purple_agent.http_pool import ConnectFailed, ConnectionBroken
@@ -53,6 +52,16 @@ class BadAnswer(Exception):
     """The server's answer is not the JSON-RPC response to the request."""
 
 
+class RpcError(Exception):
+    """The server answered the request with a JSON-RPC error."""
+
+    def __init__(self, code: int, message: str, data: Any = None) -> None:
+        super().__init__(f"error {code}: {message}")
+        self.code = code
+        self.message = message
+        self.data = data
+
+
 def leaf_error(error: BaseException) -> BaseException:
     """Unwrap task-group exception groups down to the first real error."""
     while isinstance(error, BaseExceptionGroup) and error.exceptions:
@@ -71,28 +80,27 @@ def classify(error: BaseException, url: str) -> McpCallError:
         )
     if isinstance(leaf, ServerFailed):
         return McpCallError("mcp_error", f"MCP server at {url} answered {leaf}", retryable=False)
-    if isinstance(leaf, ConnectFailed | httpx2.ConnectError | httpx2.ConnectTimeout):
+    if isinstance(leaf, ConnectFailed):
         return McpCallError(
             "mcp_unavailable",
             f"MCP server at {url} is unreachable ({type(leaf).__name__}: {leaf})",
             retryable=True,
         )
-    if isinstance(leaf, TimeoutError | httpx2.TimeoutException):
+    if isinstance(leaf, TimeoutError):
         return McpCallError(
             "mcp_timeout", f"MCP server at {url} did not answer in time", retryable=False
         )
-    if isinstance(leaf, ConnectionBroken | httpx2.TransportError):  # the server went away
+    if isinstance(leaf, ConnectionBroken):  # the server went away
         return McpCallError(
             "mcp_unavailable",
             f"MCP server at {url} closed the connection ({type(leaf).__name__}: {leaf})",
             retryable=True,
         )
-    if isinstance(leaf, MCPError):
-        closed = leaf.code == mcp_types.CONNECTION_CLOSED
+    if isinstance(leaf, RpcError):
         return McpCallError(
-            "mcp_unavailable" if closed else "mcp_error",
+            "mcp_error",
             f"MCP server at {url} answered error {leaf.code}: {leaf.message}",
-            retryable=closed,
+            retryable=False,
         )
     if isinstance(leaf, ValidationError | BadAnswer):
         return McpCallError(
@@ -106,19 +114,3 @@ def classify(error: BaseException, url: str) -> McpCallError:
 def refused(status: int) -> bool:
     """Whether an HTTP status says the server did no work (:class:`ServerRefused`)."""
     return status in (429, 502, 503)
-
-
-async def raise_if_refused(response: httpx2.Response) -> None:
-    """httpx2 response hook: raise on an HTTP error status.
-
-    :class:`ServerRefused` on 502, 503 and 429 (retried), else :class:`ServerFailed`.
-    """
-    # The transport turns every HTTP error into one generic JSON-RPC error ("Server returned an
-    # error response"): a refusal must stay recognisable, since it is the one error a retry is
-    # certain to be worth, and the status tells an operator what went wrong (401: the token).
-    status = response.status_code
-    if refused(status):
-        raise ServerRefused(status)
-    if status >= 400:
-        detail = (await response.aread())[:200].decode("utf-8", "replace").strip()
-        raise ServerFailed(status, detail)

@@ -5,11 +5,18 @@ from __future__ import annotations
 import subprocess
 import sys
 
-import httpx2
 import pytest
 
 from services.common.processes import REPO
-from services.purple_agent.mcp_errors import McpCallError, ServerFailed, ServerRefused, classify
+from services.purple_agent.http_pool import ConnectFailed, ConnectionBroken
+from services.purple_agent.mcp_errors import (
+    BadAnswer,
+    McpCallError,
+    RpcError,
+    ServerFailed,
+    ServerRefused,
+    classify,
+)
 from services.purple_agent.metrics import FAILURE_REASONS, MCP_OUTCOMES
 from services.telemetry.metrics import LATENCY_BUCKETS
 
@@ -38,7 +45,10 @@ def test_purple_failure_series_are_exported_at_zero() -> None:
     [
         ServerRefused(503),
         ServerFailed(401, "authentication failed"),
-        httpx2.ConnectError("refused"),
+        ConnectFailed("refused"),
+        ConnectionBroken("reset"),
+        RpcError(-32601, "method not found"),
+        BadAnswer("not JSON"),
         TimeoutError(),
         ValueError("anything else"),
         McpCallError("mcp_tool_error", "bad", retryable=False),
