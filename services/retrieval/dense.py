@@ -9,8 +9,6 @@ model as :mod:`~services.retrieval.model_build` prepares it (same outputs, far l
 
 from __future__ import annotations
 
-import contextlib
-import ctypes
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Protocol
@@ -20,6 +18,7 @@ import numpy.typing as npt
 from tokenizers import Tokenizer
 
 from services.retrieval.model_build import prepared_model, session, source_model
+from services.retrieval.residency import read_pages_on_demand, release_free_heap
 
 MAX_TOKENS = 256
 DIMENSION = 384
@@ -52,17 +51,6 @@ def mean_pool(hidden: npt.NDArray[np.float32], mask: npt.NDArray[np.int64]) -> M
     return np.asarray(pooled / np.clip(norms, 1e-12, None), dtype=np.float32)
 
 
-def release_free_heap() -> None:
-    """Give the C heap's free pages back to the system (glibc's ``malloc_trim``).
-
-    Loading the model folds its int8 weights into fp32 copies through ~50 MB of temporaries;
-    glibc keeps that freed memory in the process, where it would count against the pod's memory
-    for as long as it runs. Elsewhere than glibc there is nothing to do.
-    """
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL(None).malloc_trim(0)
-
-
 class OnnxMiniLM:
     """MiniLM-L6 int8 on onnxruntime's CPU provider."""
 
@@ -88,6 +76,8 @@ class OnnxMiniLM:
         self.model_path = prepared_model(cache_dir) if prepare else source_model()
         self._session = session(self.model_path, threads)
         release_free_heap()
+        # The prepared model's weights file (the source model has its weights inline).
+        read_pages_on_demand(self.model_path.with_name(f"{self.model_path.name}.data"))
 
     def _run(self, texts: Sequence[str]) -> Matrix:
         encodings = self._tokenizer.encode_batch(list(texts))
