@@ -19,14 +19,19 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from opentelemetry.trace import SpanKind, StatusCode
 
-from services.purple_agent.http_pool import ConnectFailed, ConnectionBroken, OriginPool
+from services.purple_agent.http_pool import (
+    ConnectFailed,
+    ConnectionBroken,
+    OriginPool,
+    request_target,
+)
 from services.purple_agent.mcp_errors import McpCallError, classify
-from services.purple_agent.mcp_wire import McpWire, ToolRoute
+from services.purple_agent.mcp_wire import PROTOCOL_VERSION, McpWire, ToolRoute
 from services.purple_agent.metrics import MCP_CALL_SECONDS, MCP_RETRIES
 from services.purple_agent.ranking import Candidate
 from services.purple_agent.search_tool import (
@@ -39,6 +44,9 @@ from services.purple_agent.search_tool import (
 )
 from services.telemetry import exemplars
 from services.telemetry.tracing import tracer
+
+if TYPE_CHECKING:  # imported when a server needs it (it loads the MCP SDK)
+    from services.purple_agent.mcp_sdk_fallback import SdkFallback
 
 log = logging.getLogger(__name__)
 _tracer = tracer(__name__)
@@ -74,6 +82,7 @@ class McpSearchClient:
         self._pool: OriginPool | None = None
         self._health_pool: OriginPool | None = None
         self._route: ToolRoute | None = None  # None: not negotiated (again) yet
+        self._fallback: SdkFallback | None = None  # made for the first server that needs it
         self._extra_arguments: dict[str, Any] = {}
         self._negotiate_lock = asyncio.Lock()
 
@@ -86,9 +95,10 @@ class McpSearchClient:
 
     async def aclose(self) -> None:
         """Close the connection pools."""
-        route, self._route = self._route, None
-        if route is not None:
-            await route.aclose()
+        self._route = None
+        if self._fallback is not None:
+            await self._fallback.aclose()
+            self._fallback = None
         for pool in (self._pool, self._health_pool):
             if pool is not None:
                 await pool.aclose()
@@ -106,42 +116,38 @@ class McpSearchClient:
 
     async def _negotiate_now(self) -> ToolRoute:
         wire = McpWire(self.url, self.pool, self._headers)
-        if await wire.discover() is not None:
-            tool = await wire.tool(TOOL_NAME)
-            if not mirrors_headers(tool):
-                self._extra_arguments = WITHOUT_TEXT if offers_include_text(tool) else {}
-                log.info("MCP server at %s speaks protocol %s", self.url, "2026-07-28")
-                return wire
-        # Only a server the plain client does not speak to loads the SDK.
-        from services.purple_agent.mcp_sdk_fallback import SdkFallback
-
-        fallback = SdkFallback(
-            self.url,
-            self._headers,
-            timeout_s=self._timeout_s,
-            max_connections=self._max_connections,
-        )
-        try:
+        modern = await wire.discover() is not None
+        tool = await wire.tool(TOOL_NAME) if modern else None
+        route: ToolRoute = wire
+        if modern and not mirrors_headers(tool):
+            log.info("MCP server at %s speaks protocol %s", self.url, PROTOCOL_VERSION)
+        else:
+            route = fallback = self._sdk_fallback()
             tool = await fallback.tool(TOOL_NAME)
-        except BaseException:
-            await fallback.aclose()
-            raise
-        fallback.list_first = mirrors_headers(tool)
+            fallback.list_first = mirrors_headers(tool)
+            log.info("MCP server at %s is called through the MCP SDK", self.url)
         self._extra_arguments = WITHOUT_TEXT if offers_include_text(tool) else {}
-        log.info("MCP server at %s is called through the MCP SDK", self.url)
-        return fallback
+        return route
+
+    def _sdk_fallback(self) -> SdkFallback:
+        """The SDK's route, one per client (kept across negotiations: calls may be in flight)."""
+        if self._fallback is None:
+            # Only a server the plain client does not speak to loads the SDK.
+            from services.purple_agent.mcp_sdk_fallback import SdkFallback
+
+            self._fallback = SdkFallback(
+                self.url,
+                self._headers,
+                timeout_s=self._timeout_s,
+                max_connections=self._max_connections,
+            )
+        return self._fallback
 
     async def _call_once(self, arguments: dict[str, Any], timeout_s: float) -> SearchOutput:
         async with asyncio.timeout(timeout_s):
             route = await self._negotiate()
             result = await route.call_tool(TOOL_NAME, {**arguments, **self._extra_arguments})
         return search_output(result)
-
-    async def _forget_route(self) -> None:
-        """Negotiate again on the next call: the server may have been replaced."""
-        route, self._route = self._route, None
-        if route is not None:
-            await route.aclose()
 
     async def search(self, query: str, top_k: int, deadline: float) -> list[Candidate]:
         """Candidates for ``query``, best first.
@@ -185,7 +191,7 @@ class McpSearchClient:
                 outcome=error.reason.removeprefix("mcp_"),
             )
             if error.reason != "mcp_tool_error":
-                await self._forget_route()
+                self._route = None  # negotiate again: the server may have been replaced
             delay = min(self._backoff_s * 2**attempt, MAX_BACKOFF_S)
             if not error.retryable or attempt >= self._retries:
                 raise error
@@ -200,8 +206,7 @@ class McpSearchClient:
         """Whether the MCP server answers its health endpoint, and a short explanation."""
         if self._health_pool is None:
             self._health_pool = OriginPool(health_url, 1)
-        parsed = urlsplit(health_url)
-        target = (parsed.path or "/") + (f"?{parsed.query}" if parsed.query else "")
+        target = request_target(health_url)
         try:
             async with asyncio.timeout(timeout_s):
                 async with self._health_pool.request("GET", target, []) as response:

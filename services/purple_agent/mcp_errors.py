@@ -114,3 +114,12 @@ def classify(error: BaseException, url: str) -> McpCallError:
 def refused(status: int) -> bool:
     """Whether an HTTP status says the server did no work (:class:`ServerRefused`)."""
     return status in (429, 502, 503)
+
+
+def http_failure(status: int, detail: str) -> ServerRefused | ServerFailed:
+    """What an HTTP status other than 200 means: refused (retried) or failed (with ``detail``)."""
+    # A refusal must stay recognisable, since it is the one error a retry is certain to be
+    # worth, and the status tells an operator what went wrong (401: the token).
+    if refused(status):
+        return ServerRefused(status)
+    return ServerFailed(status, detail.strip() or "not a JSON-RPC answer")

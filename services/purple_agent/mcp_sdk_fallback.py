@@ -27,13 +27,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
 from services.purple_agent.http_pool import ConnectFailed, ConnectionBroken
-from services.purple_agent.mcp_errors import (
-    RpcError,
-    ServerFailed,
-    ServerRefused,
-    leaf_error,
-    refused,
-)
+from services.purple_agent.mcp_errors import RpcError, http_failure, leaf_error, refused
 from services.telemetry.tracing import inject_headers
 
 
@@ -45,14 +39,12 @@ async def _inject_trace_context(request: httpx2.Request) -> None:
 
 async def _raise_if_refused(response: httpx2.Response) -> None:
     # The transport turns every HTTP error into one generic JSON-RPC error ("Server returned an
-    # error response"): a refusal must stay recognisable, since it is the one error a retry is
-    # certain to be worth, and the status tells an operator what went wrong (401: the token).
+    # error response"): the status is kept, as the plain client keeps it.
     status = response.status_code
     if refused(status):
-        raise ServerRefused(status)
+        raise http_failure(status, "")
     if status >= 400:
-        detail = (await response.aread())[:200].decode("utf-8", "replace").strip()
-        raise ServerFailed(status, detail)
+        raise http_failure(status, (await response.aread())[:200].decode("utf-8", "replace"))
 
 
 def _translated(error: BaseException) -> BaseException:

@@ -22,16 +22,9 @@ import itertools
 import json
 from collections.abc import AsyncIterator, Mapping
 from typing import Any, Protocol
-from urllib.parse import urlsplit
 
-from services.purple_agent.http_pool import OriginPool, Response
-from services.purple_agent.mcp_errors import (
-    BadAnswer,
-    RpcError,
-    ServerFailed,
-    ServerRefused,
-    refused,
-)
+from services.purple_agent.http_pool import OriginPool, Response, request_target
+from services.purple_agent.mcp_errors import BadAnswer, RpcError, http_failure, refused
 from services.telemetry.tracing import inject_headers
 
 #: The one protocol version of the sessionless era this client speaks (the SDK's too, for now).
@@ -60,17 +53,12 @@ class ToolRoute(Protocol):
         """The raw ``tools/call`` result (``content``, ``isError``, ``structuredContent``)."""
         ...
 
-    async def aclose(self) -> None:
-        """Release what the route holds."""
-        ...
-
 
 class McpWire:
     """Sends each request to ``url`` as one POST over ``pool`` (see the module docstring)."""
 
     def __init__(self, url: str, pool: OriginPool, headers: Mapping[str, str]) -> None:
-        parsed = urlsplit(url)
-        self._target = (parsed.path or "/") + (f"?{parsed.query}" if parsed.query else "")
+        self._target = request_target(url)
         self._pool = pool
         self._headers = [
             *_STATIC_HEADERS,
@@ -147,9 +135,6 @@ class McpWire:
         """The raw result of one ``tools/call``."""
         return await self.request("tools/call", {"name": name, "arguments": dict(arguments)})
 
-    async def aclose(self) -> None:
-        """Nothing of its own: the pool belongs to the client."""
-
 
 def _response_to(data: str | bytes, request_id: int) -> dict[str, Any] | None:
     """The JSON-RPC response (result or error) to ``request_id`` in ``data``, or None."""
@@ -183,10 +168,9 @@ def _result_of(answer: dict[str, Any]) -> dict[str, Any]:
 async def _check_status(response: Response) -> None:
     if response.status == 200:
         return
-    if refused(response.status):
-        raise ServerRefused(response.status)
-    detail = "" if response.status < 400 else (await response.read(200)).decode("utf-8", "replace")
-    raise ServerFailed(response.status, detail.strip() or "not a JSON-RPC answer")
+    failed = response.status >= 400 and not refused(response.status)
+    detail = (await response.read(200)).decode("utf-8", "replace") if failed else ""
+    raise http_failure(response.status, detail)
 
 
 async def _from_stream(chunks: AsyncIterator[bytes], request_id: int) -> dict[str, Any] | None:
