@@ -21,7 +21,15 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--host", help="bind address (PURPLE_HOST, default 127.0.0.1)")
     parser.add_argument("--port", type=int, help="bind port (PURPLE_PORT, default 9010)")
     parser.add_argument("--card-url", help="URL in the agent card (PURPLE_CARD_URL)")
-    parser.add_argument("--mcp-url", help="MCP endpoint (PURPLE_MCP_URL)")
+    parser.add_argument(
+        "--mcp-url",
+        help="search server: MCP endpoint, base URL or REST endpoint (PURPLE_MCP_URL)",
+    )
+    parser.add_argument(
+        "--search-protocol",
+        choices=["auto", "mcp", "rest"],
+        help="how to call it: auto (ask the server), mcp or rest (PURPLE_SEARCH_PROTOCOL)",
+    )
     args = parser.parse_args(argv)
     overrides = {k: v for k, v in vars(args).items() if v is not None}
     settings = PurpleSettings(**overrides)

@@ -1,7 +1,7 @@
 """The purple agent's logic: parse and validate the request, call the MCP tool, rank.
 
 The contract: the request is ``{"query": str, "top_k": int = 5}`` (as message text, or as a data
-part); the answer is at most ``top_k`` unique valid corpus ids, best first, within one deadline.
+part), or a plain-text question (asked with ``top_k`` 5, the seed's default); the answer is at most ``top_k`` unique valid corpus ids, best first, within one deadline.
 Every failure is an :class:`AgentFailure` whose message says what went wrong.
 """
 
@@ -21,15 +21,15 @@ from pydantic_core import PydanticCustomError
 
 from services.common.guard import LONE_SURROGATE, has_lone_surrogate
 from services.common.limits import MAX_QUERY_CHARS, MAX_TOP_K
-from services.purple_agent.mcp_errors import McpCallError
 from services.purple_agent.metrics import FAILURES, IN_FLIGHT, REQUEST_SECONDS
 from services.purple_agent.ranking import Candidate, RankingPolicy
+from services.purple_agent.search import McpCallError
 from services.telemetry import exemplars
 from services.telemetry.http import annotate, query_prefix
 
 log = logging.getLogger(__name__)
 
-EXPECTED = '{"query": "<text>", "top_k": <1..100, default 5>}'
+EXPECTED = '{"query": "<text>", "top_k": <1..100, default 5>} or a plain-text question'
 
 
 def _kind(value: object) -> str:
@@ -125,7 +125,12 @@ def validate_payload(payload: object) -> RetrievalRequest:
 
 
 def parse_message(message: Message | None) -> RetrievalRequest:
-    """Return the request an A2A message carries: its first data part, else its JSON text."""
+    """Return the request an A2A message carries.
+
+    Its first data part; else its text: a JSON object is the request, any other text is a
+    question a person typed, asked with the default ``top_k`` (text that starts like a JSON
+    object but is not one is a mistake, and fails with what is wrong).
+    """
     if message is None:
         raise _invalid("no message")
     data: list[Any] = get_data_parts(message.parts)
@@ -135,11 +140,19 @@ def parse_message(message: Message | None) -> RetrievalRequest:
     if not texts:
         raise _invalid("the message has no text or data part")
     text = "".join(texts)
+    if not text.strip():
+        raise _invalid("the message text is empty")
     try:
         payload = json.loads(text)
     except json.JSONDecodeError as e:
-        raise _invalid(f"the message text is not JSON ({e.msg} at position {e.pos})") from None
-    return validate_payload(payload)
+        if text.lstrip().startswith("{"):
+            raise _invalid(f"the message text is not JSON ({e.msg} at position {e.pos})") from None
+        payload = None
+    if isinstance(payload, dict):
+        return validate_payload(payload)
+    # Plain text (or a bare JSON string, number...): the question itself.
+    question = payload if isinstance(payload, str) else text
+    return validate_payload({"query": question.strip()})
 
 
 class Searcher(Protocol):

@@ -2,7 +2,7 @@
 
 Routes: ``POST /`` (JSON-RPC 1.0 and 0.3), ``GET /``, ``/.well-known/agent-card.json`` and
 ``/.well-known/agent.json`` (card); the frame adds ``GET /healthz`` (process alive),
-``GET /readyz`` (MCP server reachable) and ``GET /metrics`` (Prometheus).
+``GET /readyz`` (search server found and answering: which backend, in its detail) and ``GET /metrics`` (Prometheus).
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ from services.common.limits import MAX_TOP_K
 from services.purple_agent.agent import RetrievalAgent
 from services.purple_agent.answer import answer_with
 from services.purple_agent.card import build_card
-from services.purple_agent.mcp_client import McpSearchClient
 from services.purple_agent.ranking import ServerOrder
+from services.purple_agent.search import SearchClient
 from services.purple_agent.settings import PurpleSettings
 from services.purple_agent.task_store import BoundedTaskStore
 
@@ -33,8 +33,9 @@ READINESS_CACHE_S = 1.0
 
 def create_app(settings: PurpleSettings) -> Starlette:
     """Build the app from settings; the MCP connection pool opens on first use."""
-    mcp = McpSearchClient(
+    mcp = SearchClient(
         settings.mcp_url,
+        protocol=settings.search_protocol,
         timeout_s=settings.mcp_timeout_s,
         retries=settings.mcp_retries,
         backoff_s=settings.mcp_backoff_s,
@@ -54,7 +55,7 @@ def create_app(settings: PurpleSettings) -> Starlette:
     routes = handler_routes(card, DirectRequestHandler(answer_with(agent), card, tasks))
 
     async def mcp_ready() -> tuple[bool, str]:
-        return await mcp.ready(settings.health_url, settings.readiness_timeout_s)
+        return await mcp.ready(settings.readiness_timeout_s)
 
     @asynccontextmanager
     async def lifespan(_: Starlette) -> AsyncIterator[None]:

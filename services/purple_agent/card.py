@@ -26,7 +26,8 @@ def build_card(settings: PurpleSettings, authenticated: bool = False) -> AgentCa
         name="NFCorpus document retrieval",
         description=(
             'Send {"query": "<text>", "top_k": <1..100, default 5>} as JSON text (or as a data '
-            f"part); the query has at most {MAX_QUERY_CHARS} characters. The task completes with "
+            "part), or just type a question (plain text is the query, with top_k 5); the query "
+            f"has at most {MAX_QUERY_CHARS} characters. The task completes with "
             'one artifact "retrieval_results" holding one data part {"doc_ids": [...]}: exactly '
             "top_k unique NFCorpus document ids (fewer only if fewer exist), best first."
         ),
@@ -34,6 +35,7 @@ def build_card(settings: PurpleSettings, authenticated: bool = False) -> AgentCa
         examples=[
             '{"query": "Do statins cause breast cancer?", "top_k": 5}',
             '{"query": "vitamin D and depression", "top_k": 10}',
+            "Does vitamin D protect bones?",
         ],
         input_modes=["text/plain", "application/json"],
         output_modes=["application/json"],

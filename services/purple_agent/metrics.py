@@ -33,6 +33,17 @@ FAILURES = Counter(
     "Requests answered with a failed task, by reason.",
     ["reason"],
 )
+BACKEND = Gauge(
+    "purple_search_backend",
+    "1 for the search backend in use (mcp, mcp_sdk or rest), 0 for the others.",
+    ["backend"],
+    multiprocess_mode="max",
+)
+REPAIRS = Counter(
+    "purple_search_repairs_total",
+    "Hits dropped from search answers, by kind (malformed_hit, invalid_id, duplicate).",
+    ["kind"],
+)
 MCP_RETRIES = Counter(
     "purple_mcp_retries_total",
     "MCP tool call attempts repeated after an error that left no work running on the server.",
@@ -50,6 +61,12 @@ FAILURE_REASONS = (
     "mcp_error",
     "mcp_bad_response",
 )
+#: The search backends (services.purple_agent.search): MCP spoken by our own client, MCP
+#: through the SDK (handshake era), and the seed's REST wire.
+SEARCH_BACKENDS = ("mcp", "mcp_sdk", "rest")
+#: What is dropped from a search answer: a hit without a string id, an id that is no NFCorpus
+#: id, an id already seen.
+REPAIR_KINDS = ("malformed_hit", "invalid_id", "duplicate")
 #: How one MCP call attempt ends (the failure reasons without ``mcp_``).
 MCP_OUTCOMES = ("ok", *(r.removeprefix("mcp_") for r in FAILURE_REASONS if r.startswith("mcp_")))
 
@@ -59,3 +76,7 @@ for _reason in FAILURE_REASONS:
     FAILURES.labels(_reason)
 for _outcome in MCP_OUTCOMES:
     MCP_CALL_SECONDS.labels(_outcome)
+for _backend in SEARCH_BACKENDS:
+    BACKEND.labels(_backend)
+for _kind in REPAIR_KINDS:
+    REPAIRS.labels(_kind)

@@ -23,7 +23,7 @@ class Candidate(BaseModel):
     model_config = ConfigDict(extra="ignore", frozen=True)
 
     doc_id: str
-    score: float
+    score: float | None = None  # servers of other makes may leave it out
     title: str = ""
     text: str = ""
 

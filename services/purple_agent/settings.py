@@ -8,7 +8,7 @@ command line and passes the one instance down.
 from __future__ import annotations
 
 from pathlib import Path
-from urllib.parse import urljoin
+from typing import Literal
 
 from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -29,16 +29,18 @@ class PurpleSettings(BaseSettings, AuthFields):
         description="Public URL announced in the agent card (default http://{host}:{port}/).",
     )
     mcp_url: str = Field(
-        default="http://127.0.0.1:8000/mcp", description="MCP streamable HTTP endpoint."
+        default="http://127.0.0.1:8000/mcp",
+        description="The search server: its MCP endpoint, its base URL or its REST endpoint.",
+    )
+    search_protocol: Literal["auto", "mcp", "rest"] = Field(
+        default="auto",
+        description="How to call it: found out by asking the server (auto), or MCP / REST only.",
     )
     mcp_token: str | None = Field(
         default=None, description="Bearer token sent to the MCP server, if it requires one."
     )
     mcp_token_file: Path | None = Field(
         default=None, description="File holding the MCP server's token (a mounted Secret)."
-    )
-    mcp_health_url: str | None = Field(
-        default=None, description="Probed by /readyz (default: healthz next to the MCP endpoint)."
     )
     deadline_s: float = Field(
         default=30.0, gt=0, description="Overall time budget of one request, in seconds (< 60)."
@@ -96,8 +98,3 @@ class PurpleSettings(BaseSettings, AuthFields):
     def public_url(self) -> str:
         """The URL the agent card announces."""
         return self.card_url or f"http://{self.host}:{self.port}/"
-
-    @property
-    def health_url(self) -> str:
-        """The MCP server's liveness endpoint (sibling of the MCP endpoint)."""
-        return self.mcp_health_url or urljoin(self.mcp_url, "healthz")

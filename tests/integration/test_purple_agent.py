@@ -17,6 +17,7 @@ from services.green_agent.contract import check_reply, legacy_concatenation
 from services.green_agent.dataset import TestSet, load_test_set
 from services.green_agent.evaluator import evaluate
 from services.nfcorpus.dataset import DEFAULT_DATA_DIR
+from services.purple_agent.agent import EXPECTED
 from tests.conftest import McpServer
 from tests.support.purple import ThreadedServer, v03_body, v10_body
 
@@ -88,7 +89,10 @@ async def test_a_data_part_request_is_answered(
 @pytest.mark.parametrize(
     ("text", "detail"),
     [
-        ("hello", "the message text is not JSON (Expecting value at position 0)"),
+        (
+            '{"query": "x" "top_k": 3}',
+            "the message text is not JSON (Expecting ',' delimiter at position 14)",
+        ),
         ('{"query": ""}', "query must not be empty"),
         (json.dumps({"query": "q" * 2001}), "query must be at most 2000 characters, got 2001"),
         ('{"query": "x", "top_k": 0}', "top_k must be between 1 and 100, got 0"),
@@ -96,7 +100,6 @@ async def test_a_data_part_request_is_answered(
         ('{"query": "x", "top_k": "3"}', 'top_k must be an integer, got the string "3"'),
         ('{"query": 3}', "query must be a string, got 3"),
         ('{"top_k": 3}', "query is required"),
-        ("[]", "the payload must be a JSON object, got a list"),
     ],
 )
 async def test_bad_input_over_0_3_fails_with_the_exact_message(
@@ -104,11 +107,24 @@ async def test_bad_input_over_0_3_fails_with_the_exact_message(
 ) -> None:
     task = (await http.post(purple.url + "/", json=v03_body(text))).json()["result"]
     assert task["status"]["state"] == "failed"
-    expected = (
-        f'invalid request: {detail}; expected {{"query": "<text>", "top_k": <1..100, default 5>}}'
-    )
+    expected = f"invalid request: {detail}; expected {EXPECTED}"
     assert task["status"]["message"]["parts"] == [{"kind": "text", "text": expected}]
     assert not task.get("artifacts")
+
+
+async def test_a_typed_question_is_answered_with_five_ids(
+    purple: ThreadedServer, http: httpx.AsyncClient, test_set: TestSet
+) -> None:
+    legacy = await http.post(purple.url + "/", json=v03_body("Does vitamin D protect bones?"))
+    task = legacy.json()["result"]
+    assert task["status"]["state"] == "completed"
+    (artifact,) = task["artifacts"]
+    ids = artifact["parts"][0]["data"]["doc_ids"]
+    assert len(ids) == len(set(ids)) == 5 and set(ids) <= test_set.doc_ids
+    # The same question as the seed's JSON form gets the same answer.
+    asked = json.dumps({"query": "Does vitamin D protect bones?", "top_k": 5})
+    same = (await http.post(purple.url + "/", json=v03_body(asked))).json()["result"]
+    assert same["artifacts"][0]["parts"][0]["data"]["doc_ids"] == ids
 
 
 async def test_cancel_is_refused(purple: ThreadedServer, http: httpx.AsyncClient) -> None:

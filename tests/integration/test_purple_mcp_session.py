@@ -10,8 +10,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from services.purple_agent.mcp_client import McpSearchClient
-from services.purple_agent.mcp_errors import McpCallError
+from services.purple_agent.search import SearchClient
+from services.purple_agent.search._errors import McpCallError
 from tests.support.mcp_toy import GARBAGE, Recorder, search_app, serving
 
 
@@ -22,8 +22,8 @@ def mcp_url(request: pytest.FixtureRequest) -> Iterator[tuple[str, Recorder]]:
         yield url, app
 
 
-def _client(url: str) -> McpSearchClient:
-    return McpSearchClient(url, timeout_s=5, retries=0, backoff_s=0.01, max_connections=4)
+def _client(url: str) -> SearchClient:
+    return SearchClient(url, timeout_s=5, retries=0, backoff_s=0.01, max_connections=4)
 
 
 async def test_one_negotiation_then_one_post_per_call(mcp_url: tuple[str, Recorder]) -> None:

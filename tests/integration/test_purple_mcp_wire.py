@@ -12,16 +12,16 @@ from typing import Any
 from mcp import Client
 
 from services.common.processes import REPO
-from services.purple_agent.mcp_client import McpSearchClient
-from services.purple_agent.mcp_wire import CLIENT_INFO
+from services.purple_agent.search import SearchClient
+from services.purple_agent.search._mcp_wire import CLIENT_INFO
 from tests.support.mcp_toy import Seen, search_app, serving
 
 #: What a server may read of a request besides its body.
 HEADERS = ("accept", "content-type", "mcp-protocol-version", "mcp-method", "mcp-name")
 
 
-def _client(url: str) -> McpSearchClient:
-    return McpSearchClient(url, timeout_s=5, retries=0, backoff_s=0.01, max_connections=4)
+def _client(url: str) -> SearchClient:
+    return SearchClient(url, timeout_s=5, retries=0, backoff_s=0.01, max_connections=4)
 
 
 def _comparable(post: Seen) -> tuple[dict[str, Any], dict[str, str | None]]:
@@ -85,9 +85,9 @@ def test_the_agent_loads_no_mcp_sdk_for_a_server_of_our_protocol() -> None:
     code = (
         "import asyncio, sys, time\n"
         "import services.purple_agent.app\n"
-        "from services.purple_agent.mcp_client import McpSearchClient\n"
+        "from services.purple_agent.search import SearchClient\n"
         "async def main():\n"
-        "    c = McpSearchClient(sys.argv[1], timeout_s=5, retries=0, backoff_s=0.01,"
+        "    c = SearchClient(sys.argv[1], timeout_s=5, retries=0, backoff_s=0.01,"
         " max_connections=1)\n"
         "    print(len(await c.search('q', 2, time.monotonic() + 5)))\n"
         "    await c.aclose()\n"

@@ -110,18 +110,28 @@ def search_app(json_response: bool, handshake_only: bool = False) -> Recorder:
 
 
 @contextmanager
-def serving(app: Recorder) -> Iterator[str]:
-    """Serve ``app`` on a loopback port; yields its MCP endpoint's URL."""
+def serve_app(app: ASGIApp, port: int = 0) -> Iterator[str]:
+    """Serve any ASGI app on a loopback port (``0``: a free one); yields its base URL."""
     sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # a port just freed, taken again
+    sock.bind(("127.0.0.1", port))
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
     thread = threading.Thread(target=server.run, args=([sock],), daemon=True)
     thread.start()
     while not server.started:
+        if not thread.is_alive():
+            raise RuntimeError("the server did not start")
         time.sleep(0.01)
     try:
-        yield f"http://127.0.0.1:{sock.getsockname()[1]}/mcp"
+        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
     finally:
         server.should_exit = True
         thread.join(10)
         sock.close()
+
+
+@contextmanager
+def serving(app: Recorder, port: int = 0) -> Iterator[str]:
+    """Serve ``app`` on a loopback port; yields its MCP endpoint's URL."""
+    with serve_app(app, port) as base:
+        yield base + "/mcp"

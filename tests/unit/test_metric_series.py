@@ -8,16 +8,23 @@ import sys
 import pytest
 
 from services.common.processes import REPO
-from services.purple_agent.http_pool import ConnectFailed, ConnectionBroken
-from services.purple_agent.mcp_errors import (
+from services.purple_agent.metrics import (
+    FAILURE_REASONS,
+    MCP_OUTCOMES,
+    REPAIR_KINDS,
+    SEARCH_BACKENDS,
+)
+from services.purple_agent.search._errors import (
     BadAnswer,
     McpCallError,
+    NoBackend,
     RpcError,
     ServerFailed,
     ServerRefused,
+    ToolFailed,
     classify,
 )
-from services.purple_agent.metrics import FAILURE_REASONS, MCP_OUTCOMES
+from services.purple_agent.search._pool import ConnectFailed, ConnectionBroken
 from services.telemetry.metrics import LATENCY_BUCKETS
 
 URL = "http://mcp:8000/mcp"
@@ -38,6 +45,10 @@ def test_purple_failure_series_are_exported_at_zero() -> None:
     for outcome in MCP_OUTCOMES:
         assert f'purple_mcp_call_duration_seconds_count{{outcome="{outcome}"}} 0.0' in text
     assert 'purple_request_duration_seconds_count{outcome="failed"} 0.0' in text
+    for backend in SEARCH_BACKENDS:
+        assert f'purple_search_backend{{backend="{backend}"}} 0.0' in text
+    for kind in REPAIR_KINDS:
+        assert f'purple_search_repairs_total{{kind="{kind}"}} 0.0' in text
 
 
 @pytest.mark.parametrize(
@@ -52,6 +63,8 @@ def test_purple_failure_series_are_exported_at_zero() -> None:
         TimeoutError(),
         ValueError("anything else"),
         McpCallError("mcp_tool_error", "bad", retryable=False),
+        ToolFailed("the store is down"),
+        NoBackend("found neither MCP nor the REST search wire"),
     ],
 )
 def test_every_classified_mcp_failure_has_a_series(error: BaseException) -> None:

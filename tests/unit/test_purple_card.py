@@ -24,7 +24,10 @@ def test_card_describes_skill_modes_and_both_interfaces() -> None:
         ("http://10.0.0.7:9123/", "JSONRPC", "0.3"),
     ]
     (skill,) = card.skills
-    assert skill.examples and all('"query"' in e and '"top_k"' in e for e in skill.examples)
+    # Both forms of a request: the JSON object, and a question typed as plain text.
+    *objects, question = skill.examples
+    assert objects and all('"query"' in e and '"top_k"' in e for e in objects)
+    assert not question.startswith("{") and question.endswith("?")
     assert "application/json" in card.default_output_modes
     assert "text/plain" in card.default_input_modes
     assert "doc_ids" in skill.description
@@ -54,7 +57,7 @@ def test_settings_come_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> 
     assert settings.deadline_s == 12.5
     assert settings.public_url == "http://purple.svc:9010/"
     assert settings.candidates == 40
-    assert settings.health_url == "http://mcp:8000/healthz"
+    assert settings.search_protocol == "auto"
 
 
 def test_settings_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -65,7 +68,14 @@ def test_settings_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
     assert settings.public_url == "http://127.0.0.1:9010/"
     assert settings.mcp_url == "http://127.0.0.1:8000/mcp"
     assert settings.deadline_s == 30.0
-    assert PurpleSettings(mcp_url="http://h/x/mcp").health_url == "http://h/x/healthz"
+    assert settings.search_protocol == "auto"
+
+
+def test_the_search_protocol_can_be_forced(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PURPLE_SEARCH_PROTOCOL", "rest")
+    assert PurpleSettings().search_protocol == "rest"
+    with pytest.raises(ValidationError, match="search_protocol"):
+        PurpleSettings(search_protocol="grpc")
 
 
 @pytest.mark.parametrize("deadline", [60, 61, 0, -1])

@@ -34,7 +34,7 @@ LONG = "a" * (MAX_QUERY_CHARS + 1)
 
 # (message text, exact failure message)
 BAD_TEXTS = [
-    ("not json", _fail("the message text is not JSON (Expecting value at position 0)")),
+    ("   \n ", _fail("the message text is empty")),
     ('{"query": ', _fail("the message text is not JSON (Expecting value at position 10)")),
     ('{"query": ""}', _fail("query must not be empty")),
     ('{"query": "  \\n\\t "}', _fail("query must not be empty")),
@@ -59,10 +59,29 @@ BAD_TEXTS = [
         '{"query": 1, "top_k": 0}',
         _fail("query must be a string, got 1; top_k must be between 1 and 100, got 0"),
     ),
-    ("[1, 2]", _fail("the payload must be a JSON object, got a list")),
-    ('"breast cancer"', _fail('the payload must be a JSON object, got the string "breast cancer"')),
-    ("7", _fail("the payload must be a JSON object, got 7")),
+    # Text that starts like a JSON object is held to JSON: a typo is not a question.
+    (
+        '  {"query": "x" "top_k": 5}',
+        _fail("the message text is not JSON (Expecting ',' delimiter at position 16)"),
+    ),
+    ("a" * (MAX_QUERY_CHARS + 1), _fail("query must be at most 2000 characters, got 2001")),
 ]
+
+# (plain message text, the query it asks): a person's question, asked with top_k 5.
+QUESTIONS = [
+    ("Does vitamin D protect bones?", "Does vitamin D protect bones?"),
+    ("  statins and breast cancer\n", "statins and breast cancer"),
+    ("not json", "not json"),
+    ('"breast cancer"', "breast cancer"),  # a JSON string is its text
+    ("[1, 2]", "[1, 2]"),
+    ("7", "7"),
+]
+
+
+@pytest.mark.parametrize(("text", "query"), QUESTIONS)
+def test_plain_text_is_the_question(text: str, query: str) -> None:
+    request = parse_message(_msg(new_text_part(text)))
+    assert (request.query, request.top_k) == (query, 5)
 
 
 @pytest.mark.parametrize(("text", "message"), BAD_TEXTS)
@@ -151,5 +170,5 @@ async def test_empty_text_part_fails_the_task(purple: httpx.AsyncClient) -> None
     reply = await _send_v1(purple, [{"text": ""}])
     status = reply["result"]["task"]["status"]
     assert status["state"] == "TASK_STATE_FAILED"
-    expected = _fail("the message text is not JSON (Expecting value at position 0)")
+    expected = _fail("the message text is empty")
     assert status["message"]["parts"] == [{"text": expected}]

@@ -1,4 +1,7 @@
-"""What a failed MCP call means: a label, a message for the user, and whether to try again.
+"""What a failed search call means: a label, a message for the user, and whether to try again.
+
+The labels keep the ``mcp_`` prefix whatever the backend (MCP or the seed's REST wire): they name
+the hop to the search server, and dashboards and alerts read them.
 
 A retry is worth it only when the server did no work on the attempt (it refused, was
 unreachable, or went away mid-way): another attempt, perhaps on another replica behind the
@@ -9,9 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import ValidationError
-
-from services.purple_agent.http_pool import ConnectFailed, ConnectionBroken
+from services.purple_agent.search._pool import ConnectFailed, ConnectionBroken
 
 
 class McpCallError(Exception):
@@ -49,7 +50,19 @@ class ServerFailed(Exception):
 
 
 class BadAnswer(Exception):
-    """The server's answer is not the JSON-RPC response to the request."""
+    """The server's answer is not what the protocol says (the message says what is wrong)."""
+
+
+class NoBackend(Exception):
+    """The server answered every discovery probe and spoke none of the protocols probed."""
+
+
+class BackendGone(Exception):
+    """The backend found earlier is no longer there (the server was replaced by another kind)."""
+
+
+class ToolFailed(Exception):
+    """The search itself failed: an MCP tool error, or ``{"error": ...}`` in a REST answer."""
 
 
 class RpcError(Exception):
@@ -74,6 +87,12 @@ def classify(error: BaseException, url: str) -> McpCallError:
     leaf = leaf_error(error)
     if isinstance(leaf, McpCallError):
         return leaf
+    if isinstance(leaf, ToolFailed):
+        return McpCallError("mcp_tool_error", f"search tool error: {leaf}", retryable=False)
+    if isinstance(leaf, BackendGone):
+        return McpCallError("mcp_unavailable", f"{leaf}: looking again", retryable=True)
+    if isinstance(leaf, NoBackend):
+        return McpCallError("mcp_error", f"no search backend: {leaf}", retryable=False)
     if isinstance(leaf, ServerRefused):
         return McpCallError(
             "mcp_overloaded", f"MCP server at {url} refused the call ({leaf})", retryable=True
@@ -102,9 +121,11 @@ def classify(error: BaseException, url: str) -> McpCallError:
             f"MCP server at {url} answered error {leaf.code}: {leaf.message}",
             retryable=False,
         )
-    if isinstance(leaf, ValidationError | BadAnswer):
+    if isinstance(leaf, BadAnswer):
         return McpCallError(
-            "mcp_bad_response", f"MCP server at {url} sent a malformed result", retryable=False
+            "mcp_bad_response",
+            f"MCP server at {url} sent a malformed answer: {leaf}",
+            retryable=False,
         )
     return McpCallError(
         "mcp_error", f"MCP call to {url} failed ({type(leaf).__name__}: {leaf})", retryable=False

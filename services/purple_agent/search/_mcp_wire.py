@@ -6,7 +6,7 @@ capabilities, with the version and the method (and a tool's name) repeated in he
 all the agent has to say: ``server/discover`` and ``tools/list`` once, then one ``tools/call``
 per query. The MCP SDK (``mcp`` and its protocol models ``mcp_types``) would cost every agent
 process about 43 MB and each call a typed session's validation; it stays for the servers this
-client does not speak to (:mod:`services.purple_agent.mcp_sdk_fallback`, imported only then).
+client does not speak to (:mod:`._sdk_fallback`, imported only then).
 ``tests/integration/test_purple_mcp_wire.py`` checks these requests against the SDK client's.
 
 Each call stands alone: a broken connection fails that call only, and a cancelled call closes
@@ -23,8 +23,8 @@ import json
 from collections.abc import AsyncIterator, Mapping
 from typing import Any, Protocol
 
-from services.purple_agent.http_pool import OriginPool, Response, request_target
-from services.purple_agent.mcp_errors import BadAnswer, RpcError, http_failure, refused
+from services.purple_agent.search._errors import BadAnswer, RpcError, http_failure, refused
+from services.purple_agent.search._pool import OriginPool, Response, request_target
 from services.telemetry.tracing import inject_headers
 
 #: The one protocol version of the sessionless era this client speaks (the SDK's too, for now).

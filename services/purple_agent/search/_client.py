@@ -1,0 +1,213 @@
+"""The purple agent's search client: one backend found by discovery, timeouts, retries, metrics.
+
+The backend (MCP, MCP through the SDK, or the seed's REST wire: :mod:`._discovery`) is found
+by the first readiness probe or search (the agent is unready until it is: pods start in any
+order, and each probe tries again), and found again after any failure that is not the search's
+own, or a failed probe, in case the server was replaced by another version. Each call then is a single request from the caller's own task over keep-alive
+connections (:mod:`._pool`): a failed call takes nothing down with it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
+
+from opentelemetry.trace import SpanKind, StatusCode
+
+from services.purple_agent.metrics import BACKEND, MCP_CALL_SECONDS, MCP_RETRIES, REPAIRS
+from services.purple_agent.ranking import Candidate
+from services.purple_agent.search._backend import KINDS, Backend
+from services.purple_agent.search._discovery import Protocol, discover
+from services.purple_agent.search._errors import BackendGone, McpCallError, ServerFailed, classify
+from services.purple_agent.search._pool import OriginPool
+from services.telemetry import exemplars
+from services.telemetry.http import annotate
+from services.telemetry.tracing import tracer
+
+if TYPE_CHECKING:  # imported when a server needs it (it loads the MCP SDK)
+    from services.purple_agent.search._sdk_fallback import SdkFallback
+
+log = logging.getLogger(__name__)
+_tracer = tracer(__name__)
+
+#: Longest pause between two attempts of a call.
+MAX_BACKOFF_S = 1.0
+#: What a server answers a call to an endpoint it does not have: no such path, or method.
+GONE = (404, 405)
+
+
+class SearchClient:
+    """Pooled client of the search server at ``url`` (any form: see :mod:`._discovery`)."""
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        protocol: Protocol = "auto",
+        timeout_s: float,
+        retries: int,
+        backoff_s: float,
+        max_connections: int,
+        authorization: str | None = None,
+    ) -> None:
+        self.url = url
+        parsed = urlsplit(url)
+        self._address = (
+            parsed.hostname or "",
+            parsed.port or (443 if parsed.scheme == "https" else 80),
+        )
+        self._protocol = protocol
+        self._headers = {"authorization": authorization} if authorization else {}
+        self._timeout_s = timeout_s
+        self._retries = retries
+        self._backoff_s = backoff_s
+        self._max_connections = max_connections
+        self._pool: OriginPool | None = None
+        self._backend: Backend | None = None  # None: not discovered (again) yet
+        self._fallback: SdkFallback | None = None  # made for the first server that needs it
+        self._discover_lock = asyncio.Lock()
+
+    @property
+    def pool(self) -> OriginPool:
+        """The keep-alive connections, created on first use in the running loop."""
+        if self._pool is None:
+            self._pool = OriginPool(self.url, self._max_connections)
+        return self._pool
+
+    @property
+    def backend(self) -> Backend | None:
+        """The backend in use, if one has been found."""
+        return self._backend
+
+    async def aclose(self) -> None:
+        """Close the connection pools."""
+        self._forget()
+        if self._fallback is not None:
+            await self._fallback.aclose()
+            self._fallback = None
+        if self._pool is not None:
+            await self._pool.aclose()
+        self._pool = None
+
+    def _forget(self) -> None:
+        self._backend = None
+        for kind in KINDS:
+            BACKEND.labels(kind).set(0)
+
+    async def _current(self) -> Backend:
+        """The backend, discovered on first use (and again after a failure)."""
+        backend = self._backend
+        if backend is None:
+            async with self._discover_lock:
+                if self._backend is None:
+                    found = await discover(
+                        self.url, self._protocol, self.pool, self._headers, self._sdk_fallback
+                    )
+                    BACKEND.labels(found.kind).set(1)
+                    self._backend = found
+                backend = self._backend
+        return backend
+
+    def _sdk_fallback(self, url: str) -> SdkFallback:
+        """The SDK's route, one per client (kept across discoveries: calls may be in flight)."""
+        if self._fallback is None or self._fallback.url != url:
+            # Only a server the plain client does not speak to loads the SDK.
+            from services.purple_agent.search._sdk_fallback import SdkFallback
+
+            self._fallback = SdkFallback(
+                url, self._headers, timeout_s=self._timeout_s, max_connections=self._max_connections
+            )
+        return self._fallback
+
+    async def _call_once(self, query: str, top_k: int, timeout_s: float) -> list[Candidate]:
+        async with asyncio.timeout(timeout_s):
+            backend = await self._current()
+            try:
+                hits = await backend.search(query, top_k)
+            except ServerFailed as e:
+                if e.status in GONE:  # a rolling upgrade put another kind of server here
+                    raise BackendGone(
+                        f"{backend.url} answered HTTP {e.status} to a {backend.kind} call"
+                    ) from e
+                raise
+        for kind, count in hits.dropped.items():
+            REPAIRS.labels(kind).inc(count)
+        if hits.dropped:
+            annotate(repaired=dict(hits.dropped))
+            log.warning("dropped unusable hits from %s: %s", backend.url, dict(hits.dropped))
+        return hits.candidates
+
+    async def search(self, query: str, top_k: int, deadline: float) -> list[Candidate]:
+        """Candidates for ``query``, best first.
+
+        Args:
+            query: The query text.
+            top_k: How many candidates to ask for.
+            deadline: ``time.monotonic()`` by which the answer is needed.
+
+        Raises:
+            McpCallError: The call failed and retries (within the deadline) did not help.
+
+        """
+        attempt = 0
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise McpCallError(
+                    "deadline", "deadline reached before the search call", retryable=False
+                )
+            started = time.perf_counter()
+            error: McpCallError | None = None
+            name = _span_name("rest" if self._protocol == "rest" else "mcp")
+            with _tracer.start_as_current_span(name, kind=SpanKind.CLIENT) as span:
+                # Retries are siblings under the request's span: one trace, attempt by attempt.
+                span.set_attribute("mcp.attempt", attempt + 1)
+                span.set_attribute("server.address", self._address[0])
+                span.set_attribute("server.port", self._address[1])
+                try:
+                    candidates = await self._call_once(
+                        query, top_k, min(self._timeout_s, remaining)
+                    )
+                except Exception as e:
+                    error = classify(e, self.url)
+                    span.set_status(StatusCode.ERROR, str(error))
+                    span.set_attribute("error.type", error.reason)
+                backend = self._backend
+                if backend is not None:
+                    span.update_name(_span_name(backend.kind))
+                    span.set_attribute("nfcorpus.search.backend", backend.kind)
+            elapsed = time.perf_counter() - started
+            if error is None:
+                exemplars.observe(MCP_CALL_SECONDS, elapsed, outcome="ok")
+                return candidates
+            exemplars.observe(MCP_CALL_SECONDS, elapsed, outcome=error.reason.removeprefix("mcp_"))
+            if error.reason != "mcp_tool_error":
+                self._forget()  # discover again: the server may have been replaced
+            delay = min(self._backoff_s * 2**attempt, MAX_BACKOFF_S)
+            if not error.retryable or attempt >= self._retries:
+                raise error
+            if time.monotonic() + delay >= deadline:
+                raise error
+            attempt += 1
+            MCP_RETRIES.inc()
+            log.warning("search call failed (%s), retry %d in %.2fs", error, attempt, delay)
+            await asyncio.sleep(delay)
+
+    async def ready(self, timeout_s: float) -> tuple[bool, str]:
+        """Whether a backend is found and its server answers, and a short explanation."""
+        try:
+            async with asyncio.timeout(timeout_s):
+                backend = await self._current()
+                ready, detail = await backend.ready()
+        except Exception as e:
+            return False, str(classify(e, self.url))
+        if not ready:
+            self._forget()  # the next call or probe finds out what the server is now
+        return ready, detail
+
+
+def _span_name(kind: str) -> str:
+    return "POST /search_nfcorpus" if kind == "rest" else "tools/call search_nfcorpus"
