@@ -10,15 +10,21 @@ from __future__ import annotations
 
 import base64
 import binascii
+from collections.abc import Mapping
 from typing import Any
 
 import a2a.server.routes  # noqa: F401  (first: the 0.3 adapter module imports it circularly)
 from a2a.compat.v0_3.jsonrpc_adapter import JSONRPC03Adapter
+from a2a.utils.constants import VERSION_HEADER
+from a2a.utils.errors import JSON_RPC_ERROR_CODE_MAP, MethodNotFoundError, VersionNotSupportedError
 from pydantic import ValidationError
 
+from services.common.guard import Refusal
 from services.common.jsonrpc import describe
 
 _V03_MODELS = JSONRPC03Adapter.METHOD_TO_MODEL
+VERSION_NOT_SUPPORTED = JSON_RPC_ERROR_CODE_MAP[VersionNotSupportedError]
+METHOD_NOT_FOUND = JSON_RPC_ERROR_CODE_MAP[MethodNotFoundError]
 
 
 def _is_base64(text: str, strict: bool) -> bool:
@@ -65,6 +71,37 @@ def _invalid_v03(payload: dict[str, Any]) -> str | None:
     return None
 
 
-def message_problem(payload: Any) -> str | None:
-    """A2A's own rules on a JSON-RPC body (whose envelope the guard checked): what is wrong."""
+def _check_version(payload: dict[str, Any], headers: Mapping[str, str]) -> None:
+    """Refuse a 0.3 method under an ``A2A-Version`` header of another era, with its error.
+
+    The SDK answers a 1.0 method's unknown version itself (-32009, version not supported), but
+    a 0.3 method's with an internal error (-32603): 0.3 has no such error code.
+    """
+    method = payload.get("method")
+    version = headers.get(VERSION_HEADER.lower(), "").strip()
+    if method not in _V03_MODELS or not version or version.startswith("0.3"):
+        return
+    if version.split(".")[0] == "1":
+        raise Refusal(
+            422,
+            f"{method} is an A2A 0.3 method, but A2A-Version is {version}: send it without "
+            "the header (or with 0.3), or call its 1.0 method",
+            code=METHOD_NOT_FOUND,
+        )
+    raise Refusal(
+        422,
+        f"A2A version {version!r} is not supported: this agent speaks 1.0 (A2A-Version: 1.0) "
+        "and 0.3 (no header)",
+        code=VERSION_NOT_SUPPORTED,
+    )
+
+
+def message_problem(payload: Any, headers: Mapping[str, str]) -> str | None:
+    """A2A's own rules on a JSON-RPC body (whose envelope the guard checked): what is wrong.
+
+    Raises:
+        Refusal: An ``A2A-Version`` header the method cannot be served under.
+
+    """
+    _check_version(payload, headers)
     return _undecodable_part(payload) or _invalid_v03(payload)

@@ -27,8 +27,10 @@ from services.common.jsonrpc import envelope_problem
 from services.common.limits import ServerLimits
 from services.telemetry.http import ABANDONED, PROBE_PATHS
 
-#: A protocol's own rule on a decoded JSON body: what is wrong with it, or None.
-BodyCheck = Callable[[Any], str | None]
+#: A protocol's own rule on a decoded JSON body and the request's headers (lower-case names):
+#: what is wrong with it, or None. A check that needs its own JSON-RPC error code raises
+#: :class:`Refusal` with ``code``.
+BodyCheck = Callable[[Any, Mapping[str, str]], str | None]
 INVALID_REQUEST = -32600
 OVERLOADED = -32000  # JSON-RPC "server error" range
 EXEMPT_PATHS = PROBE_PATHS
@@ -48,11 +50,13 @@ class Refusal(Exception):
         *,
         retry_after: int | None = None,
         request_id: object = None,
+        code: int | None = None,
     ) -> None:
         super().__init__(message)
         self.status = status
         self.retry_after = retry_after
         self.request_id = request_id
+        self.code = code  # a JSON-RPC error code of the protocol's own (else invalid request)
 
 
 def json_problem(value: Any, max_depth: int) -> str | None:
@@ -84,7 +88,12 @@ def has_lone_surrogate(text: str) -> bool:
     return False
 
 
-def check_json_body(body: bytes, max_depth: int, extra: BodyCheck | None = None) -> None:
+def check_json_body(
+    body: bytes,
+    max_depth: int,
+    extra: BodyCheck | None = None,
+    headers: Mapping[str, str] | None = None,
+) -> None:
     """Raise :class:`Refusal` (422) for an unacceptable JSON body.
 
     Bodies that are not JSON at all are not judged here (each endpoint answers that itself),
@@ -107,18 +116,22 @@ def check_json_body(body: bytes, max_depth: int, extra: BodyCheck | None = None)
         return
     except ValueError as e:  # valid JSON Python will not hold: an integer of 4,300+ digits
         raise Refusal(422, f"the body holds a number Python cannot read ({e})") from None
+    request_id = value.get("id") if isinstance(value, dict) else None
     problem = json_problem(value, max_depth)
-    if problem is None and extra is not None:
-        problem = extra(value)
+    try:
+        if problem is None and extra is not None:
+            problem = extra(value, headers or {})
+    except Refusal as refusal:
+        refusal.request_id = request_id
+        raise
     if problem is not None:
-        request_id = value.get("id") if isinstance(value, dict) else None
         raise Refusal(422, problem, request_id=request_id)
 
 
-def _both(first: BodyCheck, then: BodyCheck | None) -> BodyCheck:
+def _envelope_then(then: BodyCheck | None) -> BodyCheck:
     if then is None:
-        return first
-    return lambda value: first(value) or then(value)
+        return lambda value, _: envelope_problem(value)
+    return lambda value, headers: envelope_problem(value) or then(value, headers)
 
 
 def _declared_length(scope: Scope) -> int | None:
@@ -150,9 +163,9 @@ class RequestGuard:
         self._jsonrpc = frozenset(jsonrpc_paths)
         checks = dict(body_checks or {})
         # Every JSON-RPC path checks the envelope first, then the protocol's own rules.
-        self._body_checks = {
-            path: _both(envelope_problem, checks.get(path)) for path in self._jsonrpc
-        } | {path: check for path, check in checks.items() if path not in self._jsonrpc}
+        self._body_checks = {path: _envelope_then(checks.get(path)) for path in self._jsonrpc} | {
+            path: check for path, check in checks.items() if path not in self._jsonrpc
+        }
         self.in_flight = 0
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -207,14 +220,16 @@ class RequestGuard:
             timeout = self._limits.body_timeout_s
             raise Refusal(408, f"request body not received within {timeout:g} s") from None
         body = b"".join(chunks)
-        check_json_body(body, self._limits.max_json_depth, self._body_checks.get(scope["path"]))
+        check = self._body_checks.get(scope["path"])
+        headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
+        check_json_body(body, self._limits.max_json_depth, check, headers)
         return body
 
     async def _refuse(self, scope: Scope, send: Send, refusal: Refusal) -> None:
         reason = str(refusal)
         if scope["path"] in self._jsonrpc:
-            code = OVERLOADED if refusal.status == 503 else INVALID_REQUEST
-            prefix = "" if refusal.status == 503 else "invalid request: "
+            code = refusal.code or (OVERLOADED if refusal.status == 503 else INVALID_REQUEST)
+            prefix = "invalid request: " if code == INVALID_REQUEST else ""
             error = {"code": code, "message": prefix + reason}
             request_id = refusal.request_id if isinstance(refusal.request_id, str | int) else None
             body: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id, "error": error}

@@ -47,8 +47,9 @@ def query_prefix(query: str) -> str:
 #: Probes and scrapes: asked every few seconds by design, so never refused (the guard) and not
 #: worth a log line each.
 PROBE_PATHS = frozenset({"/healthz", "/readyz", "/metrics"})
-#: The ``outcome`` label of a request: by status class, or abandoned by its client.
-OUTCOMES = ("ok", "client_error", "server_error", "abandoned")
+#: The ``outcome`` label of a request: by status class, abandoned by its client, or ``failed``: a
+#: 2xx whose answer is a failure (an A2A task that failed, with the ``reason`` it annotated).
+OUTCOMES = ("ok", "failed", "client_error", "server_error", "abandoned")
 #: Scope key set on a request cancelled because its client went away (``services.common.disconnect``).
 ABANDONED = "nfcorpus.abandoned"
 
@@ -101,10 +102,11 @@ class RequestTelemetry:
                     span.set_attribute("http.response.status_code", status)
                     _describe(span, fields)
                     elapsed = time.perf_counter() - started
-                    outcome = _outcome(status, scope)
+                    outcome = _outcome(status, scope, fields)
                     exemplars.observe(self._histogram, elapsed, route=route, outcome=outcome)
                     if path not in PROBE_PATHS:
-                        log.info(
+                        log.log(
+                            logging.INFO if outcome == "ok" else logging.WARNING,
                             "%s %s %d %s",
                             scope["method"],
                             route,
@@ -124,10 +126,12 @@ class RequestTelemetry:
             otel_context.detach(token)
 
 
-def _outcome(status: int, scope: Scope) -> str:
+def _outcome(status: int, scope: Scope, fields: dict[str, Any]) -> str:
     if scope.get(ABANDONED):
         return "abandoned"
-    return "ok" if status < 400 else "client_error" if status < 500 else "server_error"
+    if status < 400:
+        return "failed" if "reason" in fields else "ok"
+    return "client_error" if status < 500 else "server_error"
 
 
 def _traceresponse(span: trace.Span) -> tuple[bytes, bytes] | None:

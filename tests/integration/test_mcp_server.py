@@ -201,3 +201,30 @@ def test_rest_results_equal_the_in_process_searcher(
             assert [r["doc_id"] for r in served] == direct
     finally:
         store.close()
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "allow"),
+    [
+        ("GET", "/search_nfcorpus", "POST"),
+        ("PUT", "/search_nfcorpus", "POST"),
+        ("DELETE", "/health_check", "POST, GET, HEAD"),
+        ("POST", "/stats", "GET, HEAD"),
+        ("GET", "/stats/reset", "POST"),
+        ("POST", "/", "GET, HEAD"),
+    ],
+)
+def test_other_methods_of_a_route_get_405_with_allow(
+    mcp_server: McpServer, method: str, path: str, allow: str
+) -> None:
+    answer = httpx.request(method, mcp_server.base_url + path)
+    assert answer.status_code == 405
+    assert answer.headers["allow"] == allow
+    assert answer.json() == {"error": f"{method} is not allowed on {path}: use {allow}"}
+
+
+def test_the_root_describes_the_server(mcp_server: McpServer) -> None:
+    described = httpx.get(mcp_server.base_url + "/").json()
+    assert [tool["name"] for tool in described["tools"]] == ["search_nfcorpus"]
+    assert "POST /search_nfcorpus" in described["endpoints"]
+    assert httpx.get(mcp_server.base_url + "/no/such/path").status_code == 404

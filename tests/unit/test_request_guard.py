@@ -224,3 +224,37 @@ async def test_a_body_that_never_finishes_gets_408() -> None:
 def test_nesting_past_the_decoder_stack_is_a_refusal_not_a_crash() -> None:
     with pytest.raises(Refusal, match="nested deeper than 32 levels"):
         check_json_body(_nested(100_000), 32)
+
+
+@pytest.mark.parametrize(
+    ("version", "code", "message"),
+    [
+        (
+            "2.0",
+            -32009,
+            "A2A version '2.0' is not supported: this agent speaks 1.0 (A2A-Version: 1.0) "
+            "and 0.3 (no header)",
+        ),
+        (
+            "1.0",
+            -32601,
+            "message/send is an A2A 0.3 method, but A2A-Version is 1.0: send it without the "
+            "header (or with 0.3), or call its 1.0 method",
+        ),
+    ],
+)
+async def test_a_0_3_method_under_another_era_s_version_gets_that_protocol_error(
+    client: httpx.AsyncClient, version: str, code: int, message: str
+) -> None:
+    body = {
+        "jsonrpc": "2.0",
+        "id": 7,
+        "method": "message/send",
+        "params": {"message": {"kind": "message", "messageId": "m", "role": "user", "parts": []}},
+    }
+    answer = await client.post("/rpc", json=body, headers={"A2A-Version": version})
+    assert answer.status_code == 200
+    assert answer.json() == {"jsonrpc": "2.0", "id": 7, "error": {"code": code, "message": message}}
+    for fine in ({}, {"A2A-Version": "0.3"}):  # what 0.3 clients send: no header, or 0.3
+        passed = await client.post("/rpc", json=body, headers=fine)
+        assert "received" in passed.json()

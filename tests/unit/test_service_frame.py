@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import logging
+
 import httpx
+import pytest
 from prometheus_client import REGISTRY
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -10,6 +13,7 @@ from starlette.responses import PlainTextResponse, Response
 from starlette.routing import Mount, Route
 
 from services.common.frame import Readiness, ServiceId, route_paths, service_app
+from services.telemetry.http import annotate
 
 SERVICE = ServiceId(metric_prefix="frametest", trace_name="frame-test")
 
@@ -63,3 +67,27 @@ async def test_no_readiness_route_without_a_check() -> None:
 def test_route_labels_include_the_paths_of_mounted_apps() -> None:
     inner = Starlette(routes=[Route("/mcp", _hello)])
     assert route_paths([Route("/a", _hello), Mount("", app=inner)]) == {"/a", "/mcp"}
+
+
+async def test_a_2xx_carrying_a_failure_is_counted_and_logged_as_failed(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    async def failing(_: Request) -> Response:
+        annotate(reason="mcp_unavailable")  # what the purple agent does for a failed task
+        return PlainTextResponse("a failed task")
+
+    app = service_app(SERVICE, [Route("/hello", _hello), Route("/fails", failing)])
+    before = _count("/fails", "failed")
+    transport = httpx.ASGITransport(app=app)
+    with caplog.at_level(logging.INFO, logger="nfcorpus.request"):
+        async with httpx.AsyncClient(transport=transport, base_url="http://frame") as client:
+            assert (await client.get("/fails")).status_code == 200
+            assert (await client.get("/hello")).status_code == 200
+    assert _count("/fails", "failed") == before + 1
+    failed, ok = caplog.records
+    assert (failed.levelname, failed.outcome, failed.reason) == (  # type: ignore[attr-defined]
+        "WARNING",
+        "failed",
+        "mcp_unavailable",
+    )
+    assert (ok.levelname, ok.outcome) == ("INFO", "ok")  # type: ignore[attr-defined]
