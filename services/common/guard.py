@@ -23,6 +23,7 @@ from typing import Any
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from services.common.disconnect import run_until_disconnect
+from services.common.json_text import json_problem
 from services.common.jsonrpc import envelope_problem
 from services.common.limits import ServerLimits
 from services.telemetry.http import ABANDONED, PROBE_PATHS
@@ -57,35 +58,6 @@ class Refusal(Exception):
         self.retry_after = retry_after
         self.request_id = request_id
         self.code = code  # a JSON-RPC error code of the protocol's own (else invalid request)
-
-
-def json_problem(value: Any, max_depth: int) -> str | None:
-    """What makes a decoded JSON value unacceptable (too deep, lone surrogates), or None."""
-    stack: list[tuple[Any, int]] = [(value, 1)]
-    while stack:
-        item, depth = stack.pop()
-        if isinstance(item, dict | list):
-            if depth > max_depth:
-                return f"JSON nested deeper than {max_depth} levels"
-            children = [*item.keys(), *item.values()] if isinstance(item, dict) else item
-            stack.extend((child, depth + 1) for child in children)
-        elif isinstance(item, str) and has_lone_surrogate(item):
-            return f"text {LONE_SURROGATE}"
-    return None
-
-
-LONE_SURROGATE = "holds a lone UTF-16 surrogate (an unpaired \\ud800-\\udfff escape)"
-
-
-def has_lone_surrogate(text: str) -> bool:
-    """Whether ``text`` holds a surrogate JSON let through: no UTF-8 encoder can write it."""
-    if text.isascii():
-        return False
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return True
-    return False
 
 
 def check_json_body(

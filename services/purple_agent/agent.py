@@ -19,7 +19,7 @@ from a2a.types import Message
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 from pydantic_core import PydanticCustomError
 
-from services.common.guard import LONE_SURROGATE, has_lone_surrogate
+from services.common.json_text import LONE_SURROGATE, has_lone_surrogate
 from services.common.limits import MAX_QUERY_CHARS, MAX_TOP_K
 from services.purple_agent.metrics import FAILURES, IN_FLIGHT, REQUEST_SECONDS
 from services.purple_agent.ranking import Candidate, RankingPolicy

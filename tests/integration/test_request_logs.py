@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import re
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -44,12 +44,21 @@ def logged(small_index: SmallIndex, tmp_path_factory: pytest.TempPathFactory) ->
 
 
 def _lines(path: Path) -> list[dict[str, Any]]:
-    # Records are split on "\n" alone, as a log shipper does.
-    return [json.loads(line) for line in path.read_text().split("\n") if line.strip()]
+    # Records are split on "\n" alone, as a log shipper does; a line still being written (no
+    # "\n" yet) is not a record.
+    complete = path.read_text().split("\n")[:-1]
+    return [json.loads(line) for line in complete if line.strip()]
 
 
 def _requests(path: Path, route: str) -> list[dict[str, Any]]:
     return [r for r in _lines(path) if r["logger"] == "nfcorpus.request" and r["route"] == route]
+
+
+def _wait_for(condition: Callable[[], object], timeout_s: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, "the request lines were not written"
+        time.sleep(0.02)
 
 
 def test_every_request_gets_one_json_line_linked_by_its_trace(
@@ -62,13 +71,19 @@ def test_every_request_gets_one_json_line_linked_by_its_trace(
         bad = client.post("/", json=v03_body('{"query": ""}'))
     assert ok.json()["result"]["status"]["state"] == "completed"
     assert bad.json()["result"]["status"]["state"] == "failed"
-    time.sleep(0.5)  # the lines are written as the answers go out
+    # The lines are written as the answers go out: wait for both, do not guess how long.
+    _wait_for(
+        lambda: (
+            len(_requests(purple_log, "/")) >= 2
+            and any("via" in r for r in _requests(mcp_log, "/mcp"))
+        )
+    )
 
     lines = _lines(purple_log)  # every line of the stream is JSON (uvicorn's included)
     assert all({"time", "level", "logger", "message"} <= set(line) for line in lines)
     answered, refused = _requests(purple_log, "/")
-    for line in (answered, refused):
-        assert (line["method"], line["status"], line["outcome"]) == ("POST", 200, "ok")
+    for line, outcome in ((answered, "ok"), (refused, "failed")):  # a failed task is a failure
+        assert (line["method"], line["status"], line["outcome"]) == ("POST", 200, outcome)
         assert line["duration_ms"] > 0 and re.fullmatch(r"[0-9a-f]{32}", line["trace_id"])
     assert answered["top_k"] == 3 and answered["query"] == "vitamin D supplements an…"
     assert "reason" not in answered and refused["reason"] == "invalid_request"
@@ -92,7 +107,7 @@ def test_a_query_with_unicode_line_breaks_stays_one_line(
         mcp.base_url + "/search_nfcorpus", content=body, headers=headers, timeout=30
     )
     assert answer.status_code == 200
-    time.sleep(0.5)
+    _wait_for(lambda: any(r.get("top_k") == 2 for r in _requests(mcp_log, "/search_nfcorpus")))
     text = mcp_log.read_text(encoding="utf-8")  # strict: every byte written is UTF-8
     assert text.splitlines() == text.rstrip("\n").split("\n")  # no break but "\n"
     (line,) = [r for r in _requests(mcp_log, "/search_nfcorpus") if r.get("top_k") == 2]
