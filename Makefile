@@ -53,6 +53,7 @@ ranker-lab: install  ## ranker experiments on dev (seed spread, training signal,
 
 bench: index  ## latency benchmarks, written to reports/bench.json and reports/bench.md
 	$(PY) scripts/bench.py --out $(REPORTS)/bench
+	$(PY) scripts/model_memory.py --out $(REPORTS)/model_memory.json
 
 rankings: index  ## every test query's top 100 ids and their digest -> reports/rankings.json (EXPECT=sha256 checks it)
 	$(PY) scripts/rankings.py --out $(REPORTS)/rankings.json $(if $(EXPECT),--expect $(EXPECT))

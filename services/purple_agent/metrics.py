@@ -44,6 +44,16 @@ REPAIRS = Counter(
     "Hits dropped from search answers, by kind (malformed_hit, invalid_id, duplicate).",
     ["kind"],
 )
+TASKS_STORED = Gauge(
+    "purple_task_store_tasks",
+    "Tasks the agent keeps for tasks/get (bounded by PURPLE_MAX_TASKS).",
+    multiprocess_mode="livesum",
+)
+TASK_STORE_BYTES = Gauge(
+    "purple_task_store_bytes",
+    "Serialized size of the tasks kept (bounded by PURPLE_MAX_TASK_BYTES).",
+    multiprocess_mode="livesum",
+)
 MCP_RETRIES = Counter(
     "purple_mcp_retries_total",
     "MCP tool call attempts repeated after an error that left no work running on the server.",

@@ -18,6 +18,8 @@ from a2a.server.context import ServerCallContext
 from a2a.server.tasks import InMemoryTaskStore
 from a2a.types import Task
 
+from services.purple_agent.metrics import TASK_STORE_BYTES, TASKS_STORED
+
 
 @dataclass(frozen=True, slots=True)
 class _Entry:
@@ -59,6 +61,7 @@ class BoundedTaskStore(InMemoryTaskStore):
         self._entries[task.id] = _Entry(context, kept.ByteSize(), self._clock())
         self._bytes += self._entries[task.id].size
         await self._evict()
+        self._publish()
 
     async def get(self, task_id: str, context: ServerCallContext) -> Task | None:
         """The task, unless it has expired."""
@@ -72,6 +75,12 @@ class BoundedTaskStore(InMemoryTaskStore):
         """Delete ``task_id``."""
         self._forget(task_id)
         await super().delete(task_id, context)
+        self._publish()
+
+    def _publish(self) -> None:
+        # What operators (and the leak test) read to see the bounds hold.
+        TASKS_STORED.set(len(self._entries))
+        TASK_STORE_BYTES.set(self._bytes)
 
     def _forget(self, task_id: str) -> None:
         entry = self._entries.pop(task_id, None)

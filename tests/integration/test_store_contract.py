@@ -217,9 +217,10 @@ def test_private_copies_keep_holes_and_go_on_close(tmp_path: Path) -> None:
         assert len(list(owner.iterdir())) == 2
         original = tmp_path / "edge" / "c"
         # Shard files are mostly holes: the copies take the disk the data takes, not their size.
+        # Measured against the original on the same file system (one without sparse files
+        # stores both in full, and then the copies must not take more either).
         assert _apparent_bytes(owner) >= 2 * _apparent_bytes(original) * 0.99
         assert _disk_bytes(owner) <= 2 * _disk_bytes(original) + (1 << 20)
-        assert _disk_bytes(owner) < _apparent_bytes(owner) / 4
     finally:
         for r in readers:
             r.close()
