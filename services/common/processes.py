@@ -8,6 +8,7 @@ answers 200; a child that exits while starting fails at once with its exit statu
 from __future__ import annotations
 
 import os
+import random
 import socket
 import subprocess
 import sys
@@ -26,9 +27,33 @@ BASE_ENV = {"PYTHONPATH": str(REPO), "OPENBLAS_NUM_THREADS": "1"}
 START_TIMEOUT_S = 120.0
 
 
+def _ephemeral_low() -> int:
+    """The first port the kernel hands out for outgoing connections (and for binding 0)."""
+    try:
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
+
+
 def free_port() -> int:
-    """A loopback port nobody listens on right now."""
-    with socket.socket() as s:
+    """A loopback port nobody listens on right now, outside the kernel's ephemeral range.
+
+    A port the kernel chose for ``bind(0)`` is free again once we close it, and the kernel may
+    then hand it out as the source port of any outgoing connection (a test run makes thousands)
+    before the server binds it. Ports below the ephemeral range are only ever taken by an
+    explicit bind, so a random one of those that binds now stays free for the server.
+    """
+    low = _ephemeral_low()
+    if low > 11_000:
+        for _ in range(64):
+            port = random.randint(10_000, low - 1)
+            with socket.socket() as s:
+                try:
+                    s.bind(("127.0.0.1", port))
+                except OSError:
+                    continue
+                return port
+    with socket.socket() as s:  # no room below the range: the kernel's choice
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
 
