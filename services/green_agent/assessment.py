@@ -8,7 +8,10 @@ Request (message text or data part)::
     {"participants": {"retrieval_agent": "http://purple:9010/"},
      "config": {"num_queries": 50, "top_k": 5, "random_seed": 42}}
 
-``config`` may also set ``concurrency`` and ``protocol`` (``"1.0"`` or ``"0.3"``).
+``config`` may also set ``concurrency``, ``protocol`` (``"1.0"`` or ``"0.3"``), the public
+evaluator's ``mcp_server_url`` (its vector search calls are counted over the run) and a shard of
+a sharded run (:mod:`services.green_agent.shards`). The result's data part holds the public
+evaluator's leaderboard keys (:mod:`services.green_agent.compat`) beside our full report.
 """
 
 from __future__ import annotations
@@ -29,11 +32,13 @@ from pydantic import BaseModel, ConfigDict, Field, HttpUrl, ValidationError
 
 from services.common.a2a import open_task
 from services.green_agent.client import TransportFailure, connect
+from services.green_agent.compat import calls_between, leaderboard_keys, qdrant_calls_total
 from services.green_agent.dataset import TestSet, load_test_set, sample_query_ids
 from services.green_agent.evaluator import QueryOutcome, evaluate
 from services.green_agent.render import eval_summary
 from services.green_agent.report import build_report
 from services.green_agent.settings import GreenSettings
+from services.green_agent.shards import Shard, shard_fields
 
 ROLE = "retrieval_agent"
 
@@ -48,6 +53,7 @@ class AssessmentConfig(BaseModel):
     random_seed: int = 42
     concurrency: int | None = Field(default=None, ge=1, le=256)
     protocol: Literal["1.0", "0.3"] | None = None
+    mcp_server_url: str | None = None
 
 
 class AssessmentRequest(BaseModel):
@@ -55,6 +61,7 @@ class AssessmentRequest(BaseModel):
 
     participants: dict[str, HttpUrl]
     config: AssessmentConfig = Field(default_factory=AssessmentConfig)
+    shard: Shard = Field(default_factory=Shard)  # read from config and assessment_config
 
 
 def parse_assessment(message: Message | None) -> AssessmentRequest:
@@ -63,6 +70,8 @@ def parse_assessment(message: Message | None) -> AssessmentRequest:
     data = get_data_parts(parts)
     try:
         payload = data[0] if data else json.loads("".join(get_text_parts(parts)))
+        if isinstance(payload, dict):
+            payload = {**payload, "shard": shard_fields(payload)}
         request = AssessmentRequest.model_validate(payload)
     except json.JSONDecodeError as e:
         raise ValueError(f"the assessment request is not JSON ({e.msg})") from None
@@ -86,6 +95,7 @@ class Assessment:
     config: AssessmentConfig
     test_set: TestSet
     query_ids: list[str]
+    shard: Shard
 
 
 def _say(updater: TaskUpdater, text: str) -> Message:
@@ -111,23 +121,33 @@ class AssessmentExecutor(AgentExecutor):
             await updater.failed(_say(updater, str(e)))
             return
         agent, queries = assessment.agent, len(assessment.query_ids)
-        await updater.start_work(_say(updater, f"evaluating {agent} on {queries} test queries"))
+        shard = assessment.shard.describe()
+        of_shard = f" (shard {shard['shard_index']} of {shard['num_shards']})" if shard else ""
+        await updater.start_work(
+            _say(updater, f"evaluating {agent} on {queries} test queries{of_shard}")
+        )
+        server = assessment.config.mcp_server_url
+        calls_before = await qdrant_calls_total(server)
         try:
             outcomes, wall_s = await self._run(assessment, updater)
         except TransportFailure as e:
             await updater.failed(_say(updater, f"cannot reach {agent}: {e}"))
             return
-        await self._report(assessment, outcomes, wall_s, updater)
+        calls = calls_between(calls_before, await qdrant_calls_total(server))
+        await self._report(assessment, outcomes, wall_s, calls, updater)
 
     async def _parse(self, message: Message | None) -> Assessment:
         """The request and its sample of test queries; ``ValueError`` says what is wrong."""
         request = parse_assessment(message)
         test_set = await asyncio.to_thread(self._test_set)  # the first call reads the files
         config = request.config
-        query_ids = sample_query_ids(test_set.query_ids, config.num_queries, config.random_seed)
+        sample = sample_query_ids(test_set.query_ids, config.num_queries, config.random_seed)
+        query_ids = request.shard.slice(sample)
+        if not query_ids:
+            raise ValueError(f"shard {request.shard.describe()} of {len(sample)} queries is empty")
         agent = str(request.participants[ROLE])
         protocol = config.protocol or self._settings.protocol
-        return Assessment(agent, protocol, config, test_set, query_ids)
+        return Assessment(agent, protocol, config, test_set, query_ids, request.shard)
 
     async def _run(
         self, assessment: Assessment, updater: TaskUpdater
@@ -166,6 +186,7 @@ class AssessmentExecutor(AgentExecutor):
         assessment: Assessment,
         outcomes: list[QueryOutcome],
         wall_s: float,
+        vector_search_calls: int | None,
         updater: TaskUpdater,
     ) -> None:
         """Complete the task with one ``results`` artifact: a text summary and the report."""
@@ -179,7 +200,11 @@ class AssessmentExecutor(AgentExecutor):
             seed=a.config.random_seed,
             wall_s=wall_s,
         )
-        parts = [new_text_part(eval_summary(report)), new_data_part(report.model_dump(mode="json"))]
+        keys = leaderboard_keys(
+            outcomes, a.test_set.qrels, a.config.top_k, wall_s, vector_search_calls
+        )
+        data = {**keys, **report.model_dump(mode="json"), "shard": a.shard.describe()}
+        parts = [new_text_part(eval_summary(report)), new_data_part(data)]
         await updater.add_artifact(parts, name="results")
         await updater.complete()
 

@@ -60,6 +60,22 @@ def legacy_concatenation(reply: Reply) -> str:
     return _merge_parts(reply.status_parts) + "".join(_merge_parts(a) for a in reply.artifacts)
 
 
+def loose_doc_ids(reply: Reply) -> list[str]:
+    """The ids a lenient 0.3 green agent (the public evaluator) reads from a reply, or ``[]``.
+
+    It joins the parts as :func:`legacy_concatenation` does and scores whatever ``doc_ids``
+    that JSON holds, breaches of the contract included.
+    """
+    try:
+        data = json.loads(legacy_concatenation(reply))
+    except json.JSONDecodeError:
+        return []
+    ids = data.get("doc_ids") if isinstance(data, dict) else None
+    if not isinstance(ids, list) or not all(isinstance(d, str) for d in ids):
+        return []
+    return ids
+
+
 def check_reply(
     reply: Reply, top_k: int, valid_ids: Collection[str], *, legacy: bool = False
 ) -> list[str]:

@@ -8,7 +8,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
 from services.green_agent.client import AgentClient, TransportFailure
-from services.green_agent.contract import ContractViolation, check_reply
+from services.green_agent.contract import ContractViolation, check_reply, loose_doc_ids
 from services.green_agent.dataset import TestSet
 from services.telemetry.tracing import tracer
 
@@ -27,6 +27,8 @@ class QueryOutcome:
     # ``time.perf_counter()`` when the query was sent: only differences between outcomes of one
     # process mean anything (a load report's timeline); 0.0 where nobody timed the start.
     started_s: float = 0.0
+    # What a lenient evaluator reads from the reply (contract.loose_doc_ids); None: no reply.
+    loose_doc_ids: list[str] | None = None
 
     @property
     def ok(self) -> bool:
@@ -47,13 +49,16 @@ async def ask_and_check(
     started = time.perf_counter()
     with _tracer.start_as_current_span("green.query") as span:
         span.set_attribute("query.id", query_id)
+        loose: list[str] | None = None
         try:
             reply = await client.ask(query, top_k)
+            loose = loose_doc_ids(reply)
             doc_ids = check_reply(reply, top_k, valid_ids, legacy=legacy)
         except (TransportFailure, ContractViolation) as e:
             latency = time.perf_counter() - started
-            return QueryOutcome(query_id, latency, None, e.reason, str(e), started_s=started)
-    return QueryOutcome(query_id, time.perf_counter() - started, doc_ids, started_s=started)
+            return QueryOutcome(query_id, latency, None, e.reason, str(e), started, loose)
+    latency = time.perf_counter() - started
+    return QueryOutcome(query_id, latency, doc_ids, started_s=started, loose_doc_ids=loose)
 
 
 async def evaluate(

@@ -6,15 +6,13 @@ Every process is real (``python -m ...``) and talks over loopback HTTP.
 from __future__ import annotations
 
 import json
-import uuid
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-from a2a.client import A2ACardResolver, ClientConfig, create_client
 from a2a.helpers import get_data_parts, get_text_parts
-from a2a.types import Message, Part, Role, SendMessageRequest, TaskState
+from a2a.types import TaskState
 
 from services.common.processes import ServerProcess
 from services.green_agent.dataset import load_test_set
@@ -22,7 +20,7 @@ from services.nfcorpus.dataset import DEFAULT_DATA_DIR
 from services.nfcorpus.metrics import ndcg_at_k
 from services.purple_agent.ranking import Candidate, ServerOrder
 from services.purple_agent.settings import PurpleSettings
-from tests.support.green import run_green
+from tests.support.green import assess, run_green
 
 
 def test_eval_matches_the_mcp_server_called_directly(
@@ -115,13 +113,7 @@ async def test_green_a2a_server_runs_an_assessment(
         "participants": {"retrieval_agent": purple_agent.base_url},
         "config": {"num_queries": 30, "top_k": 5, "random_seed": 3},
     }
-    message = Message(
-        role=Role.ROLE_USER, message_id=uuid.uuid4().hex, parts=[Part(text=json.dumps(request))]
-    )
-    async with httpx.AsyncClient(timeout=60) as http:
-        card = await A2ACardResolver(http, green_agent.base_url).get_agent_card()
-        client = await create_client(card, ClientConfig(httpx_client=http, streaming=True))
-        events = [e async for e in client.send_message(SendMessageRequest(message=message))]
+    events = await assess(green_agent.base_url, request)
     updates = [e.status_update for e in events if e.HasField("status_update")]
     progress = [
         " ".join(get_text_parts(u.status.message.parts))
