@@ -2,7 +2,9 @@
 
 Starts the MCP server and the purple agent, a real Prometheus scraping both each second with the
 chart's rules (``services.common.prometheus``), and the green agent's load for ``--duration``
-seconds, with one invalid request (the caller's mistake) every few seconds. Then it asks
+seconds over every NFCorpus query (so the server encodes and searches rather than answering from
+its result cache; the report states the hit ratio), with one invalid request (the caller's
+mistake) every few seconds. Then it asks
 Prometheus every dashboard query over the run, as Grafana would, and writes the figures to
 ``<out>.json`` and ``<out>.md``; the load report goes to ``<out>-load.html`` and ``.json``.
 """
@@ -25,6 +27,8 @@ import httpx
 from services.common.dashboard import PanelValue, panel_values
 from services.common.processes import BASE_ENV, REPO, ServerProcess
 from services.common.prometheus import LocalPrometheus
+from services.green_agent.load import LoadReport
+from services.green_agent.render import workload_line
 
 #: An A2A 0.3 request whose query is empty: refused in validation, a failed task.
 INVALID = {
@@ -101,6 +105,7 @@ def main() -> int:
         load = [
             sys.executable, "-m", "services.green_agent", "load", "--agent", purple.base_url,
             "--duration", str(args.duration), "--concurrency", str(args.concurrency),
+            "--mcp-url", mcp.base_url,
             "--out", f"{args.out}-load.json", "--html", f"{args.out}-load.html",
         ]  # fmt: skip
         try:
@@ -122,7 +127,9 @@ def main() -> int:
         for v in values
     ]
     Path(f"{args.out}.json").write_text(json.dumps(figures, indent=1) + "\n")
-    table = _markdown(values)
+    # What the load asked: a workload the cache answers would leave the search panels empty.
+    load = LoadReport.model_validate_json(Path(f"{args.out}-load.json").read_text())
+    table = f"Load: {workload_line(load)}.\n\n" + _markdown(values)
     Path(f"{args.out}.md").write_text(table)
     print(table)
     return 0

@@ -31,6 +31,7 @@ from services.green_agent.render import eval_tables, load_table
 from services.green_agent.report import build_report
 from services.green_agent.rest_eval import evaluate_rest, table
 from services.green_agent.settings import GreenSettings
+from services.green_agent.workload import QueryPool, cache_effect, cache_lookups, query_pool
 from services.nfcorpus.dataset import Split
 from services.telemetry.logging import setup_logging
 from services.telemetry.tracing import setup_tracing
@@ -96,9 +97,9 @@ async def _eval(args: argparse.Namespace, settings: GreenSettings) -> int:
 
 async def _load(args: argparse.Namespace, settings: GreenSettings) -> int:
     test_set = load_test_set(args.data_dir)
-    query_ids = sample_query_ids(test_set.query_ids, None, args.seed)
-    queries = [(q, test_set.queries[q]) for q in query_ids]
+    queries = query_pool(args.data_dir, args.queries, test_set.queries, args.seed)
     connections = args.concurrency or args.max_in_flight
+    lookups_before = await cache_lookups(args.mcp_url)
     client = await connect(
         args.agent,
         args.protocol,
@@ -130,6 +131,9 @@ async def _load(args: argparse.Namespace, settings: GreenSettings) -> int:
         duration_s=args.duration,
         concurrency=args.concurrency,
         rate=args.rate,
+        query_pool=args.queries,
+        pool_size=len(queries),
+        result_cache=cache_effect(lookups_before, await cache_lookups(args.mcp_url)),
     )
     _write(report, args.out)
     if args.html is not None:
@@ -180,6 +184,15 @@ def _parser(settings: GreenSettings) -> argparse.ArgumentParser:
     pace.add_argument("--rate", type=float, help="open loop: requests started per second")
     run_load.add_argument("--duration", type=float, required=True, help="seconds of load")
     run_load.add_argument("--max-in-flight", type=int, default=256, help="open-loop cap")
+    run_load.add_argument(
+        "--queries",
+        choices=get_args(QueryPool),
+        default="all",
+        help="every NFCorpus query (train, dev, test; the default) or the 323 test queries only",
+    )
+    run_load.add_argument(
+        "--mcp-url", help="the MCP server behind the agent: its cache hit ratio is reported"
+    )
     run_load.add_argument(
         "--html",
         type=Path,

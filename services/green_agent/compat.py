@@ -71,10 +71,14 @@ def leaderboard_keys(
     }
 
 
+def server_base(mcp_server_url: str) -> str:
+    """The base URL of a server named by its base URL or by its MCP endpoint."""
+    return mcp_server_url.rstrip("/").removesuffix("/mcp").rstrip("/")
+
+
 def health_check_url(mcp_server_url: str) -> str:
     """``POST /health_check`` of the server at a base URL or at its MCP endpoint."""
-    base = mcp_server_url.rstrip("/").removesuffix("/mcp").rstrip("/")
-    return base + "/health_check"
+    return server_base(mcp_server_url) + "/health_check"
 
 
 async def qdrant_calls_total(mcp_server_url: str | None) -> int | None:

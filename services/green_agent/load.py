@@ -26,6 +26,7 @@ from services.green_agent.timeline import (
     build_timeline,
     latency_histogram,
 )
+from services.green_agent.workload import CacheEffect
 
 
 class LoadReport(BaseModel):
@@ -55,6 +56,13 @@ class LoadReport(BaseModel):
     timeline_bucket_s: float
     timeline: list[TimelinePoint]
     latency_histogram: list[LatencyBin]
+    # The workload (services.green_agent.workload): which queries, how many asked again, and
+    # how much of the run the MCP server's result cache answered (None: its metrics unread).
+    query_pool: str = "test"
+    pool_size: int = 0
+    distinct_queries: int = 0
+    repeats: int = 0
+    result_cache: CacheEffect | None = None
 
 
 class _Run:
@@ -150,6 +158,9 @@ def build_load_report(
     duration_s: float,
     concurrency: int | None,
     rate: float | None,
+    query_pool: str = "test",
+    pool_size: int = 0,
+    result_cache: CacheEffect | None = None,
 ) -> LoadReport:
     """Summarise a load run: latency of the answers, and apart how fast the failures came."""
     ok = [o for o in outcomes if o.ok]
@@ -176,4 +187,9 @@ def build_load_report(
         timeline_bucket_s=bucket_s,
         timeline=timeline,
         latency_histogram=latency_histogram([o.latency_s for o in ok]),
+        query_pool=query_pool,
+        pool_size=pool_size,
+        distinct_queries=len({o.query_id for o in outcomes}),
+        repeats=len(outcomes) - len({o.query_id for o in outcomes}),
+        result_cache=result_cache,
     )

@@ -11,6 +11,7 @@ from html import escape
 from pathlib import Path
 
 from services.green_agent.load import LoadReport
+from services.green_agent.render import workload_line
 from services.green_agent.svg import Series, bar_chart, label, line_chart
 from services.green_agent.timeline import LatencyBin
 
@@ -90,6 +91,7 @@ def _headline(report: LoadReport) -> str:
     return (
         f"<h1>Load test of {escape(report.agent)}</h1>\n"
         f'<p class="setting">{escape(setting)}</p>\n'
+        f'<p class="setting">{escape(workload_line(report))}</p>\n'
         f'<div class="stats">{"".join(counts)}</div>\n'
         f'<div class="stats">{"".join(latencies)}</div>'
     )

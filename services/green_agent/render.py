@@ -97,4 +97,20 @@ def load_table(report: LoadReport) -> Table:
         _ms(lat.p99_s),
         _ms(lat.max_s),
     )
+    table.caption = workload_line(report)
     return table
+
+
+def workload_line(report: LoadReport) -> str:
+    """What the run asked, and how much of it the MCP server's result cache answered."""
+    pool = "every NFCorpus query" if report.query_pool == "all" else "the test queries"
+    line = (
+        f"{report.distinct_queries:,} distinct queries of {pool} ({report.pool_size:,}), "
+        f"{report.repeats:,} asked again"
+    )
+    cache = report.result_cache
+    if cache is None:
+        return line + "; result cache: not read (give --mcp-url)"
+    if cache.hit_ratio is None:
+        return line + "; result cache: no lookups (off)"
+    return line + f"; result cache hits {cache.hit_ratio:.1%} of {cache.lookups:,} lookups"

@@ -91,10 +91,11 @@ def test_rest_scores_the_mcp_server_on_whole_splits(mcp_server: Any, tmp_path: P
 
 @pytest.mark.parametrize("pace", [["--concurrency", "4"], ["--rate", "20"]])
 def test_load_runs_for_its_duration_and_reports(
-    purple_agent: ServerProcess, tmp_path: Path, pace: list[str]
+    purple_agent: ServerProcess, mcp_server: Any, tmp_path: Path, pace: list[str]
 ) -> None:
     out = tmp_path / "load.json"
     args = ["--agent", purple_agent.base_url, *pace, "--duration", "1.5", "--out", str(out)]
+    args += ["--mcp-url", mcp_server.mcp_url]
     run = run_green("load", *args)
     assert run.returncode == 0, run.stdout + run.stderr
     report = json.loads(out.read_text())
@@ -104,6 +105,11 @@ def test_load_runs_for_its_duration_and_reports(
     if "--rate" in pace:
         assert abs(report["requests"] - 30) <= 1
     assert report["latency"]["p99_s"] >= report["latency"]["p50_s"] > 0
+    # Every NFCorpus query is in the pool: a short run repeats none, and the cache answers few.
+    assert report["query_pool"] == "all" and report["pool_size"] > 3000
+    assert report["repeats"] == 0 and report["distinct_queries"] == report["requests"]
+    cache = report["result_cache"]
+    assert cache["lookups"] >= report["requests"] and cache["hits"] <= cache["lookups"]
 
 
 async def test_green_a2a_server_runs_an_assessment(
