@@ -128,8 +128,8 @@ def main() -> int:
     ]
     Path(f"{args.out}.json").write_text(json.dumps(figures, indent=1) + "\n")
     # What the load asked: a workload the cache answers would leave the search panels empty.
-    load = LoadReport.model_validate_json(Path(f"{args.out}-load.json").read_text())
-    table = f"Load: {workload_line(load)}.\n\n" + _markdown(values)
+    load_report = LoadReport.model_validate_json(Path(f"{args.out}-load.json").read_text())
+    table = f"Load: {workload_line(load_report)}.\n\n" + _markdown(values)
     Path(f"{args.out}.md").write_text(table)
     print(table)
     return 0
