@@ -7,7 +7,7 @@ PY := OPENBLAS_NUM_THREADS=1 PYTHONPATH=$(CURDIR) $(BIN)/python
 STAMP := $(VENV)/.installed
 REPORTS := reports
 
-.PHONY: install run test lint tools-reliability tools-prometheus tools-chromium reliability observe fuzz format index eval eval-rest eval-a2a eval-quality ranker-lab bench lock clean
+.PHONY: install run test lint tools-reliability tools-prometheus tools-chromium reliability observe fuzz format index eval eval-rest eval-a2a eval-quality ranker-lab bench lock clean conformance
 
 install: $(STAMP)  ## create .venv and install everything (idempotent)
 
@@ -50,6 +50,9 @@ eval-quality: install  ## ablation table of the ranking stages (dev + test, real
 
 ranker-lab: install  ## ranker experiments on dev (seed spread, training signal, features, params) -> reports/ranker_lab.json
 	$(PY) scripts/ranker_lab.py
+
+conformance: install  ## check any A2A retrieval agent: make conformance URL=http://host:port/ (no URL: our own stack)
+	$(PY) -m pytest -q tests/conformance $(if $(URL),--agent-url $(URL))
 
 bench: index  ## latency benchmarks, written to reports/bench.json and reports/bench.md
 	$(PY) scripts/bench.py --out $(REPORTS)/bench

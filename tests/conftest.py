@@ -15,6 +15,15 @@ from services.retrieval.store import open_store
 from tests.support.dataset import make_subset
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    # Here, not in tests/conformance: options count only in the conftest pytest starts from.
+    parser.addoption(
+        "--agent-url",
+        default=None,
+        help="conformance suite: the A2A agent to check (default: start our own stack)",
+    )
+
+
 @dataclass(frozen=True)
 class SmallIndex:
     """A BEIR folder with an NFCorpus slice, indexed into an embedded store."""
