@@ -20,8 +20,8 @@ from typing import Any
 import pytest
 
 from services.common.limits import MAX_QUERY_CHARS
-from services.green_agent.dataset import load_test_set, sample_query_ids
 from services.green_agent.load_html import HISTOGRAM_TITLE, LATENCY_TITLE, THROUGHPUT_TITLE
+from services.green_agent.workload import query_pool
 from services.nfcorpus.dataset import load_queries
 from tests.conftest import SmallIndex
 from tests.support.green import run_green
@@ -49,9 +49,11 @@ def _data_dir_with_invalid_queries(small_index: SmallIndex, target: Path) -> int
     source = small_index.settings.data_dir
     shutil.copytree(source, target)
     queries = load_queries(source)
-    order = sample_query_ids(load_test_set(source).query_ids, None, SEED)
-    for position in INVALID_AT:
-        queries[order[position]] = "x" * (MAX_QUERY_CHARS + 1)
+    # The load's own order (every query of the folder, seeded); each over-long text its own, so
+    # that none is taken for a repeat of another.
+    order = [query_id for query_id, _ in query_pool(source, "all", {}, SEED)]
+    for n, position in enumerate(INVALID_AT):
+        queries[order[position]] = "x" * (MAX_QUERY_CHARS + 1 + n)
     # A plain queries.jsonl is read before queries.jsonl.gz.
     with open(target / "queries.jsonl", "w", encoding="utf-8") as out:
         for query_id, text in queries.items():
