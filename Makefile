@@ -25,8 +25,9 @@ index: install  ## build (or confirm) the NFCorpus index in the configured store
 run: index  ## MCP server (8000) + purple agent (9010) on the embedded store; Ctrl-C stops both
 	$(PY) scripts/stack.py
 
-test: install lint lint-k8s tools-reliability tools-prometheus tools-chromium  ## lint, offline Kubernetes checks and the whole suite (what CI runs)
+test: install lint lint-k8s tools-reliability tools-prometheus tools-chromium  ## lint, offline Kubernetes checks, the whole suite, then the image (what CI runs)
 	$(PY) -m pytest -q
+	$(MAKE) --no-print-directory test-image smoke-image
 
 lint: install
 	$(BIN)/ruff check services tests scripts

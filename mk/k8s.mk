@@ -9,11 +9,13 @@
 #   make base-image           local stand-in of the Dockerfile's base image (mmdebstrap), offline hosts
 #   make image                build the image (podman, else docker); IMAGE=name:tag to override
 #   make smoke-image          run indexer, MCP server, purple agent and green agent from the image
+#   make tools-image          podman, runc, netavark, iptables, catatonit, mmdebstrap (Debian)
+#   make test-image           the whole agent from the image: conformance, 323 queries, digest
 
 K8S_TOOLS := .tools
 K8S_PYTHON ?= .venv/bin/python
 
-.PHONY: tools-k8s lint-k8s test-k8s render-k8s check-k8s-rendered base-image image smoke-image
+.PHONY: tools-k8s lint-k8s test-k8s render-k8s check-k8s-rendered tools-image base-image image smoke-image test-image
 
 tools-k8s:  ## install helm, kubectl and the manifest/Dockerfile linters into .tools/ (cached)
 	bash scripts/k8s/install-tools.sh
@@ -30,11 +32,17 @@ render-k8s: tools-k8s  ## regenerate k8s/base/nfcorpus-retrieval.yaml from the c
 check-k8s-rendered: tools-k8s  ## fail when k8s/base is out of date with the chart
 	bash scripts/k8s/render.sh --check
 
-base-image:  ## build the Dockerfile's base image locally with mmdebstrap (no registry needed)
+tools-image:  ## the container engine and its network stack, from Debian (root, apt-get)
+	bash scripts/k8s/install-engine.sh
+
+base-image: tools-image  ## build the Dockerfile's base image locally with mmdebstrap (no registry needed)
 	bash scripts/k8s/base-image.sh
 
-image:  ## build the nfcorpus-retrieval image with podman or docker
+image: base-image  ## build the nfcorpus-retrieval image (index included) with podman or docker
 	bash scripts/k8s/build-image.sh
 
 smoke-image: image  ## index, serve and query from the image, hardened as in the chart
 	bash scripts/k8s/smoke-image.sh
+
+test-image: image install  ## the whole agent from the image: conformance, 323 queries (NDCG@5 >= 0.50), digest
+	SKIP_BUILD=1 bash scripts/k8s/test-image.sh

@@ -13,7 +13,7 @@ for i in $(seq 1 "$runs"); do
     mkdir -p "$dir-home/.config"
     if [ -d "$HOME/.config/pip" ]; then cp -r "$HOME/.config/pip" "$dir-home/.config/"; fi
     started=$(date +%s)
-    if (cd "$dir" && HOME="$dir-home" XDG_CACHE_HOME= bash .ci/run) >"$dir.log" 2>&1; then
+    if (cd "$dir" && HOME="$dir-home" env -u XDG_CACHE_HOME bash .ci/run) >"$dir.log" 2>&1; then
         echo "run $i passed in $(($(date +%s) - started)) s: $(tail -1 "$dir.log")"
     else
         echo "run $i FAILED after $(($(date +%s) - started)) s: see $dir.log"

@@ -14,8 +14,8 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 source "$root/scripts/k8s/engine.sh"
 engine_setup "$root"
 
-base=$(sed -n 's/^FROM \([^ ]*\) AS build$/\1/p' "$root/Dockerfile")
-[[ -n $base ]] || { echo "no 'FROM ... AS build' line in Dockerfile" >&2; exit 1; }
+base=$(sed -n 's/^FROM \([^ ]*\) AS deps$/\1/p' "$root/Dockerfile")
+[[ -n $base ]] || { echo "no 'FROM ... AS deps' line in Dockerfile" >&2; exit 1; }
 
 if [[ ${FORCE:-0} != 1 ]] && "$ENGINE" image inspect "$base" >/dev/null 2>&1; then
     echo "base-image: $base already present (FORCE=1 rebuilds)"

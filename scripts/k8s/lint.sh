@@ -6,6 +6,10 @@
 #      every rendered scenario, k8s/base and the built overlays
 #   4. checkov on all of those and on the Dockerfile (skips justified in scripts/k8s/checkov.yaml)
 #   5. hadolint on the Dockerfile, shellcheck on scripts/k8s
+#   6. the image workflow (.github/workflows): GitHub's workflow schema (check-jsonschema's
+#      vendored copy) and zizmor offline (pinned actions, permissions, injection). actionlint
+#      would be the usual tool, but its PyPI package fetches its binary from GitHub at install,
+#      which offline hosts cannot reach.
 # Rendered files are kept under build/k8s/ for inspection.
 set -euo pipefail
 
@@ -16,7 +20,8 @@ out=$root/build/k8s
 # Oldest Kubernetes the chart supports (Chart.yaml kubeVersion) and the newest schema bundled.
 kube_versions=(1.29.0 1.37.0)
 for tool in "$tools/bin/helm" "$tools/bin/kubectl" "$tools/venv/bin/kubernetes-validate" \
-    "$tools/venv/bin/checkov" "$tools/venv/bin/hadolint" "$tools/venv/bin/shellcheck"; do
+    "$tools/venv/bin/checkov" "$tools/venv/bin/hadolint" "$tools/venv/bin/shellcheck" \
+    "$tools/venv/bin/check-jsonschema" "$tools/venv/bin/zizmor"; do
     [[ -x $tool ]] || { echo "missing $tool: run 'make tools-k8s'" >&2; exit 1; }
 done
 step() { printf '\n== %s\n' "$*"; }
@@ -66,8 +71,14 @@ step "checkov (kubernetes: rendered scenarios and k8s/; dockerfile)"
     --file "$root/Dockerfile"
 
 step "hadolint, shellcheck"
-"$tools/venv/bin/hadolint" "$root/Dockerfile" && echo "ok  Dockerfile"
-(cd "$root" && "$tools/venv/bin/shellcheck" -x scripts/k8s/*.sh scripts/*.sh) \
-    && echo "ok  scripts/k8s/*.sh scripts/*.sh"
+# Each on a line of its own: a command before && does not stop the script under set -e.
+"$tools/venv/bin/hadolint" "$root/Dockerfile"
+echo "ok  Dockerfile"
+(cd "$root" && "$tools/venv/bin/shellcheck" -x scripts/k8s/*.sh scripts/*.sh)
+echo "ok  scripts/k8s/*.sh scripts/*.sh"
+
+step "image workflow: GitHub's schema, zizmor"
+"$tools/venv/bin/check-jsonschema" --builtin-schema vendor.github-workflows "$root"/.github/workflows/*.yml
+"$tools/venv/bin/zizmor" --offline --no-progress "$root/.github/workflows"
 echo
 echo "lint-k8s: all checks passed"

@@ -17,10 +17,13 @@ import os
 import shutil
 import tempfile
 from pathlib import Path
+from typing import BinaryIO
 
 log = logging.getLogger(__name__)
 
 COPIES_ROOT = Path(tempfile.gettempdir()) / "nfcorpus-shard-copies"
+_BLOCK = 64 * 1024  # the granularity at which zeros become holes
+_ZEROS = bytes(_BLOCK)
 _CHUNK = 1 << 20
 
 
@@ -76,7 +79,12 @@ def remove(folder: Path) -> None:
 
 
 def copy_file_sparse(source: Path, target: Path) -> None:
-    """Copy one file's data regions only; its holes stay holes (same size, same bytes)."""
+    """Copy one file's data regions only; its holes stay holes (same size, same bytes).
+
+    Blocks of zeros inside data regions become holes too: a shard baked into an image layer has
+    lost its holes (the layer stores them as written zeros; 233 MB for 20 MB of data), and each
+    server's private copy under /tmp would otherwise hold them in full.
+    """
     with open(source, "rb") as src, open(target, "wb") as dst:
         size = os.fstat(src.fileno()).st_size
         offset = 0
@@ -93,10 +101,20 @@ def copy_file_sparse(source: Path, target: Path) -> None:
                 chunk = src.read(min(_CHUNK, remaining))
                 if not chunk:
                     break
-                dst.write(chunk)
+                _write_holey(dst, chunk)
                 remaining -= len(chunk)
             offset = end
         dst.truncate(size)
+
+
+def _write_holey(dst: BinaryIO, chunk: bytes) -> None:
+    """Write ``chunk`` at the current offset, skipping (leaving holes for) all-zero blocks."""
+    for at in range(0, len(chunk), _BLOCK):
+        block = chunk[at : at + _BLOCK]
+        if block == _ZEROS[: len(block)]:
+            dst.seek(len(block), os.SEEK_CUR)
+        else:
+            dst.write(block)
 
 
 def copy_tree_sparse(source: Path, target: Path) -> None:

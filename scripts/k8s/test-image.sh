@@ -1,0 +1,113 @@
+#!/usr/bin/env bash
+# The image as AgentBeats participants receive it (make test-image; part of make test):
+#   1. build it (layers cached: a rebuild after an edit of the servers reuses the index)
+#   2. run the whole agent from its default entrypoint with the AgentBeats flags, hardened as the
+#      chart runs pods (uid 10001, read-only root, /tmp only, no capabilities), and time it to ready
+#   3. the conformance suite against it (tests/conformance --agent-url)
+#   4. all 323 test queries through a real A2A 0.3 client at top_k 100: no failure, NDCG@5 at
+#      least MIN_NDCG5 (default 0.50)
+#   5. the same rankings computed in-process by the image's own code, index and model
+#      (scripts/rankings.py run inside a container of the image) have the same digest
+# Figures go to reports/image.json.
+#   IMAGE=...       image to test (default nfcorpus-retrieval:<appVersion>)
+#   SKIP_BUILD=1    test the image as it is
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+# shellcheck source=scripts/k8s/engine.sh
+source "$root/scripts/k8s/engine.sh"
+engine_setup "$root"
+
+image=${IMAGE:-$(default_image "$root")}
+min_ndcg5=${MIN_NDCG5:-0.50}
+python=$root/.venv/bin/python
+reports=$root/reports
+work=$(mktemp -d)
+name=nfc-image-$$
+free_port() { "$python" -c 'from services.common.processes import free_port; print(free_port())'; }
+export PYTHONPATH=$root
+
+cleanup() {
+    local status=$?
+    if ((status)); then
+        echo "--- log of $name" >&2
+        "$ENGINE" logs "$name" 2>&1 | tail -60 >&2 || true
+    fi
+    "$ENGINE" rm --force "$name" >/dev/null 2>&1 || true
+    rm -rf "$work"
+    exit "$status"
+}
+trap cleanup EXIT
+
+if [[ ${SKIP_BUILD:-0} != 1 ]]; then
+    bash "$root/scripts/k8s/base-image.sh"
+    IMAGE=$image bash "$root/scripts/k8s/build-image.sh"
+fi
+size=$("$ENGINE" image inspect "$image" --format '{{.Size}}')
+
+hardened=(--user 10001:10001 --read-only --tmpfs /tmp --cap-drop ALL
+    --security-opt no-new-privileges --network host)
+port=$(free_port)
+mcp_port=$(free_port)
+url="http://127.0.0.1:$port/"
+
+echo "== 2. the whole agent: $ENGINE run $image --host 127.0.0.1 --port $port --card-url $url"
+started=$(date +%s.%N)
+"$ENGINE" run -d --name "$name" "${hardened[@]}" "$image" \
+    --host 127.0.0.1 --port "$port" --card-url "$url" --mcp-port "$mcp_port" >/dev/null
+until curl -fsS -o /dev/null "${url}readyz" 2>/dev/null; do
+    [[ $("$ENGINE" container inspect --format '{{.State.Running}}' "$name") == true ]] ||
+        { echo "FAIL: the container exited before it was ready" >&2; exit 1; }
+    (($(date +%s) - ${started%.*} < 180)) || { echo "FAIL: not ready after 180 s" >&2; exit 1; }
+    sleep 0.2
+done
+ready_s=$("$python" -c "print(round($(date +%s.%N) - $started, 1))")
+echo "ready in $ready_s s: $(curl -fsS "${url}readyz")"
+
+echo "== 3. conformance suite"
+"$python" -m pytest -q -p no:cacheprovider "$root/tests/conformance" --agent-url "$url"
+
+echo "== 4. 323 test queries, A2A 0.3 client, top_k 100"
+"$python" -m services.green_agent eval --agent "$url" --protocol 0.3 --num-queries 323 \
+    --top-k 100 --seed 42 --concurrency 4 --out "$work/eval.json" >/dev/null
+
+echo "== 5. the same rankings in-process, inside the image"
+"$ENGINE" run --rm "${hardened[@]}" -v "$root/scripts/rankings.py:/opt/rankings.py:ro" \
+    --entrypoint python "$image" /opt/rankings.py --out /tmp/rankings.json >"$work/in-process.txt"
+cat "$work/in-process.txt"
+
+"$python" - "$work/eval.json" "$work/in-process.txt" "$min_ndcg5" "$image" "$size" "$ready_s" \
+    "$reports/image.json" <<'PY'
+import json, os, sys
+from pathlib import Path
+sys.path.insert(0, os.environ["PYTHONPATH"] + "/scripts")  # rankings.digest, one definition
+from rankings import digest
+eval_path, in_process, floor, image, size, ready_s, out = sys.argv[1:]
+report = json.loads(Path(eval_path).read_text())
+served = digest({q["query_id"]: q["doc_ids"] or [] for q in report["queries"]})
+expected = Path(in_process).read_text().split("sha256 ")[1].split()[0]
+figures = {
+    "image": image,
+    "size_bytes": int(size),
+    "ready_s": float(ready_s),
+    "queries": report["num_queries"],
+    "failed": report["failed"],
+    "ndcg@5": report["metrics"]["ndcg@5"],
+    "ndcg@10": report["metrics"]["ndcg@10"],
+    "rankings_sha256_a2a": served,
+    "rankings_sha256_in_process": expected,
+}
+Path(out).parent.mkdir(parents=True, exist_ok=True)
+Path(out).write_text(json.dumps(figures, indent=2) + "\n")
+print(json.dumps(figures, indent=2))
+problems = []
+if report["failed"]:
+    problems.append(f"{report['failed']} queries failed: {report['failures_by_reason']}")
+if report["metrics"]["ndcg@5"] < float(floor):
+    problems.append(f"NDCG@5 {report['metrics']['ndcg@5']:.4f} is below {floor}")
+if served != expected:
+    problems.append(f"served rankings {served[:12]} differ from the image's own {expected[:12]}")
+if problems:
+    sys.exit("test-image: FAILED: " + "; ".join(problems))
+print("test-image: OK")
+PY
