@@ -1,0 +1,93 @@
+"""The AgentBeats manifests: what Amber requires of them, and that their commands are ours.
+
+Amber (the AgentBeats deployer) reads ``amber-manifest.json5``: a ``manifest_version``, a JSON
+Schema of the deployer's config, the program (image, entrypoint, env, network endpoints), what
+the agent provides and exports, and for a green agent the slots it connects to and the
+assessment it expects. Each reference must resolve: an export names something provided, a
+provided capability names an endpoint, ``${slots.X}`` names a declared slot, the entrypoint's
+``--port`` is the endpoint's port and its module is one of ours.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import shlex
+from typing import Any
+
+import json5
+import jsonschema  # type: ignore[import-untyped]  # no stubs
+import pytest
+import yaml
+
+from services.common.processes import REPO
+from services.green_agent.assessment import ROLE, AssessmentConfig
+
+MANIFESTS = {"purple": REPO / "amber-manifest.json5", "green": REPO / "amber-manifest.green.json5"}
+WORKFLOW = REPO / ".github/workflows/image.yml"
+
+
+def _load(which: str) -> dict[str, Any]:
+    return dict(json5.loads(MANIFESTS[which].read_text()))
+
+
+@pytest.mark.parametrize("which", sorted(MANIFESTS))
+def test_the_manifest_has_what_amber_requires(which: str) -> None:
+    manifest = _load(which)
+    assert manifest["manifest_version"] == "0.1.0"
+    schema = manifest["config_schema"]
+    jsonschema.Draft202012Validator.check_schema(schema)
+    assert schema["type"] == "object"
+    program = manifest["program"]
+    assert {"image", "entrypoint", "network"} <= set(program)
+    assert all(isinstance(v, str) for v in program.get("env", {}).values())
+    endpoints = {e["name"]: e["port"] for e in program["network"]["endpoints"]}
+    assert len(endpoints) == len(program["network"]["endpoints"])  # names are unique
+    for name, provided in manifest["provides"].items():
+        assert provided["kind"] == "a2a" and provided["endpoint"] in endpoints, name
+    assert set(manifest["exports"].values()) <= set(manifest["provides"])
+    slots = set(manifest.get("slots", {}))
+    for value in [program["entrypoint"], *program.get("env", {}).values()]:
+        for slot in re.findall(r"\$\{slots\.(\w+)", value):
+            assert slot in slots, f"{value} names an undeclared slot"
+        for key in re.findall(r"\$\{config\.(\w+)", value):
+            assert key in schema["properties"], f"{value} names an undeclared config key"
+
+
+@pytest.mark.parametrize("which", sorted(MANIFESTS))
+def test_the_entrypoint_is_our_command_on_the_endpoint_port(which: str) -> None:
+    program = _load(which)["program"]
+    argv = shlex.split(program["entrypoint"])
+    assert argv[:2] == ["python", "-m"] and importlib.util.find_spec(argv[2]) is not None
+    port = int(argv[argv.index("--port") + 1])
+    assert [e["port"] for e in program["network"]["endpoints"]] == [port]
+    assert argv[argv.index("--host") + 1] == "0.0.0.0"  # reachable from the scenario's network
+
+
+def test_both_manifests_name_the_image_the_workflow_publishes() -> None:
+    workflow = yaml.safe_load(WORKFLOW.read_text())
+    published = workflow["env"]["IMAGE"].replace(
+        "${{ github.repository_owner }}", "(?P<owner>[\\w.-]+)"
+    )
+    for which in MANIFESTS:
+        image = _load(which)["program"]["image"]
+        name, tag = image.rsplit(":", 1)
+        assert re.fullmatch(published, name), image
+        assert tag == "latest"  # what the workflow publishes from main
+
+
+def test_the_green_manifest_describes_the_assessment_it_runs() -> None:
+    manifest = _load("green")
+    assert manifest["metadata"]["participant_roles"] == [ROLE]
+    AssessmentConfig.model_validate(manifest["metadata"]["assessment_config"])
+    assert set(manifest["slots"]) == {ROLE}
+
+
+def test_the_workflow_builds_for_amd64_and_publishes_latest_and_semver() -> None:
+    text = WORKFLOW.read_text()
+    workflow = yaml.safe_load(text)
+    assert workflow[True]["push"] == {"branches": ["main"], "tags": ["v*"]}  # YAML's "on"
+    assert "platforms: linux/amd64" in text
+    assert "type=raw,value=latest,enable={{is_default_branch}}" in text
+    assert "type=semver,pattern={{version}}" in text
+    assert "tests/conformance --agent-url" in text  # the image is tested before it is pushed
