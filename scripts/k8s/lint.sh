@@ -6,7 +6,8 @@
 #      every rendered scenario, k8s/base and the built overlays
 #   4. checkov on all of those and on the Dockerfile (skips justified in scripts/k8s/checkov.yaml)
 #   5. hadolint on the Dockerfile, shellcheck on scripts/k8s
-#   6. the image workflow (.github/workflows): GitHub's workflow schema (check-jsonschema's
+#   6. compose.yaml against the compose specification's schema, and the image workflow
+#      (.github/workflows): GitHub's workflow schema (check-jsonschema's
 #      vendored copy) and zizmor offline (pinned actions, permissions, injection). actionlint
 #      would be the usual tool, but its PyPI package fetches its binary from GitHub at install,
 #      which offline hosts cannot reach.
@@ -77,8 +78,9 @@ echo "ok  Dockerfile"
 (cd "$root" && "$tools/venv/bin/shellcheck" -x scripts/k8s/*.sh scripts/*.sh)
 echo "ok  scripts/k8s/*.sh scripts/*.sh"
 
-step "image workflow: GitHub's schema, zizmor"
+step "image workflow and compose scenario: their schemas, zizmor"
 "$tools/venv/bin/check-jsonschema" --builtin-schema vendor.github-workflows "$root"/.github/workflows/*.yml
+"$tools/venv/bin/check-jsonschema" --builtin-schema vendor.compose-spec "$root/compose.yaml"
 "$tools/venv/bin/zizmor" --offline --no-progress "$root/.github/workflows"
 echo
 echo "lint-k8s: all checks passed"

@@ -8,6 +8,8 @@
 #      least MIN_NDCG5 (default 0.50)
 #   5. the same rankings computed in-process by the image's own code, index and model
 #      (scripts/rankings.py run inside a container of the image) have the same digest
+#   6. compose.yaml (the AgentBeats scenario: green agent and whole agent, on a compose network)
+#      comes up with podman-compose and runs an assessment of 20 queries to a result
 # Figures go to reports/image.json.
 #   IMAGE=...       image to test (default nfcorpus-retrieval:<appVersion>)
 #   SKIP_BUILD=1    test the image as it is
@@ -34,6 +36,7 @@ cleanup() {
         "$ENGINE" logs "$name" 2>&1 | tail -60 >&2 || true
     fi
     "$ENGINE" rm --force "$name" >/dev/null 2>&1 || true
+    [[ -n ${compose_up:-} ]] && compose down >/dev/null 2>&1
     rm -rf "$work"
     exit "$status"
 }
@@ -45,8 +48,9 @@ if [[ ${SKIP_BUILD:-0} != 1 ]]; then
 fi
 size=$("$ENGINE" image inspect "$image" --format '{{.Size}}')
 
-hardened=(--user 10001:10001 --read-only --tmpfs /tmp --cap-drop ALL
-    --security-opt no-new-privileges --network host)
+contained=(--user 10001:10001 --read-only --tmpfs /tmp --cap-drop ALL
+    --security-opt no-new-privileges)
+hardened=("${contained[@]}" --network host)
 port=$(free_port)
 mcp_port=$(free_port)
 url="http://127.0.0.1:$port/"
@@ -75,6 +79,48 @@ echo "== 5. the same rankings in-process, inside the image"
 "$ENGINE" run --rm "${hardened[@]}" -v "$root/scripts/rankings.py:/opt/rankings.py:ro" \
     --entrypoint python "$image" /opt/rankings.py --out /tmp/rankings.json >"$work/in-process.txt"
 cat "$work/in-process.txt"
+
+echo "== 6. compose.yaml: green agent and whole agent on one network, one assessment"
+compose() {
+    NFCORPUS_IMAGE=$image GREEN_PORT=$green_port AGENT_PORT=$agent_port \
+        "$root/.tools/venv/bin/podman-compose" --project-name "$name" -f "$root/compose.yaml" "$@"
+}
+green_port=$(free_port)
+agent_port=$(free_port)
+compose_up=1
+compose up -d >/dev/null 2>&1
+# The assessment comes from inside the scenario's network, as AgentBeats' client sends it: the
+# green agent's card names http://green-agent:9009/, which only that network resolves.
+"$ENGINE" run --rm --network "${name}_default" "${contained[@]}" \
+    --entrypoint python "$image" -c "$(cat <<'PY'
+import json, sys, time, uuid
+import httpx
+green = "http://green-agent:9009/"
+deadline = time.monotonic() + 180
+while True:  # the green agent starts once the whole agent is healthy
+    try:
+        if httpx.get(green + "healthz", timeout=2).status_code == 200:
+            break
+    except httpx.HTTPError:
+        pass
+    if time.monotonic() > deadline:
+        sys.exit("the compose scenario did not come up in 180 s")
+    time.sleep(1)
+request = {"participants": {"retrieval_agent": "http://retrieval-agent:9009/"},
+           "config": {"num_queries": 20, "top_k": 5, "random_seed": 42}}
+message = {"kind": "message", "messageId": uuid.uuid4().hex, "role": "user",
+           "parts": [{"kind": "text", "text": json.dumps(request)}]}
+body = {"jsonrpc": "2.0", "id": 1, "method": "message/send", "params": {"message": message}}
+task = httpx.post(green, json=body, timeout=300).json()["result"]
+(data,) = [p["data"] for a in task["artifacts"] for p in a["parts"] if p["kind"] == "data"]
+print(f"compose: {task['status']['state']}, {data['total_queries']} queries, "
+      f"{data['failed']} failed, mean_ndcg_at_k {data['mean_ndcg_at_k']}")
+if task["status"]["state"] != "completed" or data["failed"] or data["successful_communications"] != 20:
+    sys.exit("FAIL: the compose scenario's assessment did not complete without failures")
+PY
+)"
+compose down >/dev/null 2>&1
+compose_up=
 
 "$python" - "$work/eval.json" "$work/in-process.txt" "$min_ndcg5" "$image" "$size" "$ready_s" \
     "$reports/image.json" <<'PY'

@@ -11,6 +11,7 @@ provided capability names an endpoint, ``${slots.X}`` names a declared slot, the
 from __future__ import annotations
 
 import importlib.util
+import json
 import re
 import shlex
 from typing import Any
@@ -25,6 +26,13 @@ from services.green_agent.assessment import ROLE, AssessmentConfig
 
 MANIFESTS = {"purple": REPO / "amber-manifest.json5", "green": REPO / "amber-manifest.green.json5"}
 WORKFLOW = REPO / ".github/workflows/image.yml"
+
+
+def _image_entrypoint() -> list[str]:
+    (line,) = [
+        x for x in (REPO / "Dockerfile").read_text().splitlines() if x.startswith("ENTRYPOINT")
+    ]
+    return list(json.loads(line.removeprefix("ENTRYPOINT")))
 
 
 def _load(which: str) -> dict[str, Any]:
@@ -91,3 +99,18 @@ def test_the_workflow_builds_for_amd64_and_publishes_latest_and_semver() -> None
     assert "type=raw,value=latest,enable={{is_default_branch}}" in text
     assert "type=semver,pattern={{version}}" in text
     assert "tests/conformance --agent-url" in text  # the image is tested before it is pushed
+
+
+def test_the_compose_scenario_runs_what_the_manifests_describe() -> None:
+    services = yaml.safe_load((REPO / "compose.yaml").read_text())["services"]
+    for service, which in (("green-agent", "green"), ("retrieval-agent", "purple")):
+        spec, program = services[service], _load(which)["program"]
+        default = re.fullmatch(r"\$\{NFCORPUS_IMAGE:-(.+)\}", spec["image"])
+        assert default is not None and default.group(1) == program["image"]
+        # The same command: the compose entrypoint (or the image's own) and its arguments.
+        argv = [*spec.get("entrypoint", []), *spec["command"]]
+        expected = shlex.split(program["entrypoint"])
+        if "entrypoint" not in spec:  # the image's own entrypoint
+            argv = [*_image_entrypoint(), *argv]
+        assert argv[: len(expected)] == expected, service
+        assert spec["read_only"] is True and spec["cap_drop"] == ["ALL"]
