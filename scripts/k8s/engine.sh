@@ -50,3 +50,9 @@ default_image() {
     version=$(sed -n 's/^appVersion: *"\{0,1\}\([^"]*\)"\{0,1\}$/\1/p' "$1/helm/nfcorpus-retrieval/Chart.yaml")
     echo "nfcorpus-retrieval:$version"
 }
+
+# A free loopback port, picked by the tests' own rule (services.common.processes.free_port: below
+# the kernel's ephemeral range, where no outgoing connection takes it before the container binds).
+free_port() {
+    PYTHONPATH=$1 "$1/.venv/bin/python" -c 'from services.common.processes import free_port; print(free_port())'
+}

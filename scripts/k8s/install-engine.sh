@@ -9,7 +9,7 @@ set -euo pipefail
 packages=(podman runc catatonit netavark aardvark-dns iptables mmdebstrap)
 missing=()
 for package in "${packages[@]}"; do
-    dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" ||
+    [[ $(dpkg-query -W -f='${Status}' "$package" 2>/dev/null) == "install ok installed" ]] ||
         missing+=("$package")
 done
 ((${#missing[@]})) || exit 0

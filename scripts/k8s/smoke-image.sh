@@ -31,9 +31,8 @@ out=$(mktemp -d)
 chmod 0777 "$out"  # the green agent (uid 10001) writes its report here
 run_id=nfc-smoke-$$
 store=$run_id-store
-free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
-mcp_port=$(free_port)
-purple_port=$(free_port)
+mcp_port=$(free_port "$root")
+purple_port=$(free_port "$root")
 started=$SECONDS
 
 cleanup() {
@@ -78,8 +77,10 @@ echo "readyz: $(curl -fsS "http://127.0.0.1:$mcp_port/readyz")"
 curl -fsS "http://127.0.0.1:$mcp_port/search_nfcorpus" -H 'Content-Type: application/json' \
     -d '{"query": "vitamin D and breast cancer risk", "top_k": 3}' |
     python3 -c 'import json, sys; r = json.load(sys.stdin); print("POST /search_nfcorpus:", json.dumps(r)[:400])'
-curl -fsS "http://127.0.0.1:$mcp_port/metrics" | grep -m1 '^mcp_' >/dev/null ||
-    { echo "FAIL: no mcp_* series on /metrics" >&2; exit 1; }
+# Read the page whole before looking into it: grep -m1 on a pipe closes it at the first match,
+# and under pipefail curl's failed write (exit 23) would fail the step.
+metrics=$(curl -fsS "http://127.0.0.1:$mcp_port/metrics")
+[[ $metrics =~ (^|$'\n')mcp_ ]] || { echo "FAIL: no mcp_* series on /metrics" >&2; exit 1; }
 echo "/metrics: mcp_* series present"
 
 echo "== 3. purple agent (default entrypoint, AgentBeats flags) on 127.0.0.1:$purple_port"

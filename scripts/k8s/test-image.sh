@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The image as AgentBeats participants receive it (make test-image; part of make test):
 #   1. build it (layers cached: a rebuild after an edit of the servers reuses the index)
-#   2. run the whole agent from its default entrypoint with the AgentBeats flags, hardened as the
-#      chart runs pods (uid 10001, read-only root, /tmp only, no capabilities), and time it to ready
+#   2. run the whole agent from its default entrypoint with the AgentBeats flags
+#      (--host 0.0.0.0 --port 9009, the port published), hardened as the chart runs pods (uid
+#      10001, read-only root, /tmp only, no capabilities), and time it to ready
 #   3. the conformance suite against it (tests/conformance --agent-url)
 #   4. all 323 test queries through a real A2A 0.3 client at top_k 100: no failure, NDCG@5 at
 #      least MIN_NDCG5 (default 0.50)
@@ -26,7 +27,6 @@ python=$root/.venv/bin/python
 reports=$root/reports
 work=$(mktemp -d)
 name=nfc-image-$$
-free_port() { "$python" -c 'from services.common.processes import free_port; print(free_port())'; }
 export PYTHONPATH=$root
 
 cleanup() {
@@ -51,14 +51,15 @@ size=$("$ENGINE" image inspect "$image" --format '{{.Size}}')
 contained=(--user 10001:10001 --read-only --tmpfs /tmp --cap-drop ALL
     --security-opt no-new-privileges)
 hardened=("${contained[@]}" --network host)
-port=$(free_port)
-mcp_port=$(free_port)
+port=$(free_port "$root")
 url="http://127.0.0.1:$port/"
 
-echo "== 2. the whole agent: $ENGINE run $image --host 127.0.0.1 --port $port --card-url $url"
+# Exactly what a participant runs: the image's entrypoint, --host 0.0.0.0 --port 9009, the
+# container's port published (on the engine's bridge network, as compose and AgentBeats do).
+echo "== 2. the whole agent: $ENGINE run -p $port:9009 $image --host 0.0.0.0 --port 9009"
 started=$(date +%s.%N)
-"$ENGINE" run -d --name "$name" "${hardened[@]}" "$image" \
-    --host 127.0.0.1 --port "$port" --card-url "$url" --mcp-port "$mcp_port" >/dev/null
+"$ENGINE" run -d --name "$name" "${contained[@]}" -p "127.0.0.1:$port:9009" "$image" \
+    --host 0.0.0.0 --port 9009 --card-url "$url" >/dev/null
 until curl -fsS -o /dev/null "${url}readyz" 2>/dev/null; do
     [[ $("$ENGINE" container inspect --format '{{.State.Running}}' "$name") == true ]] ||
         { echo "FAIL: the container exited before it was ready" >&2; exit 1; }
@@ -85,8 +86,8 @@ compose() {
     NFCORPUS_IMAGE=$image GREEN_PORT=$green_port AGENT_PORT=$agent_port \
         "$root/.tools/venv/bin/podman-compose" --project-name "$name" -f "$root/compose.yaml" "$@"
 }
-green_port=$(free_port)
-agent_port=$(free_port)
+green_port=$(free_port "$root")
+agent_port=$(free_port "$root")
 compose_up=1
 compose up -d >/dev/null 2>&1
 # The assessment comes from inside the scenario's network, as AgentBeats' client sends it: the
