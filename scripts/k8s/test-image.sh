@@ -97,23 +97,32 @@ compose up -d >/dev/null 2>&1
 import json, sys, time, uuid
 import httpx
 green = "http://green-agent:9009/"
+agent = "http://retrieval-agent:9009/"
 deadline = time.monotonic() + 180
-while True:  # the green agent starts once the whole agent is healthy
-    try:
-        if httpx.get(green + "healthz", timeout=2).status_code == 200:
-            break
-    except httpx.HTTPError:
-        pass
-    if time.monotonic() > deadline:
-        sys.exit("the compose scenario did not come up in 180 s")
-    time.sleep(1)
-request = {"participants": {"retrieval_agent": "http://retrieval-agent:9009/"},
+# As agentbeats-run does, the assessment goes out once both agents answer: compose's
+# depends_on condition is not honoured by every engine (podman-compose starts the green agent
+# at once), so on a slow or busy machine the whole agent may still be starting.
+for url in (agent + "readyz", green + "healthz"):
+    while True:
+        try:
+            if httpx.get(url, timeout=2).status_code == 200:
+                break
+        except httpx.HTTPError:
+            pass
+        if time.monotonic() > deadline:
+            sys.exit(f"the compose scenario did not come up in 180 s: {url} does not answer")
+        time.sleep(1)
+request = {"participants": {"retrieval_agent": agent},
            "config": {"num_queries": 20, "top_k": 5, "random_seed": 42}}
 message = {"kind": "message", "messageId": uuid.uuid4().hex, "role": "user",
            "parts": [{"kind": "text", "text": json.dumps(request)}]}
 body = {"jsonrpc": "2.0", "id": 1, "method": "message/send", "params": {"message": message}}
-task = httpx.post(green, json=body, timeout=300).json()["result"]
-(data,) = [p["data"] for a in task["artifacts"] for p in a["parts"] if p["kind"] == "data"]
+answer = httpx.post(green, json=body, timeout=300).json()
+task = answer.get("result") or {}
+data = [p["data"] for a in task.get("artifacts", []) for p in a["parts"] if p["kind"] == "data"]
+if len(data) != 1:
+    sys.exit(f"FAIL: the assessment gave no result: {json.dumps(answer)[:2000]}")
+data = data[0]
 print(f"compose: {task['status']['state']}, {data['total_queries']} queries, "
       f"{data['failed']} failed, mean_ndcg_at_k {data['mean_ndcg_at_k']}")
 if task["status"]["state"] != "completed" or data["failed"] or data["successful_communications"] != 20:
