@@ -1,7 +1,8 @@
 """Command line of the green agent: ``eval``, ``load``, ``serve`` and ``rest``.
 
 ``eval`` exits 1 when any query failed (unreachable agent, failed task or broken contract), so it
-can gate a pipeline; ``load`` exits 0 whatever the error count (read the report). ``load --html
+can gate a pipeline; ``load`` exits 0 whatever the error count (read the report), and SIGTERM or
+Ctrl-C ends it early with its report. ``load --html
 PATH`` also writes the report as one self-contained HTML page (throughput and latency over time,
 latency histogram, failures), e.g. ``load --agent URL --duration 30 --concurrency 4 --html
 load.html``. ``rest`` scores an MCP server's ``POST /search_nfcorpus`` directly, on whole splits.
@@ -25,7 +26,7 @@ from services.green_agent.app import create_app
 from services.green_agent.client import Protocol_, TransportFailure, connect
 from services.green_agent.dataset import load_test_set, sample_query_ids
 from services.green_agent.evaluator import QueryOutcome, evaluate
-from services.green_agent.load import build_load_report, run_load
+from services.green_agent.load import build_load_report, run_load, stopped_by_signals
 from services.green_agent.load_html import write_load_html
 from services.green_agent.render import eval_tables, load_table
 from services.green_agent.report import build_report
@@ -108,18 +109,21 @@ async def _load(args: argparse.Namespace, settings: GreenSettings) -> int:
         authorization=settings.agent_authorization(),
     )
     try:
-        outcomes, dropped, wall_s = await run_load(
-            client,
-            queries,
-            test_set.doc_ids,
-            top_k=args.top_k,
-            duration_s=args.duration,
-            concurrency=args.concurrency,
-            rate=args.rate,
-            max_in_flight=args.max_in_flight,
-            drain_timeout_s=settings.timeout_s,
-            legacy=args.protocol == "0.3",
-        )
+        # SIGTERM or Ctrl-C ends the run early, with its report.
+        with stopped_by_signals() as stop:
+            outcomes, dropped, wall_s = await run_load(
+                client,
+                queries,
+                test_set.doc_ids,
+                top_k=args.top_k,
+                duration_s=args.duration,
+                concurrency=args.concurrency,
+                rate=args.rate,
+                max_in_flight=args.max_in_flight,
+                drain_timeout_s=settings.timeout_s,
+                legacy=args.protocol == "0.3",
+                stop=stop,
+            )
     finally:
         await client.aclose()
     report = build_load_report(
@@ -134,6 +138,7 @@ async def _load(args: argparse.Namespace, settings: GreenSettings) -> int:
         query_pool=args.queries,
         pool_size=len(queries),
         result_cache=cache_effect(lookups_before, await cache_lookups(args.mcp_url)),
+        stopped_early=stop.is_set(),
     )
     _write(report, args.out)
     if args.html is not None:

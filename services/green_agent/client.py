@@ -168,7 +168,10 @@ class LegacyAgentClient:
         self, url: str, timeout_s: float, max_connections: int, authorization: str | None = None
     ) -> None:
         self._url = url.rstrip("/")
-        self._http = _http_client(timeout_s, max_connections, authorization)
+        # Each query talks to two URLs, the card's and the one the card names, which may be two
+        # hosts (a Service's short and long names): a pool of one per query would close and
+        # reopen a connection for nearly every request.
+        self._http = _http_client(timeout_s, 2 * max_connections, authorization)
 
     async def ask(self, query: str, top_k: int) -> Reply:
         """Fetch the card, post ``message/send`` to its ``url``, read the task."""

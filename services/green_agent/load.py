@@ -3,17 +3,21 @@
 Closed loop (``concurrency``): that many workers send back to back. Open loop (``rate``): requests
 start on a fixed schedule whatever the latency, up to ``max_in_flight`` outstanding; a request the
 schedule cannot start is counted as ``dropped``, so an overloaded agent shows up as drops rather
-than as unbounded memory. Both stop starting requests after ``duration_s`` and wait at most the
-client timeout for those in flight; the run always ends by itself.
+than as unbounded memory. Both stop starting requests after ``duration_s``, or earlier when the
+``stop`` event is set (the CLI sets it on SIGTERM and SIGINT, so a run around an operation of
+unknown length still ends with its report), and wait at most the client timeout for those in
+flight; the run always ends by itself.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
+import signal
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 from pydantic import BaseModel
 
@@ -63,6 +67,8 @@ class LoadReport(BaseModel):
     distinct_queries: int = 0
     repeats: int = 0
     result_cache: CacheEffect | None = None
+    # Ended by a signal before ``duration_s`` had passed (``wall_s`` is how long it ran).
+    stopped_early: bool = False
 
 
 class _Run:
@@ -105,8 +111,9 @@ async def run_load(
     max_in_flight: int = 256,
     drain_timeout_s: float = 60.0,
     legacy: bool = False,
+    stop: asyncio.Event | None = None,
 ) -> tuple[list[QueryOutcome], int, float]:
-    """Run one load test.
+    """Run one load test, until ``duration_s`` has passed or ``stop`` is set.
 
     Returns:
         Every outcome, the number of dropped (never started) requests, and the wall time.
@@ -118,12 +125,17 @@ async def run_load(
     if (concurrency is None) == (rate is None):
         raise ValueError("give exactly one of concurrency or rate")
     run = _Run(client, queries, top_k)
+    stop = stop or asyncio.Event()
     started = time.perf_counter()
     stop_at = started + duration_s
+
+    def going() -> bool:
+        return time.perf_counter() < stop_at and not stop.is_set()
+
     if concurrency is not None:
 
         async def worker() -> None:
-            while time.perf_counter() < stop_at:
+            while going():
                 await run.one(valid_ids, legacy)
 
         workers = {asyncio.create_task(worker()) for _ in range(concurrency)}
@@ -135,7 +147,9 @@ async def run_load(
             due = started + n / rate
             if due >= stop_at:
                 break
-            await asyncio.sleep(max(0.0, due - time.perf_counter()))
+            await _sleep_unless(stop, due - time.perf_counter())
+            if stop.is_set():
+                break
             if len(in_flight) >= max_in_flight:
                 run.dropped += 1
                 continue
@@ -143,9 +157,34 @@ async def run_load(
             in_flight.add(task)
             task.add_done_callback(in_flight.discard)
         # The window is the whole duration, even if the last request started and ended early.
-        await asyncio.sleep(max(0.0, stop_at - time.perf_counter()))
+        await _sleep_unless(stop, stop_at - time.perf_counter())
         await _finish(set(in_flight), drain_timeout_s)
     return run.outcomes, run.dropped, time.perf_counter() - started
+
+
+@contextlib.contextmanager
+def stopped_by_signals() -> Iterator[asyncio.Event]:
+    """An event that SIGTERM or SIGINT sets while the block runs: pass it to :func:`run_load`.
+
+    A load around an operation of unknown length (a rolling restart) is stopped when the
+    operation is done, and still writes its report.
+    """
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, stop.set)
+    try:
+        yield stop
+    finally:
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            loop.remove_signal_handler(signum)
+
+
+async def _sleep_unless(stop: asyncio.Event, seconds: float) -> None:
+    """Sleep ``seconds``, or less if ``stop`` is set meanwhile."""
+    if seconds > 0:
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stop.wait(), seconds)
 
 
 def build_load_report(
@@ -161,6 +200,7 @@ def build_load_report(
     query_pool: str = "test",
     pool_size: int = 0,
     result_cache: CacheEffect | None = None,
+    stopped_early: bool = False,
 ) -> LoadReport:
     """Summarise a load run: latency of the answers, and apart how fast the failures came."""
     ok = [o for o in outcomes if o.ok]
@@ -192,4 +232,5 @@ def build_load_report(
         distinct_queries=len({o.query_id for o in outcomes}),
         repeats=len(outcomes) - len({o.query_id for o in outcomes}),
         result_cache=result_cache,
+        stopped_early=stopped_early,
     )

@@ -6,6 +6,10 @@ Every process is real (``python -m ...``) and talks over loopback HTTP.
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -14,13 +18,14 @@ import pytest
 from a2a.helpers import get_data_parts, get_text_parts
 from a2a.types import TaskState
 
-from services.common.processes import ServerProcess
+from services.common.processes import REPO, ServerProcess
 from services.green_agent.dataset import load_test_set
 from services.nfcorpus.dataset import DEFAULT_DATA_DIR
 from services.nfcorpus.metrics import ndcg_at_k
 from services.purple_agent.ranking import Candidate, ServerOrder
 from services.purple_agent.settings import PurpleSettings
-from tests.support.green import assess, run_green
+from tests.support.green import CLI_TIMEOUT_S, assess, run_green
+from tests.support.polling import wait_for
 
 
 def test_eval_matches_the_mcp_server_called_directly(
@@ -110,6 +115,36 @@ def test_load_runs_for_its_duration_and_reports(
     assert report["repeats"] == 0 and report["distinct_queries"] == report["requests"]
     cache = report["result_cache"]
     assert cache["lookups"] >= report["requests"] and cache["hits"] <= cache["lookups"]
+
+
+def test_load_ends_early_on_sigterm_with_its_report(
+    purple_agent: ServerProcess, tmp_path: Path
+) -> None:
+    """A load around an operation of unknown length (a rolling restart) is stopped by a signal."""
+    out = tmp_path / "load.json"
+    args = ["--agent", purple_agent.base_url, "--concurrency", "2", "--duration", "3600"]
+    command = [sys.executable, "-m", "services.green_agent", "load", *args, "--out", str(out)]
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    before = _completed(purple_agent)  # the agent is shared: count from here
+    with subprocess.Popen(command, cwd=REPO, env=env, stdout=subprocess.DEVNULL) as load:
+        try:
+            # Stopped once it has answers to report: the agent's count of completed requests.
+            wait_for(lambda: _completed(purple_agent) >= before + 3, timeout_s=60, what="answers")
+            load.send_signal(signal.SIGTERM)
+            assert load.wait(timeout=CLI_TIMEOUT_S) == 0
+        finally:
+            load.kill()
+    report = json.loads(out.read_text())
+    assert report["stopped_early"] is True and report["duration_s"] == 3600
+    assert report["ok"] == report["requests"] >= 1 and report["errors"] == 0
+
+
+def _completed(purple: ServerProcess) -> float:
+    metrics = httpx.get(purple.base_url + "/metrics").text
+    prefix = 'purple_request_duration_seconds_count{outcome="completed"} '
+    return sum(
+        float(line.removeprefix(prefix)) for line in metrics.splitlines() if line.startswith(prefix)
+    )
 
 
 async def test_green_a2a_server_runs_an_assessment(
