@@ -80,12 +80,22 @@ class AuthFields(BaseModel):
 
 
 def authorization(token: str | None, path: Path | None) -> str | None:
-    """The ``Authorization`` header a client sends: the file's token, else ``token``, else none."""
+    """The ``Authorization`` header a client sends: the file's token, else ``token``, else none.
+
+    The file may be a bare token or a server's token file (the chart's client-tokens Secret):
+    its first token is sent, without its ``name:`` prefix, as the helm test pod does.
+    """
     if path is not None:
         try:
-            token = path.read_text(encoding="utf-8").strip()
+            lines = path.read_text(encoding="utf-8").splitlines()
         except OSError as e:
             raise TokenError(f"cannot read {path}: {e.strerror}") from None
+        listed = [
+            line.strip() for line in lines if line.strip() and not line.lstrip().startswith("#")
+        ]
+        if not listed:
+            raise TokenError(f"the token file {path} holds no token")
+        token = listed[0].rpartition(":")[2].strip()
     return f"Bearer {token}" if token else None
 
 

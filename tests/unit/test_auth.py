@@ -10,7 +10,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from services.common.auth import TokenError, load_tokens
+from services.common.auth import TokenError, authorization, load_tokens
 from services.common.frame import Readiness, ServiceId, service_app
 
 SERVICE = ServiceId(metric_prefix="authtest", trace_name="auth-test")
@@ -97,3 +97,28 @@ def test_unusable_tokens_are_refused_without_showing_them(inline: str, message: 
 def test_an_unreadable_token_file_is_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(TokenError, match="cannot read the token file"):
         load_tokens(None, tmp_path / "missing")
+
+
+@pytest.mark.parametrize(
+    ("text", "sent"),
+    [
+        ("bare-token-0123456789\n", "Bearer bare-token-0123456789"),
+        # A server's token file (the chart's client-tokens Secret): the first token, unnamed.
+        (
+            "# callers\n\ngreen:first-token-0123456789\nother:second-token-0123456789\n",
+            "Bearer first-token-0123456789",
+        ),
+    ],
+)
+def test_a_client_sends_the_first_token_of_its_file(tmp_path: Path, text: str, sent: str) -> None:
+    path = tmp_path / "tokens"
+    path.write_text(text)
+    assert authorization("ignored-when-a-file-is-given", path) == sent
+    assert authorization("inline-token-0123456789", None) == "Bearer inline-token-0123456789"
+
+
+def test_a_token_file_without_a_token_is_a_clear_error(tmp_path: Path) -> None:
+    path = tmp_path / "tokens"
+    path.write_text("# nothing but a comment\n")
+    with pytest.raises(TokenError, match="holds no token"):
+        authorization(None, path)
