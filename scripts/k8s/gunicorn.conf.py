@@ -24,9 +24,10 @@ worker_class = "services.common.server.Worker"
 worker_tmp_dir = "/tmp"
 # A worker silent this long is restarted; above the purple agent's 60 s hard deadline.
 timeout = 75
-# Time a stopping worker gets to finish in-flight requests: above the purple agent's 30 s request
-# deadline, below terminationGracePeriodSeconds (45 s) minus the chart's 5 s preStop pause.
-graceful_timeout = 35
+# Time a stopping worker gets: its drain (SERVER_DRAIN_S, 5 s in the chart; services.common.server
+# .Worker) and then the purple agent's 30 s request deadline, within terminationGracePeriodSeconds
+# (50 s) minus the chart's 5 s preStop pause.
+graceful_timeout = 40
 # Longer than the idle timeout of typical L7 proxies, so they close first and never hit a dead socket.
 keepalive = 75
 accesslog = None  # the service frame logs one structured line per request instead

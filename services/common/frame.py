@@ -5,8 +5,9 @@ A server hands over its own routes; the frame adds ``GET /healthz`` (the process
 ``GET /metrics`` (Prometheus) and, around every request, a latency sample by route and outcome
 (``<prefix>_http_request_duration_seconds``), a server span parented on the caller's W3C trace
 context, bearer-token authentication when the server has tokens (:mod:`services.common.auth`),
-and the request guard (:mod:`services.common.guard`: overload, body size and time, JSON nesting
-and text). Anything every server should do per request is added here, once;
+the request guard (:mod:`services.common.guard`: overload, body size and time, JSON nesting
+and text) and, while the process drains, ``Connection: close`` on every answer
+(:mod:`services.common.lifecycle`). Anything every server should do per request is added here, once;
 :mod:`services.common.server` runs the app.
 """
 
@@ -23,7 +24,7 @@ from starlette.routing import BaseRoute, Mount, Route
 
 from services.common.auth import BearerAuth
 from services.common.guard import BodyCheck, RequestGuard
-from services.common.lifecycle import draining
+from services.common.lifecycle import CloseWhileDraining, draining
 from services.common.limits import ServerLimits
 from services.common.readiness import CachedCheck, Check
 from services.telemetry.http import RequestTelemetry
@@ -124,4 +125,5 @@ def service_app(
         histogram=http_request_histogram(service.metric_prefix),
         routes=route_paths(every_route),
     )
+    app.add_middleware(CloseWhileDraining)  # outermost: refusals close too while draining
     return app

@@ -54,8 +54,9 @@ class ServerLimits(BaseSettings):
         default=0.0,
         ge=0,
         le=60,
-        description="On SIGTERM, time /readyz answers 503 while the server still serves, so a "
-        "load balancer stops sending first (Kubernetes: the preStop pause does this instead).",
+        description="On SIGTERM, time the server still serves, with /readyz answering 503 and "
+        "every answer closing its connection, so load balancers stop sending and keep-alive "
+        "clients move away before it stops (the chart sets it; see services.common.lifecycle).",
     )
     retry_after_s: int = Field(
         default=1, ge=1, description="Retry-After a refused (overloaded) request is given."

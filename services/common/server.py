@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import asyncio
 import signal
+import sys
 import threading
 from types import FrameType
 from typing import Any, ClassVar
 
 import h11
 import uvicorn
+from gunicorn.arbiter import Arbiter
 from uvicorn.protocols.http.h11_impl import H11Protocol
 from uvicorn_worker import UvicornWorker
 
@@ -126,12 +128,24 @@ def serve(app: Any, host: str, port: int, limits: ServerLimits | None = None) ->
 
 
 class Worker(UvicornWorker):  # type: ignore[misc]  # untyped base
-    """gunicorn's uvicorn worker with the same guard (``-k services.common.server.Worker``).
+    """gunicorn's uvicorn worker with the same guard and drain (``-k services.common.server.Worker``).
 
-    gunicorn's own ``keepalive`` and ``timeout`` settings still apply on top.
+    gunicorn's own ``keepalive`` and ``timeout`` settings still apply on top. On SIGTERM (gunicorn
+    relays the pod's to every worker) the worker drains for ``SERVER_DRAIN_S`` as
+    :class:`DrainingServer` does, so a pod's keep-alive clients move away before it stops; its
+    ``graceful_timeout`` must cover the drain and the longest request.
     """
 
     CONFIG_KWARGS: ClassVar[dict[str, Any]] = {
         **UvicornWorker.CONFIG_KWARGS,
         **{k: v for k, v in uvicorn_options(ServerLimits()).items() if k != "timeout_keep_alive"},
     }
+
+    async def _serve(self) -> None:
+        # uvicorn_worker's own _serve (0.4), with the draining server in place of uvicorn's.
+        self.config.app = self.wsgi
+        server = DrainingServer(config=self.config, drain_s=ServerLimits().drain_s)
+        self._install_sigquit_handler()
+        await server.serve(sockets=self.sockets)
+        if not server.started:
+            sys.exit(Arbiter.WORKER_BOOT_ERROR)

@@ -1,26 +1,58 @@
-"""SIGTERM drains: readiness fails first while requests are still served, then the server stops."""
+"""SIGTERM drains: readiness fails first while requests are still served, each answer closing its
+connection (pooled clients move away), then the server stops: under uvicorn and under gunicorn."""
 
 from __future__ import annotations
 
 import signal
+import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import httpx
+import pytest
 
-from services.common.processes import ServerProcess
+from services.common.processes import REPO, ServerProcess, free_port
 from tests.conftest import SmallIndex
 
 DRAIN_S = 5.0  # long enough for a loaded machine to see the drain before the stop
 
 
-def test_sigterm_fails_readiness_first_then_stops(small_index: SmallIndex, tmp_path: Path) -> None:
+def _uvicorn(env: dict[str, str], tmp_path: Path) -> ServerProcess:
+    return ServerProcess.module("services.mcp_server", env=env, log_path=tmp_path / "mcp.log")
+
+
+def _gunicorn(env: dict[str, str], tmp_path: Path) -> ServerProcess:
+    port = free_port()
+    cmd = [
+        sys.executable, "-m", "gunicorn", "--config", str(REPO / "scripts/k8s/gunicorn.conf.py"),
+        "--workers", "1", "--bind", f"127.0.0.1:{port}", "services.mcp_server.asgi:app",
+    ]  # fmt: skip
+    env = {**env, "PROMETHEUS_MULTIPROC_DIR": str(tmp_path / "metrics")}
+    return ServerProcess(cmd, port, env=env, log_path=tmp_path / "gunicorn.log")
+
+
+# uvicorn re-raises the SIGTERM it drained for; gunicorn's master exits cleanly once its workers
+# have stopped.
+@pytest.mark.parametrize(
+    ("start", "exit_status"),
+    [(_uvicorn, -signal.SIGTERM), (_gunicorn, 0)],
+    ids=["uvicorn", "gunicorn"],
+)
+def test_sigterm_fails_readiness_first_then_stops(
+    small_index: SmallIndex,
+    tmp_path: Path,
+    start: Callable[[dict[str, str], Path], ServerProcess],
+    exit_status: int,
+) -> None:
     env = {**small_index.env(private_copy=True), "SERVER_DRAIN_S": str(DRAIN_S)}
-    server = ServerProcess.module("services.mcp_server", env=env, log_path=tmp_path / "mcp.log")
-    server.start()
+    server = start(env, tmp_path)
+    server.start(timeout_s=90)
     try:
         base = server.base_url
-        assert httpx.get(f"{base}/readyz").status_code == 200
+        pooled = httpx.Client()  # a keep-alive client, as a green agent or the purple agent is
+        assert pooled.get(f"{base}/readyz").status_code == 200
+        assert "close" not in pooled.get(f"{base}/healthz").headers.get("connection", "")
         assert server.pid is not None
         stopped_at = time.monotonic()
         server.signal(signal.SIGTERM)
@@ -31,11 +63,14 @@ def test_sigterm_fails_readiness_first_then_stops(small_index: SmallIndex, tmp_p
             ready = httpx.get(f"{base}/readyz")
         assert ready.status_code == 503, ready.text
         assert ready.json() == {"status": "not ready", "reason": "draining: shutting down"}
-        # Still serving whatever a load balancer sends before it notices.
-        search = httpx.post(f"{base}/search_nfcorpus", json={"query": "soy", "top_k": 3})
+        # Still serving whatever a load balancer sends before it notices, and every answer
+        # closes its connection: the pooled client's next request opens a new one.
+        search = pooled.post(f"{base}/search_nfcorpus", json={"query": "soy", "top_k": 3})
         assert search.status_code == 200 and len(search.json()["results"]) == 3
-        returncode = server.wait(timeout_s=DRAIN_S + 10)
+        assert search.headers["connection"] == "close"
+        returncode = server.wait(timeout_s=DRAIN_S + 30)
         assert time.monotonic() - stopped_at >= DRAIN_S
-        assert returncode == -signal.SIGTERM, server.log()  # stopped as SIGTERM asks
+        assert returncode == exit_status, server.log()
+        pooled.close()
     finally:
         server.stop()
