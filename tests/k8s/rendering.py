@@ -145,6 +145,12 @@ def scenarios() -> list[str]:
     return sorted(f"ci/{p.name}" for p in (CHART / "ci").glob("*-values.yaml"))
 
 
+def store_mode(scenario: str) -> str:
+    """The scenario's store.mode (the chart's default, qdrant, when it sets none)."""
+    values = yaml.safe_load((CHART / scenario).read_text()) or {}
+    return str((values.get("store") or {}).get("mode", "qdrant"))
+
+
 def load_query_script() -> ModuleType:
     """The chart's helm-test script (files/a2a_query.py), imported as a module."""
     spec = importlib.util.spec_from_file_location("a2a_query", CHART / "files" / "a2a_query.py")

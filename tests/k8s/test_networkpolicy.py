@@ -129,6 +129,8 @@ UNSELECTED = {(a, b, p) for a in ("stranger", "eval") for b in ("stranger", "eva
         ("ci/cluster-values.yaml", CORE | TO_QDRANT | {("qdrant", "qdrant", 6335)}),
         ("ci/full-values.yaml", CORE | TO_QDRANT | {("qdrant", "qdrant", 6335)}),
         ("ci/external-qdrant-values.yaml", CORE),
+        # The index is in every MCP pod: nothing reaches a store.
+        ("ci/embedded-values.yaml", CORE),
     ],
 )
 def test_only_the_intended_paths_inside_the_namespace(scenario: str, expected: set[Edge]) -> None:

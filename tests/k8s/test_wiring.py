@@ -2,7 +2,20 @@
 
 from __future__ import annotations
 
-from tests.k8s.rendering import ROOT, Rendered, containers, env, labels, matches, pod_spec, render
+import pytest
+
+from tests.k8s.rendering import (
+    ROOT,
+    Rendered,
+    containers,
+    env,
+    labels,
+    matches,
+    pod_spec,
+    render,
+    scenarios,
+    store_mode,
+)
 
 
 def test_purple_agent_reaches_mcp_through_its_service_and_allowed_host(rendered: Rendered) -> None:
@@ -17,9 +30,18 @@ def test_purple_agent_reaches_mcp_through_its_service_and_allowed_host(rendered:
 
 
 def test_card_url_is_the_service_url_or_the_ingress_host() -> None:
+    # Fully qualified: A2A 0.3 clients post to the card's URL from any namespace.
+    fqdn = "nfcorpus-retrieval-purple-agent.nfcorpus-retrieval.svc"
     default = render("ci/default-values.yaml")
     (purple,) = containers(default.component("Deployment", "purple-agent")[0])
-    assert env(purple)["PURPLE_CARD_URL"] == "http://nfcorpus-retrieval-purple-agent:9009/"
+    assert env(purple)["PURPLE_CARD_URL"] == f"http://{fqdn}.cluster.local:9009/"
+    other = render("ci/default-values.yaml", clusterDomain="corp.internal")
+    (purple,) = containers(other.component("Deployment", "purple-agent")[0])
+    assert env(purple)["PURPLE_CARD_URL"] == f"http://{fqdn}.corp.internal:9009/"
+    (mcp,) = containers(other.component("Deployment", "mcp-server")[0])
+    assert "nfcorpus-retrieval-mcp-server.nfcorpus-retrieval.svc.corp.internal:8000" in env(mcp)[
+        "MCP_ALLOWED_HOSTS"
+    ].split(",")
     full = render("ci/full-values.yaml")
     (purple,) = containers(full.component("Deployment", "purple-agent")[0])
     assert env(purple)["PURPLE_CARD_URL"] == "https://retrieval.example.com/"
@@ -28,7 +50,9 @@ def test_card_url_is_the_service_url_or_the_ingress_host() -> None:
     assert backend == {"name": "nfcorpus-retrieval-purple-agent", "port": {"name": "http"}}
 
 
-def test_mcp_server_and_indexer_share_the_qdrant_settings(rendered: Rendered) -> None:
+@pytest.mark.parametrize("scenario", [s for s in scenarios() if store_mode(s) == "qdrant"])
+def test_mcp_server_and_indexer_share_the_qdrant_settings(scenario: str) -> None:
+    rendered = render(scenario)
     (mcp,) = containers(rendered.component("Deployment", "mcp-server")[0])
     indexer_job = rendered.component("Job", "indexer")[0]
     indexer = next(c for c in containers(indexer_job, init=False))
@@ -85,7 +109,11 @@ def test_web_pods_pause_before_sigterm_and_outlast_the_request_deadline(
         (container,) = containers(deployment)
         pause = int(container["lifecycle"]["preStop"]["exec"]["command"][1])
         assert pause >= 5, component
-        assert graceful > 30  # the purple agent's request deadline
+        # The drain outlasts the idle expiry of clients' pools (httpx: 5 s), then the purple
+        # agent's 30 s request deadline still fits in gunicorn's graceful timeout.
+        drain = int(env(container)["SERVER_DRAIN_S"])
+        assert drain >= 5, component
+        assert graceful >= drain + 30
         assert pod_spec(deployment)["terminationGracePeriodSeconds"] >= pause + graceful
 
 
@@ -113,7 +141,9 @@ def test_helm_test_pod_queries_the_purple_agent_service() -> None:
     assert c["command"][:2] == ["python", "-c"]
     assert "message/send" in c["command"][2]
     args = dict(zip(c["command"][3::2], c["command"][4::2], strict=True))
-    assert args["--url"] == "http://nfcorpus-retrieval-purple-agent:9009/"
+    assert args["--url"] == (
+        "http://nfcorpus-retrieval-purple-agent.nfcorpus-retrieval.svc.cluster.local:9009/"
+    )
     assert args["--top-k"] == "5"
     assert render("ci/default-values.yaml", tests__enabled=False).of_kind("Pod") == []
 

@@ -12,6 +12,7 @@ from tests.k8s.rendering import (
     pod_spec,
     render,
     scenarios,
+    store_mode,
 )
 
 SCENARIOS = scenarios()
@@ -32,6 +33,7 @@ def test_every_scenario_renders_the_core_components() -> None:
     assert SCENARIOS == [
         "ci/cluster-values.yaml",
         "ci/default-values.yaml",
+        "ci/embedded-values.yaml",
         "ci/external-qdrant-values.yaml",
         "ci/full-values.yaml",
     ]
@@ -40,7 +42,9 @@ def test_every_scenario_renders_the_core_components() -> None:
         for component in ("purple-agent", "mcp-server"):
             assert len(r.component("Deployment", component)) == 1, (scenario, component)
             assert len(r.component("Service", component)) == 1, (scenario, component)
-        assert len(r.component("Job", "indexer")) == 1
+        # The embedded index is built into the image: no indexer fills a store.
+        indexers = 0 if store_mode(scenario) == "embedded" else 1
+        assert len(r.component("Job", "indexer")) == indexers, scenario
 
 
 def test_long_running_containers_have_all_three_probes(rendered: Rendered) -> None:

@@ -68,12 +68,38 @@ app.kubernetes.io/component: {{ .component }}
 {{- end }}
 
 {{/* In-cluster URLs of the services. */}}
+{{/* The purple agent's Service URL, fully qualified: the agent card names it, and A2A 0.3 clients
+post to the card's URL from wherever they run (another namespace, a leaderboard's runner). */}}
 {{- define "nfcorpus.purpleAgentUrl" -}}
-{{- printf "http://%s:%v/" (include "nfcorpus.componentName" (dict "root" . "component" "purple-agent")) .Values.purpleAgent.service.port }}
+{{- printf "http://%s.%s.svc.%s:%v/" (include "nfcorpus.componentName" (dict "root" . "component" "purple-agent")) .Release.Namespace .Values.clusterDomain .Values.purpleAgent.service.port }}
 {{- end }}
 
 {{- define "nfcorpus.mcpUrl" -}}
 {{- printf "http://%s:%v/mcp" (include "nfcorpus.componentName" (dict "root" . "component" "mcp-server")) .Values.mcpServer.service.port }}
+{{- end }}
+
+{{/*
+Where the index lives (.Values.store.mode): "qdrant" (a Qdrant server: the release's StatefulSet or
+qdrant.external.url, filled by the indexer Job) or "embedded" (the index built into the image,
+opened by each MCP process: no Qdrant, no indexer). Each helper is "true" or empty, for `if`.
+*/}}
+{{- define "nfcorpus.embedded" -}}
+{{- if eq .Values.store.mode "embedded" }}true{{ end }}
+{{- end }}
+
+{{/* A Qdrant server is used (in the release or external). */}}
+{{- define "nfcorpus.usesQdrant" -}}
+{{- if eq .Values.store.mode "qdrant" }}true{{ end }}
+{{- end }}
+
+{{/* The release runs its own Qdrant StatefulSet. */}}
+{{- define "nfcorpus.qdrantInRelease" -}}
+{{- if and (eq .Values.store.mode "qdrant") (not .Values.qdrant.external.url) }}true{{ end }}
+{{- end }}
+
+{{/* The indexer Job runs: it fills a Qdrant server; the embedded index is built with the image. */}}
+{{- define "nfcorpus.indexerEnabled" -}}
+{{- if and .Values.indexer.enabled (eq .Values.store.mode "qdrant") }}true{{ end }}
 {{- end }}
 
 {{- define "nfcorpus.qdrantUrl" -}}
@@ -176,12 +202,21 @@ token comes from an existingSecret, whose content the chart cannot see.
 {{- end }}
 {{- end }}
 
-{{/* Retrieval settings of the processes that talk to Qdrant (MCP server, indexer). */}}
+{{/* Retrieval settings of the processes that search or build the index (MCP server, indexer).
+Embedded: the store and collection the image was built with (qdrant-edge under
+RETRIEVAL_EDGE_PATH), each process opening a private copy of the read-only shard under /tmp. */}}
 {{- define "nfcorpus.retrievalEnv" -}}
+{{- if include "nfcorpus.embedded" . }}
+- name: RETRIEVAL_STORE
+  value: edge
+- name: RETRIEVAL_EDGE_PRIVATE_COPY
+  value: "true"
+{{- else }}
 - name: RETRIEVAL_STORE
   value: server
 - name: RETRIEVAL_COLLECTION
   value: {{ .Values.retrieval.collection | quote }}
+{{- end }}
 {{- range $key, $value := .Values.retrieval.settings }}
 - name: {{ printf "RETRIEVAL_%s" (upper $key) }}
   value: {{ $value | toString | quote }}
@@ -292,6 +327,9 @@ failureThreshold: {{ .probe.failureThreshold }}
 
 {{/* Checks across values that the JSON schema cannot express. */}}
 {{- define "nfcorpus.validate" -}}
+{{- if and (eq .Values.store.mode "embedded") .Values.qdrant.external.url }}
+{{- fail "store.mode=embedded serves the index built into the image: qdrant.external.url is for store.mode=qdrant (unset one of them)" }}
+{{- end }}
 {{- if and (gt (int .Values.qdrant.replicaCount) 1) (not .Values.qdrant.cluster.enabled) (not .Values.qdrant.external.url) }}
 {{- fail "qdrant.replicaCount > 1 needs qdrant.cluster.enabled=true" }}
 {{- end }}

@@ -72,6 +72,8 @@ spec:
               protocol: TCP
           env:
             {{- include "nfcorpus.commonEnv" . | trim | nindent 12 }}
+            - name: SERVER_DRAIN_S
+              value: {{ $v.drainSeconds | quote }}
             {{- .env | trim | nindent 12 }}
             {{- with $v.extraEnv }}
             {{- toYaml . | nindent 12 }}
