@@ -25,18 +25,18 @@ index: install  ## build (or confirm) the NFCorpus index in the configured store
 run: index  ## MCP server (8000) + purple agent (9010) on the embedded store; Ctrl-C stops both
 	$(PY) scripts/stack.py
 
-test: install lint lint-k8s tools-reliability tools-prometheus tools-chromium  ## lint, offline Kubernetes checks, the whole suite, then the image (what CI runs)
+test: install lint lint-k8s tools-reliability tools-prometheus tools-chromium  ## lint, offline Kubernetes checks, the whole suite, then the image and the chart's pods (what CI runs)
 	$(PY) -m pytest -q
-	$(MAKE) --no-print-directory test-image smoke-image
+	$(MAKE) --no-print-directory test-image smoke-image chart-run
 
 lint: install
-	$(BIN)/ruff check services tests scripts
-	$(BIN)/ruff format --check services tests scripts
+	$(BIN)/ruff check services tests scripts deploy
+	$(BIN)/ruff format --check services tests scripts deploy
 	$(BIN)/mypy
 
 format: install
-	$(BIN)/ruff check --fix services tests scripts
-	$(BIN)/ruff format services tests scripts
+	$(BIN)/ruff check --fix services tests scripts deploy
+	$(BIN)/ruff format services tests scripts deploy
 
 eval: eval-rest eval-a2a  ## all quality reports (dev + test), written under reports/
 

@@ -11,11 +11,13 @@
 #   make smoke-image          run indexer, MCP server, purple agent and green agent from the image
 #   make tools-image          podman, runc, netavark, iptables, catatonit, mmdebstrap (Debian)
 #   make test-image           the whole agent from the image: conformance, 323 queries, digest
+#   make chart-run            the chart's pods as rendered under podman: Services, probes, helm
+#                             test, 323 queries through the purple Service, rollouts under load
 
 K8S_TOOLS := .tools
 K8S_PYTHON ?= .venv/bin/python
 
-.PHONY: tools-k8s lint-k8s test-k8s render-k8s check-k8s-rendered tools-image base-image image smoke-image test-image
+.PHONY: tools-k8s lint-k8s test-k8s render-k8s check-k8s-rendered tools-image base-image image smoke-image test-image chart-run
 
 tools-k8s:  ## install helm, kubectl and the manifest/Dockerfile linters into .tools/ (cached)
 	bash scripts/k8s/install-tools.sh
@@ -46,3 +48,6 @@ smoke-image: image  ## index, serve and query from the image, hardened as in the
 
 test-image: image install  ## the whole agent from the image: conformance, 323 queries (NDCG@5 >= 0.50), digest
 	SKIP_BUILD=1 bash scripts/k8s/test-image.sh
+
+chart-run: image install tools-k8s  ## the embedded scenario's pods as rendered, under podman -> reports/chart-run.json
+	bash scripts/k8s/chart-run.sh

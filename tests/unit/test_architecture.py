@@ -51,7 +51,7 @@ def test_imports_flow_one_way(package: str) -> None:
 def test_no_module_is_over_250_lines() -> None:
     long = {
         str(path.relative_to(REPO)): n
-        for folder in ("services", "tests", "scripts")
+        for folder in ("services", "tests", "scripts", "deploy")
         for path in (REPO / folder).rglob("*.py")
         if (n := len(path.read_text().splitlines())) > MAX_LINES
     }
