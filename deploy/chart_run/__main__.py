@@ -151,7 +151,10 @@ async def run(args: argparse.Namespace, work: Path) -> dict[str, Any]:
         "deployments": {d.name: d.replicas for d in release.deployments},
         "services": {s.name: list(s.names) for s in release.services},
     }
-    cluster = Cluster(Engine(), release, args.image, work)
+    engine = Engine()
+    if not await engine.image_exists(args.image):
+        raise SystemExit(f"chart-run: no image {args.image} here: build it first (make image)")
+    cluster = Cluster(engine, release, args.image, work)
     began = time.monotonic()
     try:
         await cluster.open()

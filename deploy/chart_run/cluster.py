@@ -179,13 +179,19 @@ class Cluster:
         return {p.service.name: await read_traffic(self.engine, p, window) for p in self.proxies}
 
     def scratch(self) -> dict[str, dict[str, tuple[int, int | None]]]:
-        """Bytes written to each emptyDir of the running pods, and its sizeLimit in bytes."""
+        """Bytes written to each emptyDir of the running pods, and its sizeLimit in bytes.
+
+        Allocated blocks, as the kubelet's eviction counts them: a sparse file counts what it holds.
+        """
         use = {}
         for pod in (p for pods in self.pods.values() for p in pods):
-            limits = {v.name: v.size_limit for v in pod.spec.volumes}
             use[pod.name] = {
-                name: (written, memory_bytes(limit) if (limit := limits[name]) else None)
-                for name, written in self.kubelet.scratch_use(pod).items()
+                v.name: (
+                    sum(f.lstat().st_blocks * 512 for f in pod.volume_dirs[v.name].rglob("*")),
+                    memory_bytes(v.size_limit) if v.size_limit else None,
+                )
+                for v in pod.spec.volumes
+                if v.files is None
             }
         return use
 

@@ -118,6 +118,14 @@ class Engine:
             raise EngineError(f"podman {' '.join(_short(args))}: {message}")
         return out.decode(errors="replace")
 
+    async def image_exists(self, image: str) -> bool:
+        """Whether the engine has ``image`` locally (pods never pull: --pull never)."""
+        try:
+            await self("image", "exists", image)
+        except EngineError:
+            return False
+        return True
+
     async def ip(self, container: str, network: str) -> str:
         """The container's address on ``network``."""
         template = f'{{{{(index .NetworkSettings.Networks "{network}").IPAddress}}}}'

@@ -217,19 +217,6 @@ class Kubelet:
         exit_s = time.monotonic() - termed
         return Termination(pre_stop_s, exit_s, await self.engine.exit_code(pod.container), killed)
 
-    def scratch_use(self, pod: Pod) -> dict[str, int]:
-        """Bytes written to each emptyDir of ``pod`` (allocated blocks: sparse files count as such)."""
-        use = {}
-        for volume in pod.spec.volumes:
-            if volume.files is None:
-                path = pod.volume_dirs[volume.name]
-                use[volume.name] = sum(
-                    f.stat().st_blocks * 512
-                    for f in path.rglob("*")
-                    if f.is_file() and not f.is_symlink()
-                )
-        return use
-
     async def remove(self, pod: Pod) -> None:
         """Remove the container and its volumes' folders."""
         await self.engine("rm", "--force", "--time", "0", pod.container, check=False)

@@ -29,6 +29,7 @@ NOT_RUN = {
     "HorizontalPodAutoscaler": "its minReplicas is the Deployment's replica count; no scaling",
     "ServiceAccount": "no pod calls the Kubernetes API (automountServiceAccountToken: false)",
     "Ingress": "no ingress controller",
+    "HTTPRoute": "no Gateway API controller",
     "ServiceMonitor": "no Prometheus Operator",
     "PrometheusRule": "no Prometheus Operator (promtool tests the rules)",
     "ConfigMap": "mounted where a pod names it",
