@@ -80,21 +80,40 @@ def test_inconsistent_values_are_refused(sets: dict[str, object], message: str) 
         render("ci/default-values.yaml", **sets)
 
 
-def test_api_key_comes_from_one_secret_for_every_consumer() -> None:
+def _key_ref(workload: dict[str, object], variable: str) -> dict[str, str]:
+    ref: dict[str, str] = env(next(containers(workload, init=False)))[variable]["secretKeyRef"]
+    return ref
+
+
+def test_api_keys_come_from_one_secret_and_readers_get_the_read_only_one() -> None:
     r = render("ci/default-values.yaml")
     (secret,) = r.of_kind("Secret")
-    refs = []
+    name = secret["metadata"]["name"]
     (sts,) = r.of_kind("StatefulSet")
-    refs.append(env(next(containers(sts)))["QDRANT__SERVICE__API_KEY"])
-    for component, kind in (("mcp-server", "Deployment"), ("indexer", "Job")):
-        refs.append(
-            env(next(containers(r.component(kind, component)[0], init=False)))[
-                "RETRIEVAL_QDRANT_API_KEY"
-            ]
-        )
-    for ref in refs:
-        assert ref["secretKeyRef"] == {"name": secret["metadata"]["name"], "key": "api-key"}
-    assert len(secret["data"]["api-key"]) > 40  # a generated key, base64
+    assert _key_ref(sts, "QDRANT__SERVICE__API_KEY") == {"name": name, "key": "api-key"}
+    read_only = {"name": name, "key": "read-only-api-key"}
+    assert _key_ref(sts, "QDRANT__SERVICE__READ_ONLY_API_KEY") == read_only
+    # Only the indexer writes; the MCP server and the metrics scrape only read.
+    (indexer,) = r.component("Job", "indexer")
+    assert _key_ref(indexer, "RETRIEVAL_QDRANT_API_KEY") == {"name": name, "key": "api-key"}
+    (mcp,) = r.component("Deployment", "mcp-server")
+    assert _key_ref(mcp, "RETRIEVAL_QDRANT_API_KEY") == read_only
+    monitored = render("ci/default-values.yaml", serviceMonitor__enabled=True)
+    (monitor,) = monitored.component("ServiceMonitor", "qdrant")
+    assert monitor["spec"]["endpoints"][0]["authorization"]["credentials"] == read_only
+    # Two generated keys (base64), different from each other.
+    assert len(secret["data"]["api-key"]) > 40 and len(secret["data"]["read-only-api-key"]) > 40
+    assert secret["data"]["api-key"] != secret["data"]["read-only-api-key"]
+
+
+def test_readers_share_the_read_write_key_when_read_only_is_off() -> None:
+    r = render("ci/default-values.yaml", qdrant__apiKey__readOnly__enabled=False)
+    (secret,) = r.of_kind("Secret")
+    assert set(secret["data"]) == {"api-key"}
+    (sts,) = r.of_kind("StatefulSet")
+    assert "QDRANT__SERVICE__READ_ONLY_API_KEY" not in env(next(containers(sts)))
+    (mcp,) = r.component("Deployment", "mcp-server")
+    assert _key_ref(mcp, "RETRIEVAL_QDRANT_API_KEY")["key"] == "api-key"
 
 
 def test_api_key_can_be_switched_off() -> None:
@@ -116,10 +135,11 @@ def test_external_qdrant_renders_no_statefulset() -> None:
         "indexer",
         "green-agent",
     }
+    keys = {"mcp-server": "read-only-api-key", "indexer": "api-key"}
     for component, kind in (("mcp-server", "Deployment"), ("indexer", "Job")):
         e = env(next(containers(r.component(kind, component)[0], init=False)))
         assert e["RETRIEVAL_QDRANT_URL"] == "https://qdrant.vector-db.svc.cluster.local:6333"
         assert e["RETRIEVAL_QDRANT_API_KEY"]["secretKeyRef"] == {
             "name": "qdrant-credentials",
-            "key": "api-key",
+            "key": keys[component],
         }

@@ -98,7 +98,8 @@ def test_dev_overlay_creates_the_secret_the_pods_read() -> None:
     (secret,) = r.of_kind("Secret")
     (mcp,) = containers(r.component("Deployment", "mcp-server")[0])
     ref = env(mcp)["RETRIEVAL_QDRANT_API_KEY"]["secretKeyRef"]
-    assert ref == {"name": secret["metadata"]["name"], "key": "api-key"}
+    assert ref == {"name": secret["metadata"]["name"], "key": "read-only-api-key"}
+    assert set(secret["data"]) == {"api-key", "read-only-api-key"}
     assert {h["spec"]["minReplicas"] for h in r.of_kind("HorizontalPodAutoscaler")} == {1}
 
 

@@ -57,13 +57,13 @@ def test_mcp_server_and_indexer_share_the_qdrant_settings(scenario: str) -> None
     indexer_job = rendered.component("Job", "indexer")[0]
     indexer = next(c for c in containers(indexer_job, init=False))
     wait = next(c for c in pod_spec(indexer_job)["initContainers"])
-    keys = (
-        "RETRIEVAL_STORE",
-        "RETRIEVAL_QDRANT_URL",
-        "RETRIEVAL_QDRANT_API_KEY",
-        "RETRIEVAL_COLLECTION",
-    )
+    keys = ("RETRIEVAL_STORE", "RETRIEVAL_QDRANT_URL", "RETRIEVAL_COLLECTION")
     assert [env(mcp)[k] for k in keys] == [env(indexer)[k] for k in keys]
+    # One Secret; the MCP server, which only searches, gets its read-only key.
+    mcp_key = env(mcp)["RETRIEVAL_QDRANT_API_KEY"]["secretKeyRef"]
+    indexer_key = env(indexer)["RETRIEVAL_QDRANT_API_KEY"]["secretKeyRef"]
+    assert mcp_key["name"] == indexer_key["name"]
+    assert (mcp_key["key"], indexer_key["key"]) == ("read-only-api-key", "api-key")
     assert env(mcp)["RETRIEVAL_STORE"] == "server"
     assert env(wait)["RETRIEVAL_QDRANT_URL"] == env(mcp)["RETRIEVAL_QDRANT_URL"]
 

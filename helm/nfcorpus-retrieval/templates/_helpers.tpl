@@ -223,15 +223,23 @@ RETRIEVAL_EDGE_PATH), each process opening a private copy of the read-only shard
 {{- end }}
 {{- end }}
 
+{{/* The Secret key of the Qdrant API key a client gets: (dict "root" $ "reader" true) for one
+that only reads (the read-only key, when qdrant.apiKey.readOnly.enabled), else the read-write key. */}}
+{{- define "nfcorpus.qdrantKeyName" -}}
+{{- $k := .root.Values.qdrant.apiKey }}
+{{- if and .reader $k.readOnly.enabled }}{{ $k.readOnly.existingSecretKey }}{{ else }}{{ $k.existingSecretKey }}{{ end }}
+{{- end }}
+
+{{/* Qdrant URL and key of a client: (dict "root" $ "reader" true|false). */}}
 {{- define "nfcorpus.qdrantEnv" -}}
 - name: RETRIEVAL_QDRANT_URL
-  value: {{ include "nfcorpus.qdrantUrl" . | quote }}
-{{- if .Values.qdrant.apiKey.enabled }}
+  value: {{ include "nfcorpus.qdrantUrl" .root | quote }}
+{{- if .root.Values.qdrant.apiKey.enabled }}
 - name: RETRIEVAL_QDRANT_API_KEY
   valueFrom:
     secretKeyRef:
-      name: {{ include "nfcorpus.qdrantApiKeySecret" . }}
-      key: {{ .Values.qdrant.apiKey.existingSecretKey }}
+      name: {{ include "nfcorpus.qdrantApiKeySecret" .root }}
+      key: {{ include "nfcorpus.qdrantKeyName" . }}
 {{- end }}
 {{- end }}
 

@@ -190,6 +190,9 @@ metadata:
     {{- include "nfcorpus.labels" . | nindent 4 }}
 spec:
   maxUnavailable: {{ .values.podDisruptionBudget.maxUnavailable }}
+  {{- with .values.podDisruptionBudget.unhealthyPodEvictionPolicy }}
+  unhealthyPodEvictionPolicy: {{ . }}
+  {{- end }}
   selector:
     matchLabels:
       {{- include "nfcorpus.selectorLabels" . | nindent 6 }}
