@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import re
 import signal
 from collections.abc import Iterator
@@ -43,17 +44,33 @@ def _searches(server: ServerProcess, via: str) -> dict[str, float]:
 
 
 async def _burst(server: ServerProcess, via: str) -> None:
-    async def give_up_soon(client: httpx.AsyncClient, i: int) -> None:
-        body = {"query": f"vitamin D and bone health {i}", "top_k": 10}
+    """BURST callers that each send a whole request, then hang up without waiting.
+
+    Raw sockets, not a client with a timeout: the request is known to be sent in full before the
+    caller goes, whatever the machine's speed (a timeout could fire before the request left, and
+    the server would then never see it: CI run 3 of a fresh series lost such requests).
+    """
+
+    async def send_and_hang_up(i: int) -> None:
+        body: dict[str, object] = {"query": f"vitamin D and bone health {i}", "top_k": 10}
         if via == "tool":
             call = {"name": "search_nfcorpus", "arguments": body}
             body = {"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": call}
         path = "/mcp" if via == "tool" else "/search_nfcorpus"
-        with contextlib.suppress(httpx.TimeoutException):
-            await client.post(server.base_url + path, json=body, headers=MCP_HEADERS)
+        payload = json.dumps(body).encode()
+        head = (
+            f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1:{server.port}\r\n"
+            f"Content-Type: application/json\r\nAccept: {MCP_HEADERS['accept']}\r\n"
+            f"Content-Length: {len(payload)}\r\n\r\n"
+        )
+        # The kernel completes the connection and buffers the request while the server is frozen.
+        _, writer = await asyncio.open_connection("127.0.0.1", server.port)
+        writer.write(head.encode() + payload)
+        await writer.drain()
+        writer.close()
+        await writer.wait_closed()
 
-    async with httpx.AsyncClient(timeout=0.15, limits=httpx.Limits(max_connections=BURST)) as c:
-        await asyncio.gather(*(give_up_soon(c, i) for i in range(BURST)))
+    await asyncio.gather(*(send_and_hang_up(i) for i in range(BURST)))
 
 
 def _requests(server: ServerProcess, route: str, outcome: str) -> float:
