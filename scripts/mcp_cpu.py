@@ -1,6 +1,7 @@
 """CPU per answered query: the MCP server (tool and REST) against the in-process pipeline it wraps.
 
-``python scripts/mcp_cpu.py [--queries N] [--cache-entries N] [--profile stacks.txt] [--ab ROUNDS]``
+``python scripts/mcp_cpu.py [--queries N] [--cache-entries N] [--profile stacks.txt]
+[--ab ROUNDS --b-env KEY=VALUE ...]``
 
 Wall-clock time is noisy on a shared machine; the server's CPU seconds (from /proc) per query are
 not, and a profile's fractions even less so. Sends the dev query texts one at a time (top_k 10,
@@ -8,9 +9,9 @@ the abstracts included, as ``make bench`` does), first through the MCP tool, the
 ``POST /search_nfcorpus``; with the result cache on, a second tool pass over the same texts
 measures the hit path (and the REST pass is all hits too). ``--profile`` samples the server
 with py-spy during the last tool pass and prints the event loop's heaviest frames. ``--ab``
-runs two servers, the SDK answering every tool call (``MCP_FAST_TOOL_CALL=false``) and the fast
-path, and measures tool passes on both in turn, the order alternating by round (with the cache
-on, every measured pass is all hits).
+runs two servers, A with the defaults and B with ``--b-env`` settings on top, and measures tool
+passes on both in turn, the order alternating by round (with the cache on, every measured pass
+is all hits).
 """
 
 from __future__ import annotations
@@ -169,8 +170,8 @@ def profiled(pid: int, out: Path | None) -> Iterator[None]:
         spy.wait(timeout=30)
 
 
-def ab(texts: list[str], env: dict[str, str], rounds: int) -> None:
-    """Interleaved tool passes against the SDK-only server (A) and the fast path (B)."""
+def ab(texts: list[str], env: dict[str, str], b_env: dict[str, str], rounds: int) -> None:
+    """Interleaved tool passes against a server with the defaults (A) and one with ``b_env`` (B)."""
     runs: dict[str, list[tuple[float, float, float]]] = {"A": [], "B": []}
     log = Path(tempfile.gettempdir()) / "mcp_cpu_server.log"
     with contextlib.ExitStack() as stack:
@@ -178,7 +179,7 @@ def ab(texts: list[str], env: dict[str, str], rounds: int) -> None:
             name: stack.enter_context(
                 ServerProcess.module("services.mcp_server", env={**env, **extra}, log_path=log)
             )
-            for name, extra in (("A", {"MCP_FAST_TOOL_CALL": "false"}), ("B", {}))
+            for name, extra in (("A", {}), ("B", b_env))
         }
         for server in servers.values():
             tool_pass(server, [f"{t} (warm-up)" for t in texts[:WARM_UP]])()
@@ -189,7 +190,8 @@ def ab(texts: list[str], env: dict[str, str], rounds: int) -> None:
                 ms = server_ms(servers[name], tool_pass(servers[name], texts), len(texts))
                 runs[name].append(ms)
                 show(f"round {i + 1} {name}", ms)
-    for name, label in (("A", "SDK only"), ("B", "fast path")):
+    b_label = " ".join(f"{k}={v}" for k, v in b_env.items()) or "the defaults"
+    for name, label in (("A", "the defaults"), ("B", b_label)):
         total, loop, others = (statistics.median(r[k] for r in runs[name]) for k in range(3))
         show(f"median {name} ({label}, {len(texts)} queries x {rounds})", (total, loop, others))
 
@@ -202,7 +204,10 @@ def main() -> None:
         "--profile", type=Path, help="write py-spy stacks of the (last) tool pass here"
     )
     parser.add_argument("--skip-in-process", action="store_true")
-    parser.add_argument("--ab", type=int, default=0, help="rounds of SDK-only vs fast path")
+    parser.add_argument("--ab", type=int, default=0, help="rounds of A/B (see --b-env)")
+    parser.add_argument(
+        "--b-env", action="append", default=[], metavar="KEY=VALUE", help="server B's settings"
+    )
     parser.add_argument("--purple-call", action="store_true", help="top_k 20, no abstracts")
     args = parser.parse_args()
     if args.purple_call:
@@ -212,7 +217,8 @@ def main() -> None:
     texts = texts[: args.queries] if args.queries else texts
     if args.ab:
         env = {"RETRIEVAL_EDGE_PRIVATE_COPY": "true"}
-        ab(texts, {**env, "MCP_RESULT_CACHE_ENTRIES": str(args.cache_entries)}, args.ab)
+        b_env = dict(pair.split("=", 1) for pair in args.b_env)
+        ab(texts, {**env, "MCP_RESULT_CACHE_ENTRIES": str(args.cache_entries)}, b_env, args.ab)
         return
     if not args.skip_in_process:
         print(f"in-process pipeline: {in_process_ms(texts, settings):.2f} ms CPU/query")

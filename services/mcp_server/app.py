@@ -13,7 +13,6 @@ from starlette.routing import Mount, Route
 
 from services.common.frame import Readiness, ServiceId, service_app
 from services.mcp_server.cache import ResultCache
-from services.mcp_server.fast_call import FastToolCall
 from services.mcp_server.metrics import observe_store_call
 from services.mcp_server.routes import rest_routes
 from services.mcp_server.service import SearchService
@@ -75,13 +74,12 @@ def create_app(
         middleware=[name_invalid_params],
     )
     security = transport_security(settings.allowed_hosts)
-    sdk_app = mcp.streamable_http_app(
+    mcp_app = mcp.streamable_http_app(
         streamable_http_path=MCP_PATH,
         stateless_http=True,
         json_response=True,
         transport_security=security,
     )
-    mcp_app = FastToolCall(sdk_app, mcp, security, path=MCP_PATH, enabled=settings.fast_tool_call)
 
     @asynccontextmanager
     async def lifespan(_: Starlette) -> AsyncIterator[None]:

@@ -55,11 +55,6 @@ CACHE_BYTES = Gauge(
     "Estimated memory the result cache's answers hold (bounded by MCP_RESULT_CACHE_BYTES).",
     multiprocess_mode="livesum",
 )
-FAST_TOOL_CALLS = Counter(
-    "mcp_fast_tool_calls_total",
-    "Search tool calls answered by the server's own tools/call path, not the MCP SDK's dispatch "
-    "(the same answer; MCP_FAST_TOOL_CALL=false sends them all to the SDK).",
-)
 SEARCH_OUTCOMES = ("ok", "store_error", "abandoned")
 STORE_OPERATIONS = ("search", "fused_search", "retrieve", "scroll", "count", "resolve_alias")
 

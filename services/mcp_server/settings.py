@@ -38,12 +38,6 @@ class McpServerSettings(BaseSettings, AuthFields):
         description="Estimated memory the cached answers may hold together (20 hits with "
         "abstracts take about 40 KB, without them about 10 KB).",
     )
-    fast_tool_call: bool = Field(
-        default=True,
-        description="Answer a well-formed sessionless search tool call without the MCP SDK's "
-        "dispatch (the same bytes, a third of the event loop's time); false sends every MCP "
-        "request to the SDK.",
-    )
     ready_cache_s: float = Field(
         default=2.0, ge=0.0, description="How long a readiness answer is reused."
     )
