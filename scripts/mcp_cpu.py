@@ -1,7 +1,6 @@
 """CPU per answered query: the MCP server (tool and REST) against the in-process pipeline it wraps.
 
-``python scripts/mcp_cpu.py [--queries N] [--cache-entries N] [--profile stacks.txt]
-[--ab ROUNDS --b-env KEY=VALUE ...]``
+``python scripts/mcp_cpu.py [--queries N] [--cache-entries N] [--profile F] [--ab N --b-env K=V]``
 
 Wall-clock time is noisy on a shared machine; the server's CPU seconds (from /proc) per query are
 not, and a profile's fractions even less so. Sends the dev query texts one at a time (top_k 10,

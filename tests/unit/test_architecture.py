@@ -27,14 +27,27 @@ ALLOWED = {
 MAX_LINES = 250
 
 
-def _imported_packages(path: Path) -> set[str]:
+# The SDKs we build on, and the modules of theirs that their versioning policy does not cover:
+# any with a leading underscore, and these internals without one.
+SDKS = ("mcp", "mcp_types", "a2a")
+SDK_INTERNALS = {"mcp.shared.inbound", "mcp.server.request_state"}
+
+
+def _imports(path: Path) -> set[str]:
+    """Every module ``path`` imports, and every ``module.name`` it imports from one."""
     tree = ast.parse(path.read_text(), filename=str(path))
     names: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom) and node.module:
             names.add(node.module)
+            names.update(f"{node.module}.{alias.name}" for alias in node.names)
         elif isinstance(node, ast.Import):
             names.update(alias.name for alias in node.names)
+    return names
+
+
+def _imported_packages(path: Path) -> set[str]:
+    names = _imports(path)
     return {n.split(".")[1] for n in names if n.startswith("services.") and n.count(".") >= 1}
 
 
@@ -56,3 +69,18 @@ def test_no_module_is_over_250_lines() -> None:
         if (n := len(path.read_text().splitlines())) > MAX_LINES
     }
     assert long == {}
+
+
+def test_no_module_reaches_into_an_sdk_private_module() -> None:
+    reached = {}
+    for folder in ("services", "scripts", "deploy", "tests"):
+        for path in sorted((REPO / folder).rglob("*.py")):
+            private = sorted(
+                name
+                for name in _imports(path)
+                if name.split(".")[0] in SDKS
+                and (name in SDK_INTERNALS or any(p.startswith("_") for p in name.split(".")))
+            )
+            if private:
+                reached[str(path.relative_to(REPO))] = private
+    assert reached == {}
