@@ -30,13 +30,13 @@ test: install lint lint-k8s tools-reliability tools-prometheus tools-chromium  #
 	$(MAKE) --no-print-directory test-image smoke-image chart-run
 
 lint: install
-	$(BIN)/ruff check services tests scripts deploy
-	$(BIN)/ruff format --check services tests scripts deploy
+	$(BIN)/ruff check services tests scripts deploy devtools
+	$(BIN)/ruff format --check services tests scripts deploy devtools
 	$(BIN)/mypy
 
 format: install
-	$(BIN)/ruff check --fix services tests scripts deploy
-	$(BIN)/ruff format services tests scripts deploy
+	$(BIN)/ruff check --fix services tests scripts deploy devtools
+	$(BIN)/ruff format services tests scripts deploy devtools
 
 eval: eval-rest eval-a2a  ## all quality reports (dev + test), written under reports/
 

@@ -28,7 +28,7 @@ from bench_a2a_report import a2a_tables, ratios
 from mcp import Client
 from rankings import DEPTH, digest, test_rankings
 
-from services.common.processes import ServerProcess
+from devtools.processes import ServerProcess
 from services.nfcorpus.dataset import load_qrels, load_queries
 from services.retrieval.dense import OnnxMiniLM
 from services.retrieval.pipeline import RankingPipeline

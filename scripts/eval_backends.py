@@ -20,7 +20,7 @@ from typing import Any
 
 import httpx
 
-from services.common.processes import ServerProcess
+from devtools.processes import ServerProcess
 from services.green_agent.client import connect
 from services.green_agent.dataset import load_test_set, sample_query_ids
 from services.green_agent.evaluator import evaluate

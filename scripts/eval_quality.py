@@ -23,7 +23,7 @@ from typing import Any
 
 from doc_sections import replace_section
 
-from services.common.processes import BASE_ENV, REPO, ServerProcess
+from devtools.processes import BASE_ENV, REPO, ServerProcess
 from services.green_agent.rest_eval import evaluate_rest
 from services.nfcorpus.dataset import DEFAULT_DATA_DIR, Split
 

@@ -25,7 +25,7 @@ import numpy as np
 import numpy.typing as npt
 from eval_quality import HONEST, QUALITY_STORE
 
-from services.common.processes import REPO
+from devtools.processes import REPO
 from services.nfcorpus.dataset import Qrels, Split, load_qrels, load_queries
 from services.nfcorpus.metrics import ndcg_at_k
 from services.retrieval.dense import OnnxMiniLM

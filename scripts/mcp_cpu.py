@@ -33,7 +33,7 @@ from pathlib import Path
 import httpx
 from mcp import Client
 
-from services.common.processes import ServerProcess
+from devtools.processes import ServerProcess
 from services.nfcorpus.dataset import load_qrels, load_queries
 from services.retrieval.dense import OnnxMiniLM
 from services.retrieval.pipeline import RankingPipeline

@@ -23,7 +23,7 @@ from typing import Any
 import httpx
 from bench_a2a import BENCH_ENV, TOP_K, mcp_server, our_agent  # run as a script: own folder
 
-from services.common.processes import REPO, ServerProcess, free_port
+from devtools.processes import REPO, ServerProcess, free_port
 from services.green_agent.client import connect
 from services.green_agent.dataset import load_test_set
 from services.green_agent.evaluator import ask_and_check

@@ -18,7 +18,7 @@ from doc_sections import replace_section
 from lab_data import load
 from lab_experiments import EXPERIMENTS, SEEDS
 
-from services.common.processes import REPO
+from devtools.processes import REPO
 
 
 def _cell(m: Any) -> str:

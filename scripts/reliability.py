@@ -19,8 +19,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from services.common.cluster import LocalCluster
-from services.common.processes import REPO
+from devtools.cluster import LocalCluster
+from devtools.processes import REPO
 from services.green_agent.report import percentile
 
 RESTARTS = 20

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from services.common.processes import ServerProcess
+from devtools.processes import ServerProcess
 from services.retrieval.dense import OnnxMiniLM
 from services.retrieval.index import build_index
 from services.retrieval.settings import ExperimentSettings, RetrievalSettings, StoreSettings

@@ -51,8 +51,8 @@ default_image() {
     echo "nfcorpus-retrieval:$version"
 }
 
-# A free loopback port, picked by the tests' own rule (services.common.processes.free_port: below
+# A free loopback port, picked by the tests' own rule (devtools.processes.free_port: below
 # the kernel's ephemeral range, where no outgoing connection takes it before the container binds).
 free_port() {
-    PYTHONPATH=$1 "$1/.venv/bin/python" -c 'from services.common.processes import free_port; print(free_port())'
+    PYTHONPATH=$1 "$1/.venv/bin/python" -c 'from devtools.processes import free_port; print(free_port())'
 }

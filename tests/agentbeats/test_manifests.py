@@ -21,7 +21,7 @@ import jsonschema  # type: ignore[import-untyped]  # no stubs
 import pytest
 import yaml
 
-from services.common.processes import REPO
+from devtools.processes import REPO
 from services.green_agent.assessment import ROLE, AssessmentConfig
 
 MANIFESTS = {"purple": REPO / "amber-manifest.json5", "green": REPO / "amber-manifest.green.json5"}

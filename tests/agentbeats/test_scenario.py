@@ -19,7 +19,7 @@ import pytest
 from a2a.helpers import get_data_parts
 from a2a.types import TaskState
 
-from services.common.processes import REPO, ServerProcess, free_port
+from devtools.processes import REPO, ServerProcess, free_port
 from tests.conftest import SmallIndex
 from tests.support.green import assess
 

@@ -12,7 +12,7 @@ from typing import Any
 import httpx
 import pytest
 
-from services.common.processes import ServerProcess
+from devtools.processes import ServerProcess
 from services.green_agent.dataset import TestSet, load_test_set
 from services.nfcorpus.dataset import DEFAULT_DATA_DIR
 

@@ -11,7 +11,7 @@ import pytest
 
 from deploy.chart_run.probes import ProbeTally, http_probe
 from deploy.chart_run.spec import Probe
-from services.common.processes import free_port
+from devtools.processes import free_port
 
 
 def _probe(path: str = "/readyz", port: int = 0, failures: int = 3, successes: int = 1) -> Probe:

@@ -20,7 +20,7 @@ import httpx
 import pytest
 
 from deploy.chart_run.services import PROXY
-from services.common.processes import free_port
+from devtools.processes import free_port
 from tests.support.polling import wait_for
 
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from services.common.processes import ServerProcess
+from devtools.processes import ServerProcess
 
 
 @pytest.fixture(scope="session")

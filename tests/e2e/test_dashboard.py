@@ -18,9 +18,9 @@ from typing import Any
 import httpx
 import pytest
 
-from services.common.dashboard import panel_values
-from services.common.processes import ServerProcess
-from services.common.prometheus import LocalPrometheus
+from devtools.dashboard import panel_values
+from devtools.processes import ServerProcess
+from devtools.prometheus import LocalPrometheus
 from tests.support.green import run_green
 from tests.support.purple import v03_body
 

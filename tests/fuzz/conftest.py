@@ -15,7 +15,7 @@ import httpx
 import pytest
 from hypothesis import HealthCheck, settings
 
-from services.common.processes import ServerProcess
+from devtools.processes import ServerProcess
 from tests.conftest import McpServer
 from tests.fuzz.verdict import Tally
 

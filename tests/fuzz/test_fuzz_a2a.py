@@ -12,7 +12,7 @@ import httpx
 from hypothesis import given
 from hypothesis import strategies as st
 
-from services.common.processes import ServerProcess
+from devtools.processes import ServerProcess
 from tests.fuzz.conftest import assert_alive
 from tests.fuzz.payloads import a2a_bodies, content_types, encode, json_values, raw_bodies
 from tests.fuzz.verdict import Tally, check_a2a

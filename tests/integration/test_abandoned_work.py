@@ -16,7 +16,7 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from services.common.processes import ServerProcess
+from devtools.processes import ServerProcess
 from services.purple_agent.settings import PurpleSettings
 from tests.conftest import SmallIndex
 from tests.support.purple import ThreadedServer, v03_body

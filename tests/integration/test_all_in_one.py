@@ -15,7 +15,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from services.common.processes import ServerProcess, free_port, port_in_use
+from devtools.processes import ServerProcess, free_port, port_in_use
 from tests.conftest import McpServer, SmallIndex
 from tests.support.purple import v03_body
 

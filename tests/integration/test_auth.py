@@ -10,7 +10,7 @@ from typing import Any
 import httpx
 import pytest
 
-from services.common.processes import ServerProcess
+from devtools.processes import ServerProcess
 from services.green_agent.client import Protocol_, TransportFailure, connect
 from services.green_agent.settings import GreenSettings
 from services.purple_agent.settings import PurpleSettings

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from services.common.cluster import LocalCluster
+from devtools.cluster import LocalCluster
 from tests.conftest import SmallIndex
 
 

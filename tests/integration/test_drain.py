@@ -12,7 +12,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from services.common.processes import REPO, ServerProcess, free_port
+from devtools.processes import REPO, ServerProcess, free_port
 from tests.conftest import SmallIndex
 
 DRAIN_S = 5.0  # long enough for a loaded machine to see the drain before the stop

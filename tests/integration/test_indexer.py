@@ -7,7 +7,7 @@ from typing import Any, Literal
 import numpy as np
 import pytest
 
-from services.common.processes import REPO
+from devtools.processes import REPO
 from services.nfcorpus.dataset import load_qrels, load_queries
 from services.retrieval import ranker
 from services.retrieval.dense import OnnxMiniLM

@@ -11,7 +11,7 @@ import onnx
 import onnxruntime
 import pytest
 
-from services.common.processes import BASE_ENV, REPO
+from devtools.processes import BASE_ENV, REPO
 from services.nfcorpus.dataset import load_corpus, load_queries
 from services.retrieval import model_build
 from services.retrieval.dense import OnnxMiniLM

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from services.common.processes import ServerProcess
+from devtools.processes import ServerProcess
 from tests.conftest import SmallIndex
 from tests.support.otlp import OtlpReceiver
 from tests.support.purple import v03_body

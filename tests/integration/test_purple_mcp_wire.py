@@ -11,7 +11,7 @@ from typing import Any
 
 from mcp import Client
 
-from services.common.processes import REPO
+from devtools.processes import REPO
 from services.purple_agent.search import SearchClient
 from services.purple_agent.search._mcp_wire import CLIENT_INFO
 from tests.support.mcp_toy import Seen, search_app, serving

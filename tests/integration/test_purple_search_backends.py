@@ -13,7 +13,7 @@ import time
 import httpx
 import pytest
 
-from services.common.processes import free_port
+from devtools.processes import free_port
 from services.purple_agent.search import McpCallError, SearchClient, probes
 from services.purple_agent.settings import PurpleSettings
 from tests.conftest import McpServer

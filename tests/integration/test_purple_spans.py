@@ -8,7 +8,7 @@ import json
 
 import httpx
 
-from services.common.processes import free_port
+from devtools.processes import free_port
 from services.purple_agent.settings import PurpleSettings
 from tests.conftest import McpServer
 from tests.support.purple import ThreadedServer, v03_body

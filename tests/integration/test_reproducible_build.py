@@ -14,7 +14,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from services.common.processes import BASE_ENV, REPO
+from devtools.processes import BASE_ENV, REPO
 from services.nfcorpus.dataset import load_queries
 from services.retrieval.dense import OnnxMiniLM
 from services.retrieval.layout import ranker_collection

@@ -18,7 +18,7 @@ from typing import Any
 import httpx
 import pytest
 
-from services.common.processes import ServerProcess
+from devtools.processes import ServerProcess
 from tests.conftest import SmallIndex
 from tests.support.purple import v03_body
 

@@ -15,7 +15,7 @@ import httpx
 import pytest
 from mcp import Client
 
-from services.common.processes import ServerProcess
+from devtools.processes import ServerProcess
 from services.nfcorpus.dataset import load_queries
 from tests.conftest import SmallIndex
 

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from services.common.processes import ServerProcess
+from devtools.processes import ServerProcess
 
 HEAD_TIMEOUT_S = 0.5
 PATIENCE_S = 15.0  # how long a test waits for the server to act: 30 head deadlines

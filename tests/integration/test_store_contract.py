@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from services.common.processes import REPO
+from devtools.processes import REPO
 from services.retrieval.store.base import (
     CollectionSpec,
     Fusion,

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from services.common.processes import REPO
+from devtools.processes import REPO
 
 # What each package may import from the others (telemetry is shared by all).
 ALLOWED = {
@@ -64,7 +64,7 @@ def test_imports_flow_one_way(package: str) -> None:
 def test_no_module_is_over_250_lines() -> None:
     long = {
         str(path.relative_to(REPO)): n
-        for folder in ("services", "tests", "scripts", "deploy")
+        for folder in ("services", "tests", "scripts", "deploy", "devtools")
         for path in (REPO / folder).rglob("*.py")
         if (n := len(path.read_text().splitlines())) > MAX_LINES
     }
@@ -73,7 +73,7 @@ def test_no_module_is_over_250_lines() -> None:
 
 def test_no_module_reaches_into_an_sdk_private_module() -> None:
     reached = {}
-    for folder in ("services", "scripts", "deploy", "tests"):
+    for folder in ("services", "scripts", "deploy", "devtools", "tests"):
         for path in sorted((REPO / folder).rglob("*.py")):
             private = sorted(
                 name
@@ -84,3 +84,12 @@ def test_no_module_reaches_into_an_sdk_private_module() -> None:
             if private:
                 reached[str(path.relative_to(REPO))] = private
     assert reached == {}
+
+
+def test_no_server_imports_development_or_deployment_tooling() -> None:
+    tooling = ("devtools", "deploy", "tests", "scripts")
+    reaching = {
+        str(path.relative_to(REPO)): sorted(n for n in _imports(path) if n.split(".")[0] in tooling)
+        for path in sorted((REPO / "services").rglob("*.py"))
+    }
+    assert {k: v for k, v in reaching.items() if v} == {}

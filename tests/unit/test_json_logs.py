@@ -8,7 +8,7 @@ import os
 import subprocess
 import sys
 
-from services.common.processes import REPO
+from devtools.processes import REPO
 from services.telemetry.logging import JsonFormatter
 
 

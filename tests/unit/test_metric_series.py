@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from services.common.processes import REPO
+from devtools.processes import REPO
 from services.purple_agent.metrics import (
     FAILURE_REASONS,
     MCP_OUTCOMES,

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from services.common.processes import REPO
+from devtools.processes import REPO
 from services.retrieval import bm25_table, lexical_votes
 from services.retrieval.layout import supervised_config
 from services.retrieval.settings import Env, RetrievalSettings, StoreSettings

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from services.common.processes import BASE_ENV, REPO, ServerProcess, free_port, wait_until_ready
+from devtools.processes import BASE_ENV, REPO, ServerProcess, free_port, wait_until_ready
 
 DRAIN_S = 2.0
 HAPROXY_CONFIG = """global

@@ -18,7 +18,7 @@ from typing import Any
 
 import httpx
 
-from services.common.processes import REPO, ServerProcess, free_port
+from devtools.processes import REPO, ServerProcess, free_port
 
 RULES = REPO / "helm/nfcorpus-retrieval/rules/nfcorpus-retrieval.rules.yaml"
 #: The ``job`` prefix of the chart's Services (``<release>-nfcorpus-retrieval-<component>``).

@@ -20,7 +20,7 @@ from typing import Self
 
 import httpx
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[1]
 #: What every child gets: the repository importable, and BLAS off the model's cores.
 BASE_ENV = {"PYTHONPATH": str(REPO), "OPENBLAS_NUM_THREADS": "1"}
 #: Loading the full index and the model takes seconds; a cold machine may take much longer.

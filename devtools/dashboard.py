@@ -11,8 +11,8 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from services.common.processes import REPO
-from services.common.prometheus import LocalPrometheus
+from devtools.processes import REPO
+from devtools.prometheus import LocalPrometheus
 
 DASHBOARD = REPO / "helm/nfcorpus-retrieval/dashboards/nfcorpus-retrieval.json"
 #: Series that come from the cluster (cAdvisor, kube-state-metrics, node exporter), not from our
