@@ -20,47 +20,47 @@ $(STAMP): pyproject.toml constraints.txt
 	touch $@
 
 index: install  ## build (or confirm) the NFCorpus index in the configured store
-	$(PY) -m services.retrieval.index
+	$(PY) -m services.retrieval.build.index
 
 run: index  ## MCP server (8000) + purple agent (9010) on the embedded store; Ctrl-C stops both
-	$(PY) scripts/stack.py
+	$(PY) -m devtools.stack
 
 test: install lint lint-k8s tools-reliability tools-prometheus tools-chromium  ## lint, offline Kubernetes checks, the whole suite, then the image and the chart's pods (what CI runs)
 	$(PY) -m pytest -q
 	$(MAKE) --no-print-directory test-image smoke-image chart-run
 
 lint: install
-	$(BIN)/ruff check services tests scripts deploy devtools
-	$(BIN)/ruff format --check services tests scripts deploy devtools
+	$(BIN)/ruff check services tests deploy devtools
+	$(BIN)/ruff format --check services tests deploy devtools
 	$(BIN)/mypy
 
 format: install
-	$(BIN)/ruff check --fix services tests scripts deploy devtools
-	$(BIN)/ruff format services tests scripts deploy devtools
+	$(BIN)/ruff check --fix services tests deploy devtools
+	$(BIN)/ruff format services tests deploy devtools
 
 eval: eval-rest eval-a2a  ## all quality reports (dev + test), written under reports/
 
 eval-rest: index  ## hybrid NDCG@5/@10 on dev and test straight through POST /search_nfcorpus
-	$(PY) scripts/stack.py --only mcp --then "$(BIN)/python -m services.green_agent rest --url {mcp} --splits dev,test --out $(REPORTS)/rest_eval.json"
+	$(PY) -m devtools.stack --only mcp --then "$(BIN)/python -m services.green_agent rest --url {mcp} --splits dev,test --out $(REPORTS)/rest_eval.json"
 
 eval-a2a: index  ## the green agent over A2A on all 323 test queries
-	$(PY) scripts/stack.py --then "$(BIN)/python -m services.green_agent eval --agent {purple} --num-queries 323 --top-k 10 --seed 42 --concurrency 4 --out $(REPORTS)/a2a_eval.json"
+	$(PY) -m devtools.stack --then "$(BIN)/python -m services.green_agent eval --agent {purple} --num-queries 323 --top-k 10 --seed 42 --concurrency 4 --out $(REPORTS)/a2a_eval.json"
 
 eval-quality: install  ## ablation table of the ranking stages (dev + test, real servers) -> docs/quality.md
-	$(PY) scripts/eval_quality.py
+	$(PY) -m devtools.eval.quality
 
 ranker-lab: install  ## ranker experiments on dev (seed spread, training signal, features, params) -> reports/ranker_lab.json
-	$(PY) scripts/ranker_lab.py
+	$(PY) -m devtools.lab.ranker_lab
 
 conformance: install  ## check any A2A retrieval agent: make conformance URL=http://host:port/ (no URL: our own stack)
 	$(PY) -m pytest -q tests/conformance $(if $(URL),--agent-url $(URL))
 
 bench: index  ## latency benchmarks, written to reports/bench.json and reports/bench.md
-	$(PY) scripts/bench.py --out $(REPORTS)/bench
-	$(PY) scripts/model_memory.py --out $(REPORTS)/model_memory.json
+	$(PY) -m devtools.bench.latency --out $(REPORTS)/bench
+	$(PY) -m devtools.bench.model_memory --out $(REPORTS)/model_memory.json
 
 rankings: index  ## every test query's top 100 ids and their digest -> reports/rankings.json (EXPECT=sha256 checks it)
-	$(PY) scripts/rankings.py --out $(REPORTS)/rankings.json $(if $(EXPECT),--expect $(EXPECT))
+	$(PY) -m devtools.eval.rankings --out $(REPORTS)/rankings.json $(if $(EXPECT),--expect $(EXPECT))
 
 tools-reliability:  ## HAProxy from Debian: the load balancer of the local cluster
 	bash scripts/install-debian.sh haproxy haproxy
@@ -75,10 +75,10 @@ fuzz: install  ## the heavy fuzz variant: 1,000 cases per test, tally -> reports
 	FUZZ_EXAMPLES=1000 FUZZ_REPORT=$(REPORTS)/fuzz.json $(PY) -m pytest -q tests/fuzz
 
 observe: index tools-prometheus  ## one load run as the dashboard shows it -> reports/observe.{md,json}, load report
-	$(PY) scripts/observe.py --out $(REPORTS)/observe
+	$(PY) -m devtools.observe --out $(REPORTS)/observe
 
 reliability: index tools-reliability  ## faults under load on 2+2 replicas behind HAProxy -> docs/reliability.md
-	$(PY) scripts/reliability.py --out $(REPORTS)/reliability.json
+	$(PY) -m devtools.reliability --out $(REPORTS)/reliability.json
 
 include mk/k8s.mk
 

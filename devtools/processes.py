@@ -1,6 +1,6 @@
 """Our servers as child processes on loopback: pick a port, start, wait until ready, stop.
 
-One harness for everything that runs the stack from outside: ``make run`` (``scripts/stack.py``),
+One harness for everything that runs the stack from outside: ``make run`` (``devtools/stack.py``),
 the benchmarks, the quality report and the test suite. A server is ready when its readiness path
 answers 200; a child that exits while starting fails at once with its exit status.
 """

@@ -4,7 +4,7 @@ What the chart's ServiceMonitor and PrometheusRule do in a cluster, on one machi
 server each second with the labels a cluster scrape adds (``namespace``, ``service``, and a
 ``job`` named like the chart's Services, which the alert rules match), evaluate the chart's rule
 file, and keep exemplars. The dashboard test (``tests/integration/test_dashboard.py``) and
-``make observe`` (``scripts/observe.py``) query it the way Grafana would.
+``make observe`` (``devtools/observe.py``) query it the way Grafana would.
 """
 
 from __future__ import annotations

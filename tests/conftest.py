@@ -8,8 +8,8 @@ from dataclasses import dataclass
 import pytest
 
 from devtools.processes import ServerProcess
-from services.retrieval.dense import OnnxMiniLM
-from services.retrieval.index import build_index
+from services.retrieval.build.index import build_index
+from services.retrieval.encoders.dense import OnnxMiniLM
 from services.retrieval.settings import ExperimentSettings, RetrievalSettings, StoreSettings
 from services.retrieval.store import open_store
 from tests.support.dataset import make_subset

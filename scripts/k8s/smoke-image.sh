@@ -65,7 +65,7 @@ wait_http() {  # url, seconds
 echo "== 1. indexer ($max_docs documents, embedded store in a volume)"
 "$ENGINE" run --rm "${hardened[@]}" -v "$store:/var/lib/smoke" -e LOG_LEVEL=WARNING \
     -e RETRIEVAL_MAX_DOCS="$max_docs" -e RETRIEVAL_EDGE_PATH=/var/lib/smoke/qdrant-edge \
-    -e RETRIEVAL_CACHE_DIR=/tmp/cache --entrypoint python "$image" -m services.retrieval.index
+    -e RETRIEVAL_CACHE_DIR=/tmp/cache --entrypoint python "$image" -m services.retrieval.build.index
 
 echo "== 2. MCP server (gunicorn) on 127.0.0.1:$mcp_port, the baked index"
 "$ENGINE" run -d --name "$run_id-mcp" "${hardened[@]}" -e LOG_LEVEL=WARNING \

@@ -8,7 +8,7 @@
 #   4. all 323 test queries through a real A2A 0.3 client at top_k 100: no failure, NDCG@5 at
 #      least MIN_NDCG5 (default 0.50)
 #   5. the same rankings computed in-process by the image's own code, index and model
-#      (scripts/rankings.py run inside a container of the image) have the same digest
+#      (devtools/eval/rankings.py run inside a container of the image) have the same digest
 #   6. compose.yaml (the AgentBeats scenario: green agent and whole agent, on a compose network)
 #      comes up with podman-compose and runs an assessment of 20 queries to a result
 # Figures go to reports/image.json.
@@ -77,7 +77,7 @@ echo "== 4. 323 test queries, A2A 0.3 client, top_k 100"
     --top-k 100 --seed 42 --concurrency 4 --out "$work/eval.json" >/dev/null
 
 echo "== 5. the same rankings in-process, inside the image"
-"$ENGINE" run --rm "${hardened[@]}" -v "$root/scripts/rankings.py:/opt/rankings.py:ro" \
+"$ENGINE" run --rm "${hardened[@]}" -v "$root/devtools/eval/rankings.py:/opt/rankings.py:ro" \
     --entrypoint python "$image" /opt/rankings.py --out /tmp/rankings.json >"$work/in-process.txt"
 cat "$work/in-process.txt"
 

@@ -18,9 +18,9 @@ from services.mcp_server.routes import rest_routes
 from services.mcp_server.service import SearchService
 from services.mcp_server.settings import McpServerSettings
 from services.mcp_server.tools import SearchServer, name_invalid_params
-from services.retrieval.dense import DenseEncoder, OnnxMiniLM
-from services.retrieval.pipeline import RankingPipeline
-from services.retrieval.residency import release_free_heap
+from services.retrieval.encoders.dense import DenseEncoder, OnnxMiniLM
+from services.retrieval.encoders.memory_trim import release_free_heap
+from services.retrieval.query.pipeline import RankingPipeline
 from services.retrieval.settings import RetrievalSettings
 from services.retrieval.store import open_store
 from services.retrieval.store.counting import CountingStore

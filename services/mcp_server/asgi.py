@@ -13,7 +13,7 @@ threads do not survive a fork.
 from services.common.preload import BuiltInWorker, freeze_shared_objects
 from services.mcp_server.app import create_app
 from services.mcp_server.settings import McpServerSettings
-from services.retrieval.dense import OnnxMiniLM
+from services.retrieval.encoders.dense import OnnxMiniLM
 from services.retrieval.settings import RetrievalSettings
 from services.telemetry.logging import setup_logging
 

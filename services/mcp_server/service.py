@@ -28,7 +28,7 @@ from services.mcp_server.metrics import (
     STORE_SECONDS,
 )
 from services.mcp_server.schemas import Hit, Hits
-from services.retrieval.pipeline import RankingPipeline
+from services.retrieval.query.pipeline import RankingPipeline
 from services.retrieval.store.base import StoreError
 from services.retrieval.store.counting import CountingStore
 from services.telemetry import exemplars

@@ -1,6 +1,6 @@
 """Two MCP servers and two purple agents behind HAProxy: replicas restart under load.
 
-The short variant of ``make reliability`` (``scripts/reliability.py``), on the small index.
+The short variant of ``make reliability`` (``devtools/reliability.py``), on the small index.
 """
 
 from __future__ import annotations

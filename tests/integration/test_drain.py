@@ -25,7 +25,7 @@ def _uvicorn(env: dict[str, str], tmp_path: Path) -> ServerProcess:
 def _gunicorn(env: dict[str, str], tmp_path: Path) -> ServerProcess:
     port = free_port()
     cmd = [
-        sys.executable, "-m", "gunicorn", "--config", str(REPO / "scripts/k8s/gunicorn.conf.py"),
+        sys.executable, "-m", "gunicorn", "--config", str(REPO / "deploy/gunicorn.conf.py"),
         "--workers", "1", "--bind", f"127.0.0.1:{port}", "services.mcp_server.asgi:app",
     ]  # fmt: skip
     env = {**env, "PROMETHEUS_MULTIPROC_DIR": str(tmp_path / "metrics")}

@@ -3,8 +3,8 @@
 import json
 from pathlib import Path
 
-from services.retrieval.store.base import CollectionSpec, VectorQuery, point_id
 from services.retrieval.store.edge import EdgeStore
+from services.retrieval.types import CollectionSpec, VectorQuery, point_id
 from tests.integration.test_store_contract import POINTS
 
 

@@ -30,7 +30,7 @@ def gunicorn_mcp(
         "TMPDIR": str(scratch),
     }
     cmd = [
-        sys.executable, "-m", "gunicorn", "--config", str(REPO / "scripts/k8s/gunicorn.conf.py"),
+        sys.executable, "-m", "gunicorn", "--config", str(REPO / "deploy/gunicorn.conf.py"),
         "--workers", "2", "--bind", f"127.0.0.1:{port}", "services.mcp_server.asgi:app",
     ]  # fmt: skip
     server = ServerProcess(cmd, port, env=env, log_path=tmp_path / "gunicorn.log")
@@ -94,7 +94,7 @@ def test_workers_share_what_the_master_preloaded(gunicorn_mcp: ServerProcess) ->
     # The master imports the packages and loads the encoder before forking (preload_app), so
     # each worker starts with those pages shared. The mechanism is asserted here: the master
     # holds the runtime and the model's weights. How much each worker then keeps private depends
-    # on the kernel (transparent huge pages split or not): scripts/memory.py --gunicorn 2
+    # on the kernel (transparent huge pages split or not): devtools/bench/memory.py --gunicorn 2
     # reports it.
     master = gunicorn_mcp.pid
     assert master is not None

@@ -9,16 +9,17 @@ import pytest
 
 from devtools.processes import REPO
 from services.nfcorpus.dataset import load_qrels, load_queries
-from services.retrieval import ranker
-from services.retrieval.dense import OnnxMiniLM
-from services.retrieval.index import build_index
-from services.retrieval.layout import knn_collection, ranker_collection
-from services.retrieval.pipeline import RankingPipeline
+from services.retrieval.build.index import build_index
+from services.retrieval.build.training import load_training_data
+from services.retrieval.encoders.dense import OnnxMiniLM
+from services.retrieval.query import ranker
+from services.retrieval.query.collection_names import knn_collection, ranker_collection
+from services.retrieval.query.pipeline import RankingPipeline
+from services.retrieval.query.version_records import load_ranker
 from services.retrieval.settings import ExperimentSettings, RetrievalSettings, StoreSettings
 from services.retrieval.store import open_store
-from services.retrieval.store.artifacts import load_ranker
-from services.retrieval.store.base import CollectionSpec, Store
-from services.retrieval.training import load_training_data
+from services.retrieval.store.base import Store
+from services.retrieval.types import CollectionSpec
 from tests.support.dataset import make_subset
 
 DOCS = 30
@@ -114,7 +115,7 @@ def test_cli_runs_twice_without_duplicates(tmp_path: Path) -> None:
         "RETRIEVAL_CACHE_DIR": str(tmp_path / "cache"),
         "RETRIEVAL_MODE": "zero-shot",
     }
-    cmd = [sys.executable, "-m", "services.retrieval.index", "--max-docs", "12"]
+    cmd = [sys.executable, "-m", "services.retrieval.build.index", "--max-docs", "12"]
     first = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300, check=True)
     second = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300, check=True)
     assert "12 documents, built" in first.stdout

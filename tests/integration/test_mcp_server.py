@@ -183,7 +183,7 @@ def test_unknown_host_header_gets_421(mcp_server: McpServer) -> None:
 def test_rest_results_equal_the_in_process_searcher(
     mcp_server: McpServer, small_index: SmallIndex, encoder: Any
 ) -> None:
-    from services.retrieval.pipeline import RankingPipeline
+    from services.retrieval.query.pipeline import RankingPipeline
     from services.retrieval.store import open_store
 
     settings = small_index.settings.updated(store={"edge_private_copy": True})

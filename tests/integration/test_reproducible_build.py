@@ -16,12 +16,12 @@ from pathlib import Path
 
 from devtools.processes import BASE_ENV, REPO
 from services.nfcorpus.dataset import load_queries
-from services.retrieval.dense import OnnxMiniLM
-from services.retrieval.layout import ranker_collection
-from services.retrieval.pipeline import RankingPipeline
+from services.retrieval.encoders.dense import OnnxMiniLM
+from services.retrieval.query.collection_names import ranker_collection
+from services.retrieval.query.pipeline import RankingPipeline
+from services.retrieval.query.version_records import load_ranker
 from services.retrieval.settings import RetrievalSettings, StoreSettings
 from services.retrieval.store import open_store
-from services.retrieval.store.artifacts import load_ranker
 from tests.conftest import SmallIndex
 
 TRAIN_QUERIES = "200"  # enough for a model with real splits, and for ties among duplicates
@@ -36,7 +36,7 @@ def _build(data_dir: Path, edge: Path, hash_seed: str) -> None:
         "RETRIEVAL_EDGE_PATH": str(edge),
         "RETRIEVAL_MAX_TRAIN_QUERIES": TRAIN_QUERIES,
     }
-    command = [sys.executable, "-m", "services.retrieval.index"]
+    command = [sys.executable, "-m", "services.retrieval.build.index"]
     subprocess.run(command, env=env, cwd=REPO, check=True, capture_output=True, timeout=600)
 
 

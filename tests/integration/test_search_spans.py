@@ -9,7 +9,7 @@ from prometheus_client import REGISTRY
 
 from services.mcp_server.metrics import observe_store_call
 from services.mcp_server.service import SearchService
-from services.retrieval.pipeline import RankingPipeline
+from services.retrieval.query.pipeline import RankingPipeline
 from services.retrieval.store import open_store
 from services.retrieval.store.counting import CountingStore
 from tests.conftest import SmallIndex

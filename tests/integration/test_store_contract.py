@@ -12,21 +12,19 @@ from pathlib import Path
 import pytest
 
 from devtools.processes import REPO
-from services.retrieval.store.base import (
-    CollectionSpec,
-    Fusion,
-    Hit,
-    Point,
-    SparseVector,
-    Store,
-    StoreError,
-    VectorQuery,
-    point_id,
-)
+from services.retrieval.store.base import Fusion, Store, StoreError
 from services.retrieval.store.copies import owner_tag
 from services.retrieval.store.counting import CountingStore
 from services.retrieval.store.edge import EdgeStore
 from services.retrieval.store.server import ServerStore
+from services.retrieval.types import (
+    CollectionSpec,
+    Hit,
+    Point,
+    SparseVector,
+    VectorQuery,
+    point_id,
+)
 
 SPEC = CollectionSpec(dense_size=4)
 POINTS = [

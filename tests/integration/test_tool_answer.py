@@ -18,7 +18,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 
 from services.mcp_server.service import SearchService
 from services.mcp_server.tools import TOOL_NAME, SearchServer
-from services.retrieval.pipeline import RankingPipeline
+from services.retrieval.query.pipeline import RankingPipeline
 from services.retrieval.store import open_store
 from services.retrieval.store.counting import CountingStore
 from tests.conftest import SmallIndex

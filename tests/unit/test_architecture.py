@@ -25,6 +25,21 @@ ALLOWED = {
     "telemetry": set(),
 }
 MAX_LINES = 250
+# Every folder of Python code: the servers, the tests, and the two folders of tooling.
+PYTHON_FOLDERS = ("services", "tests", "deploy", "devtools")
+
+# Inside retrieval/, what each layer may import besides itself: the shared vocabulary at the
+# bottom, then the store (talks to Qdrant, knows nothing of ranking) and the encoders, then
+# query-time ranking, then index-time building, which reuses the query code to train on.
+RETRIEVAL = REPO / "services" / "retrieval"
+BOTTOM = {"types", "settings", "text"}
+LAYERS: dict[str, set[str]] = {
+    **{name: set() for name in BOTTOM},
+    "store": {"types", "settings"},
+    "encoders": BOTTOM,
+    "query": BOTTOM | {"store", "encoders"},
+    "build": BOTTOM | {"store", "encoders", "query"},
+}
 
 
 # The SDKs we build on, and the modules of theirs that their versioning policy does not cover:
@@ -61,10 +76,78 @@ def test_imports_flow_one_way(package: str) -> None:
     assert crossing == {}
 
 
+def _layer(module: str) -> str | None:
+    """The retrieval layer of ``services.retrieval.<layer>[...]``, else None."""
+    parts = module.split(".")
+    return parts[2] if parts[:2] == ["services", "retrieval"] and len(parts) > 2 else None
+
+
+def test_every_retrieval_module_sits_in_a_layer() -> None:
+    layers = {
+        p: p.relative_to(RETRIEVAL).parts[0].removesuffix(".py") for p in RETRIEVAL.rglob("*.py")
+    }
+    strays = sorted(
+        str(p.relative_to(RETRIEVAL)) for p, layer in layers.items() if layer not in LAYERS
+    )
+    assert strays == ["__init__.py"]
+
+
+def test_imports_inside_retrieval_run_downward_only() -> None:
+    upward = {}
+    for path in sorted(RETRIEVAL.rglob("*.py")):
+        rel = path.relative_to(RETRIEVAL)
+        own = rel.parts[0].removesuffix(".py")
+        if own == "__init__":
+            continue
+        reached = {layer for n in _imports(path) if (layer := _layer(n)) and layer != own}
+        if wrong := reached - LAYERS[own]:
+            upward[str(rel)] = sorted(wrong)
+    assert upward == {}
+
+
+def _module_of(path: Path) -> str:
+    parts = path.relative_to(REPO).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _dependencies(path: Path, modules: set[str]) -> set[str]:
+    """The modules ``path`` imports: ``from package import module`` is an edge to the module
+    only (a package's ``__init__`` runs before any of its modules, which is no dependency)."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            subs = {f"{node.module}.{alias.name}" for alias in node.names} & modules
+            found |= subs or {node.module} & modules
+        elif isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names} & modules
+    return found
+
+
+def test_no_import_cycles_between_service_modules() -> None:
+    modules = {_module_of(p): p for p in (REPO / "services").rglob("*.py")}
+    graph = {name: _dependencies(path, set(modules)) - {name} for name, path in modules.items()}
+    cycles: list[list[str]] = []
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+
+    def visit(name: str, trail: list[str]) -> None:
+        state[name] = 1
+        for nxt in sorted(graph[name]):
+            if state.get(nxt) == 1:
+                cycles.append([*trail[trail.index(nxt) :], nxt])
+            elif nxt not in state:
+                visit(nxt, [*trail, nxt])
+        state[name] = 2
+
+    for name in sorted(graph):
+        if name not in state:
+            visit(name, [name])
+    assert cycles == []
+
+
 def test_no_module_is_over_250_lines() -> None:
     long = {
         str(path.relative_to(REPO)): n
-        for folder in ("services", "tests", "scripts", "deploy", "devtools")
+        for folder in PYTHON_FOLDERS
         for path in (REPO / folder).rglob("*.py")
         if (n := len(path.read_text().splitlines())) > MAX_LINES
     }
@@ -73,7 +156,7 @@ def test_no_module_is_over_250_lines() -> None:
 
 def test_no_module_reaches_into_an_sdk_private_module() -> None:
     reached = {}
-    for folder in ("services", "scripts", "deploy", "devtools", "tests"):
+    for folder in PYTHON_FOLDERS:
         for path in sorted((REPO / folder).rglob("*.py")):
             private = sorted(
                 name
@@ -93,3 +176,22 @@ def test_no_server_imports_development_or_deployment_tooling() -> None:
         for path in sorted((REPO / "services").rglob("*.py"))
     }
     assert {k: v for k, v in reaching.items() if v} == {}
+
+
+def test_tooling_is_packaged_not_scripted() -> None:
+    # scripts/ keeps thin shell entry points only; Python tooling lives in packages run with
+    # ``python -m``, which import one another by name: nothing edits sys.path to find a module.
+    assert sorted(p.name for p in (REPO / "scripts").rglob("*.py")) == []
+    editing = sorted(
+        str(path.relative_to(REPO))
+        for folder in PYTHON_FOLDERS
+        for path in (REPO / folder).rglob("*.py")
+        if any(
+            isinstance(node, ast.Attribute)
+            and node.attr == "path"
+            and isinstance(node.value, ast.Name)
+            and node.value.id == "sys"
+            for node in ast.walk(ast.parse(path.read_text()))
+        )
+    )
+    assert editing == []

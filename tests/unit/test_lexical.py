@@ -3,12 +3,12 @@ from collections import Counter
 
 import pytest
 
-from services.retrieval.feedback import expand
-from services.retrieval.fusion import fuse, normalize
+from services.retrieval.encoders.sparse import Bm25Params, encode_documents, encode_query
+from services.retrieval.query.feedback import expand
+from services.retrieval.query.fusion import fuse, normalize
 from services.retrieval.settings import FeedbackSettings
-from services.retrieval.sparse import Bm25Params, encode_documents, encode_query
-from services.retrieval.store.base import SparseVector
 from services.retrieval.text import analyze, term_index
+from services.retrieval.types import SparseVector
 
 
 def test_analyzer_lowercases_drops_stopwords_and_stems() -> None:

@@ -1,8 +1,8 @@
 import numpy as np
 import pytest
 
-from services.retrieval.judgements import Judgements
-from services.retrieval.lexical_votes import NEIGHBOURS, LexicalVoters
+from services.retrieval.query.judgements import Judgements
+from services.retrieval.query.lexical_votes import NEIGHBOURS, LexicalVoters
 
 QRELS = {
     "Q-flax": {"A": 1, "B": 1},

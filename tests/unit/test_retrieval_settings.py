@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 
 from devtools.processes import REPO
-from services.retrieval import bm25_table, lexical_votes
-from services.retrieval.layout import supervised_config
+from services.retrieval.build.versions import supervised_config
+from services.retrieval.encoders.sparse import Bm25Params
+from services.retrieval.query import bm25_table, lexical_votes
 from services.retrieval.settings import Env, RetrievalSettings, StoreSettings
-from services.retrieval.sparse import Bm25Params
 
 # Every variable, a value that is not its default, and where it must land.
 FLAT = {

@@ -3,15 +3,16 @@ import math
 import numpy as np
 import pytest
 
-from services.retrieval import ranker
-from services.retrieval.corelevance import CoRelevance, seeds
-from services.retrieval.doc_table import DocInfo, DocTable
-from services.retrieval.evidence import Evidence
-from services.retrieval.features import FEATURES, QuerySide, build_features, candidates
-from services.retrieval.judgements import Judgements
-from services.retrieval.knn import VoteTable
-from services.retrieval.lexical_votes import LexicalColumns
+from services.retrieval.query import ranker
+from services.retrieval.query.corelevance import CoRelevance, seeds
+from services.retrieval.query.doc_table import DocTable
+from services.retrieval.query.evidence import Evidence
+from services.retrieval.query.features import FEATURES, QuerySide, build_features, candidates
+from services.retrieval.query.judgements import Judgements
+from services.retrieval.query.knn import VoteTable
+from services.retrieval.query.lexical_votes import LexicalColumns
 from services.retrieval.settings import KnnSettings
+from services.retrieval.types import DocInfo
 
 
 def _hits(*scored: tuple[str, float]) -> list[tuple[str, float]]:

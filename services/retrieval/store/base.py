@@ -8,80 +8,18 @@ live above, in code both backends share.
 
 from __future__ import annotations
 
-import uuid
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from functools import lru_cache
-from types import MappingProxyType
-from typing import Any, Literal, NamedTuple, Protocol
+from collections.abc import Sequence
+from typing import Any, Literal, Protocol
 
-DENSE = "dense"
-NO_PAYLOAD: Mapping[str, Any] = MappingProxyType({})  # shared, so read-only
-SPARSE = "bm25"
-# Fixed namespace: the same doc id gives the same point id in every collection and every run,
-# which is what makes re-indexing idempotent.
-POINT_NAMESPACE = uuid.UUID("6f1d3c2e-8a4b-4e1f-9c7d-2b5a0e9f4c31")
-
-
-@lru_cache(maxsize=65536)
-def point_id(key: str) -> str:
-    """Deterministic point id (uuid5) of a document or query id."""
-    return str(uuid.uuid5(POINT_NAMESPACE, key))
-
-
-@dataclass(frozen=True, slots=True)
-class SparseVector:
-    """Indices and values of a sparse vector, indices unique."""
-
-    indices: list[int]
-    values: list[float]
-
-
-@dataclass(frozen=True, slots=True)
-class CollectionSpec:
-    """Vectors a collection holds: one dense vector and optionally one sparse vector."""
-
-    dense_size: int
-    sparse: bool = True
-
-
-@dataclass(frozen=True, slots=True)
-class Point:
-    """One point to upsert."""
-
-    id: str
-    dense: Sequence[float]
-    payload: dict[str, Any]
-    sparse: SparseVector | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class VectorQuery:
-    """A nearest-neighbour query on one named vector."""
-
-    vector: Sequence[float] | SparseVector
-    limit: int
-    #: Return each hit's sparse vector too (RM3 feedback reads the top documents' terms).
-    with_sparse: bool = False
-
-    @property
-    def using(self) -> str:
-        """The named vector the query runs on."""
-        return SPARSE if isinstance(self.vector, SparseVector) else DENSE
-
-
-class Hit(NamedTuple):
-    """A scored point with (part of) its payload.
-
-    A named tuple, not a dataclass: a query converts about 300 points, and a tuple is built in
-    about half the time of a frozen dataclass.
-    """
-
-    id: str
-    score: float
-    payload: Mapping[str, Any] = NO_PAYLOAD
-    sparse: SparseVector | None = None
-
+from services.retrieval.types import (
+    NO_PAYLOAD,
+    SPARSE,
+    CollectionSpec,
+    Hit,
+    Point,
+    SparseVector,
+    VectorQuery,
+)
 
 Fusion = Literal["rrf", "dbsf"]
 

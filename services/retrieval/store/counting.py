@@ -15,14 +15,8 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
-from services.retrieval.store.base import (
-    CollectionSpec,
-    Fusion,
-    Hit,
-    Point,
-    Store,
-    VectorQuery,
-)
+from services.retrieval.store.base import Fusion, Store
+from services.retrieval.types import CollectionSpec, Hit, Point, VectorQuery
 from services.telemetry.tracing import tracer
 
 _tracer = tracer(__name__)

@@ -19,17 +19,15 @@ from typing import Any
 import qdrant_edge as qe
 
 from services.retrieval.store import copies
-from services.retrieval.store.base import (
+from services.retrieval.store.base import Fusion, StoreError, hit_from_point
+from services.retrieval.types import (
     DENSE,
     SPARSE,
     CollectionSpec,
-    Fusion,
     Hit,
     Point,
     SparseVector,
-    StoreError,
     VectorQuery,
-    hit_from_point,
 )
 
 _ALIASES = "aliases"

@@ -13,17 +13,15 @@ from typing import Any
 from qdrant_client import QdrantClient, models
 from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedResponse
 
-from services.retrieval.store.base import (
+from services.retrieval.store.base import Fusion, StoreError, hit_from_point
+from services.retrieval.types import (
     DENSE,
     SPARSE,
     CollectionSpec,
-    Fusion,
     Hit,
     Point,
     SparseVector,
-    StoreError,
     VectorQuery,
-    hit_from_point,
 )
 
 # Local mode raises ValueError for a missing collection; the HTTP client raises the others.

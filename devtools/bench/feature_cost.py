@@ -1,0 +1,56 @@
+"""What the ranker's feature groups and its model cost per query, in-process, on the served index.
+
+``python -m devtools.bench.feature_cost`` times, over every test query's real candidate set, the
+lexical kNN votes, the document columns and one scoring pass of the model (medians); the last
+tells what a seed ensemble of N models would add. Run it on a quiet machine.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable
+from typing import Any
+
+from services.nfcorpus.dataset import load_qrels, load_queries
+from services.retrieval.encoders.dense import OnnxMiniLM
+from services.retrieval.query.pipeline import RankingPipeline
+from services.retrieval.settings import RetrievalSettings
+from services.retrieval.store import open_store
+from services.retrieval.text import analyze
+
+
+def _timed(run: Callable[..., object], *args: Any) -> float:
+    start = time.perf_counter()
+    run(*args)
+    return time.perf_counter() - start
+
+
+def main() -> None:
+    settings = RetrievalSettings()
+    store = open_store(settings.store.model_copy(update={"edge_private_copy": True}))
+    try:
+        pipeline = RankingPipeline(store, OnnxMiniLM(threads=1), settings)
+        sup = pipeline._version.supervised  # the loaded tables, as a request reads them
+        if sup is None or sup.ranker is None:
+            raise SystemExit("the served index has no supervised side: run make index")
+        queries = load_queries(settings.data_dir)
+        lexical, docs, model = [], [], []
+        for q in sorted(load_qrels(settings.data_dir, "test")):
+            encoded = pipeline.encode(queries[q])
+            cs = pipeline.candidate_set(encoded)
+            terms = analyze(encoded.text)
+            lexical.append(_timed(sup.lexical.columns, terms, cs.doc_ids))
+            docs.append(_timed(sup.docs.columns, cs.doc_ids, terms))
+            model.append(_timed(sup.ranker.score, cs.features))
+    finally:
+        store.close()
+    ms = {name: statistics.median(v) * 1000 for name, v in
+          (("lexical votes", lexical), ("document columns", docs), ("one model", model))}  # fmt: skip
+    for name, value in ms.items():
+        print(f"{name}: {value:.3f} ms median over {len(model)} test queries")
+    print(f"a five-seed ensemble would add {4 * ms['one model']:.2f} ms")
+
+
+if __name__ == "__main__":
+    main()

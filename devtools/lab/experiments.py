@@ -1,0 +1,161 @@
+"""The experiments of :mod:`.ranker_lab`, each a function of the cached candidates.
+
+Every experiment trains the ranker with :data:`SEEDS` and reports the mean over seeds (the
+spread between seeds is about the size of the effects looked for), so that a kept change is one
+that moves the mean, not one draw.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
+from statistics import fmean, pstdev
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from devtools.lab import features as extra_columns
+from devtools.lab.data import Lab, grouped, ndcg
+from devtools.lab.features import Extra
+from services.retrieval.query.features import FEATURES
+from services.retrieval.query.ranker import train
+
+SEEDS = (1, 2, 3, 4, 5)
+
+
+def _summary(values: Sequence[float]) -> dict[str, float]:
+    return {
+        "mean": round(fmean(values), 4),
+        "std": round(pstdev(values), 4),
+        "min": round(min(values), 4),
+        "max": round(max(values), 4),
+    }
+
+
+def evaluate(
+    lab: Lab,
+    extra: Extra | None = None,
+    names: Sequence[str] = (),
+    params: Mapping[str, Any] | None = None,
+    base: Sequence[str] = FEATURES,
+) -> dict[str, Any]:
+    """Train on train with each seed; NDCG on dev and test per seed, and of the seed average.
+
+    ``extra`` holds more columns (named ``names``) after the ``base`` ones (the served
+    features); ``params`` override the ranker's.
+    """
+    overrides = dict(params or {})
+    features = (*base, *names)
+    per_seed: dict[str, list[tuple[float, float]]] = {"dev": [], "test": []}
+    summed: dict[str, list[npt.NDArray[np.float64]]] = {}
+    for seed in SEEDS:
+        rows = grouped(lab["train"], extra["train"] if extra else None)
+        model = train(rows, overrides={**overrides, "seed": seed}, features=features)
+        for split in ("dev", "test"):
+            blocks = extra[split] if extra else [None] * len(lab[split])
+            scores = [
+                model.score(q.rows if b is None else np.hstack([q.rows, b]).astype(np.float32))
+                for q, b in zip(lab[split], blocks, strict=True)
+            ]
+            per_seed[split].append(ndcg(lab[split], scores))
+            prev = summed.get(split)
+            summed[split] = (
+                scores if prev is None else [a + b for a, b in zip(prev, scores, strict=True)]
+            )
+    out: dict[str, Any] = {}
+    for split in ("dev", "test"):
+        out[split] = {
+            "ndcg@5": _summary([a for a, _ in per_seed[split]]),
+            "ndcg@10": _summary([b for _, b in per_seed[split]]),
+            "per_seed": [[round(a, 4), round(b, 4)] for a, b in per_seed[split]],
+            "ensemble": [round(x, 4) for x in ndcg(lab[split], summed[split])],
+        }
+    return out
+
+
+def seed_spread(lab: Lab) -> dict[str, Any]:
+    """The served features, five seeds: the spread, and a five-seed ensemble."""
+    return evaluate(lab)
+
+
+def crossfit_dev(lab: Lab) -> dict[str, Any]:
+    """Dev queries teach the ranker too: two folds, each scored by a model that learned the other.
+
+    Compared on the same (all) dev queries with the model that learns from train only.
+    """
+    dev = lab["dev"]
+    folds = [dev[0::2], dev[1::2]]
+    with_dev, train_only = [], []
+    for seed in SEEDS:
+        scored: dict[str, npt.NDArray[np.float64]] = {}
+        for held, other in ((folds[0], folds[1]), (folds[1], folds[0])):
+            model = train(grouped(lab["train"] + other), overrides={"seed": seed})
+            scored.update({q.query_id: model.score(q.rows) for q in held})
+        with_dev.append(ndcg(dev, [scored[q.query_id] for q in dev]))
+        base = train(grouped(lab["train"]), overrides={"seed": seed})
+        train_only.append(ndcg(dev, [base.score(q.rows) for q in dev]))
+    return {
+        "dev, train only": {"ndcg@5": _summary([a for a, _ in train_only]),
+                            "ndcg@10": _summary([b for _, b in train_only])},
+        "dev, train + other dev fold": {"ndcg@5": _summary([a for a, _ in with_dev]),
+                                        "ndcg@10": _summary([b for _, b in with_dev])},
+    }  # fmt: skip
+
+
+LEXICAL_VOTES = ("lex_vote", "lex_voters", "lex_top_score")
+DOC_FIELDS = ("doc_length", "title_length", "title_bm25", "query_chars")
+
+
+def _without(names: Sequence[str]) -> Callable[[Lab], dict[str, Any]]:
+    """An ablation: the served features less ``names``."""
+    keep = [i for i, f in enumerate(FEATURES) if f not in names]
+
+    def run(lab: Lab) -> dict[str, Any]:
+        slim = {s: [replace(q, rows=q.rows[:, keep]) for q in qs] for s, qs in lab.items()}
+        return evaluate(slim, base=[FEATURES[i] for i in keep])
+
+    return run
+
+
+def with_judging_similarity(lab: Lab) -> dict[str, Any]:
+    """+ similarity to the training queries that judged each candidate (all of them, not k)."""
+    return evaluate(lab, extra_columns.judging_similarity(lab), extra_columns.JUDGING_SIMILARITY)
+
+
+def _with_params(params: Mapping[str, Any]) -> Callable[[Lab], dict[str, Any]]:
+    def run(lab: Lab) -> dict[str, Any]:
+        return evaluate(lab, params=params)
+
+    return run
+
+
+def oracle(lab: Lab) -> dict[str, Any]:
+    """The best NDCG any ordering of the candidates could reach: what the ranker can still win."""
+    out = {}
+    for split in ("dev", "test"):
+        queries = lab[split]
+        perfect = [np.array([float(q.judged.get(d, 0)) for d in q.doc_ids]) for q in queries]
+        at5, at10 = ndcg(queries, perfect)
+        out[split] = {"ndcg@5": round(at5, 4), "ndcg@10": round(at10, 4)}
+    return out
+
+
+PARAM_VARIANTS: dict[str, dict[str, Any]] = {
+    "63 leaves": {"num_leaves": 63},
+    "120 rounds at learning rate 0.025": {"num_iterations": 120, "learning_rate": 0.025},
+    "min 200 rows per leaf": {"min_data_in_leaf": 200},
+    # Its five-seed ensemble costs what one 60-round model costs at scoring time.
+    "12 rounds at learning rate 0.25": {"num_iterations": 12, "learning_rate": 0.25},
+}
+
+EXPERIMENTS: dict[str, Callable[[Lab], dict[str, Any]]] = {
+    "seed spread (served features)": seed_spread,
+    "dev queries teach the ranker (cross-fitted)": crossfit_dev,
+    "- lexical kNN votes": _without(LEXICAL_VOTES),
+    "- document fields": _without(DOC_FIELDS),
+    "- both (the features before them)": _without((*LEXICAL_VOTES, *DOC_FIELDS)),
+    "+ similarity to each candidate's judging queries": with_judging_similarity,
+    "oracle ordering of the candidates": oracle,
+    **{f"params: {name}": _with_params(p) for name, p in PARAM_VARIANTS.items()},
+}

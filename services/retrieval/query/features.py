@@ -1,0 +1,171 @@
+"""Features of (query, candidate document) pairs for the learned ranker.
+
+Candidates are the union of the dense, BM25 and RM3 lists and the documents the nearest training
+queries vote for most. A document missing from a list gets NaN for that list's score (LightGBM
+learns where missing values go) and ``depth + 1`` for its rank.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from services.retrieval.query.corelevance import CoScores
+from services.retrieval.query.doc_table import DocTable
+from services.retrieval.query.evidence import Evidence, Ranked
+from services.retrieval.query.judgements import Judgements
+from services.retrieval.query.knn import VoteTable
+from services.retrieval.query.lexical_votes import LexicalColumns
+from services.retrieval.settings import KnnSettings
+
+FEATURES = (
+    "dense_score", "dense_rank", "dense_z",
+    "bm25_score", "bm25_rank",
+    "rm3_score", "rm3_rank", "rm3_z",
+    "vote", "vote_rank", "vote_share", "voters", "vote_best_sim", "vote_nearest_rank",
+    "vote_max_grade", "nearest_sim", "prior", "query_terms", "title_overlap",
+    "co_score", "co_rank",
+    "lex_vote", "lex_voters", "lex_top_score",
+    "doc_length", "title_length", "title_bm25", "query_chars",
+)  # fmt: skip
+NAN = math.nan
+_COL = {name: i for i, name in enumerate(FEATURES)}
+
+
+@dataclass(frozen=True, slots=True)
+class CandidateSet:
+    """Candidate doc ids and their feature rows (``features[i]`` describes ``doc_ids[i]``)."""
+
+    doc_ids: list[str]
+    features: npt.NDArray[np.float32]
+
+
+def _list_features(ranked: Ranked) -> dict[str, tuple[float, int, float]]:
+    scores = np.fromiter((score for _, score in ranked), dtype=np.float64, count=len(ranked))
+    # np.mean and np.std, spelled out: the same operations in the same order (the same bits),
+    # without their generic Python wrappers, which cost more than the arithmetic here.
+    mean = float(scores.sum() / len(scores)) if len(scores) else 0.0
+    deviation = scores - mean
+    spread = float(np.sqrt((deviation * deviation).sum() / len(scores))) if len(scores) else 0.0
+    out: dict[str, tuple[float, int, float]] = {}
+    for rank, (doc_id, score) in enumerate(ranked, start=1):
+        if doc_id not in out:
+            z = (score - mean) / spread if spread > 0 else 0.0
+            out[doc_id] = (score, rank, z)
+    return out
+
+
+def candidates(
+    evidence: Evidence,
+    judgements: Judgements,
+    knn: KnnSettings,
+    exclude_query: str | None = None,
+) -> tuple[list[str], VoteTable]:
+    """Union of the retrievers' lists and the ``knn.vote_depth`` most-voted documents.
+
+    Only documents of the corpus get votes (``judgements`` is indexed over it).
+    """
+    votes = VoteTable(judgements, evidence.neighbours, knn.neighbours, knn.power, exclude_query)
+    voted = votes.top(knn.vote_depth)
+    seen: dict[str, None] = {}
+    for ranked in (evidence.dense, evidence.bm25, evidence.rm3):
+        for doc_id, _ in ranked:
+            seen.setdefault(doc_id, None)
+    for d in voted:
+        seen.setdefault(d, None)
+    return list(seen), votes
+
+
+def _fill_list(
+    rows: npt.NDArray[np.float32],
+    columns: tuple[int, int, int | None],
+    ranked: Ranked,
+    position: Mapping[str, int],
+    depth: int,
+) -> None:
+    """One list's score, rank and z columns; a document missing from it gets NaN and depth + 1."""
+    score, rank, z = columns
+    rows[:, score] = NAN
+    rows[:, rank] = depth + 1
+    if z is not None:
+        rows[:, z] = NAN
+    found = [(position[d], f) for d, f in _list_features(ranked).items() if d in position]
+    if not found:
+        return
+    at = [i for i, _ in found]
+    values = np.array([f for _, f in found], dtype=np.float64)
+    rows[at, score] = values[:, 0]
+    rows[at, rank] = values[:, 1]
+    if z is not None:
+        rows[at, z] = values[:, 2]
+
+
+@dataclass(frozen=True, slots=True)
+class QuerySide:
+    """What the features know of the query itself: its text, analyzed terms, lexical votes."""
+
+    text: str
+    terms: Sequence[str]
+    lexical: LexicalColumns
+
+
+def build_features(
+    evidence: Evidence,
+    doc_ids: Sequence[str],
+    votes: VoteTable,
+    docs: DocTable,
+    query: QuerySide,
+    depth: int,
+    co_relevance: CoScores,
+    own_judgements: Mapping[str, int] | None = None,
+) -> npt.NDArray[np.float32]:
+    """One row of :data:`FEATURES` per candidate, filled a column at a time.
+
+    ``docs`` holds the documents' static features (:class:`DocTable`);
+    ``own_judgements`` (training only) are removed from the prior, as the query is from the
+    neighbours (leave-one-out).
+    """
+    rows = np.empty((len(doc_ids), len(FEATURES)), dtype=np.float32)
+    position = {d: i for i, d in enumerate(doc_ids)}
+    _fill_list(
+        rows,
+        (_COL["dense_score"], _COL["dense_rank"], _COL["dense_z"]),
+        evidence.dense,
+        position,
+        depth,
+    )
+    _fill_list(rows, (_COL["bm25_score"], _COL["bm25_rank"], None), evidence.bm25, position, depth)
+    _fill_list(
+        rows, (_COL["rm3_score"], _COL["rm3_rank"], _COL["rm3_z"]), evidence.rm3, position, depth
+    )
+
+    v = votes.columns(doc_ids)
+    top_vote = votes.top_score
+    rows[:, _COL["vote"]] = np.where(v.voted, v.score, 0.0)
+    rows[:, _COL["vote_rank"]] = np.where(v.voted, v.rank, len(votes) + 1)
+    share = v.score / top_vote if top_vote > 0 else np.zeros(len(doc_ids))
+    rows[:, _COL["vote_share"]] = np.where(v.voted, share, 0.0)
+    rows[:, _COL["voters"]] = np.where(v.voted, v.voters, 0)
+    rows[:, _COL["vote_best_sim"]] = np.where(v.voted, v.best_similarity, NAN)
+    rows[:, _COL["vote_nearest_rank"]] = np.where(v.voted, v.nearest_rank, NAN)
+    rows[:, _COL["vote_max_grade"]] = np.where(v.voted, v.max_grade, 0)
+    # How close the nearest (non-excluded) training query is: how much to trust the votes.
+    rows[:, _COL["nearest_sim"]] = votes.nearest_similarity
+
+    doc = docs.columns(doc_ids, query.terms, own_judgements)
+    rows[:, _COL["prior"]] = doc.prior
+    rows[:, _COL["query_terms"]] = len(query.terms)
+    rows[:, _COL["title_overlap"]] = doc.title_overlap
+    rows[:, _COL["co_score"]], rows[:, _COL["co_rank"]] = co_relevance.columns(doc_ids)
+    rows[:, _COL["lex_vote"]] = query.lexical.vote
+    rows[:, _COL["lex_voters"]] = query.lexical.voters
+    rows[:, _COL["lex_top_score"]] = query.lexical.top_score
+    rows[:, _COL["doc_length"]] = doc.doc_length
+    rows[:, _COL["title_length"]] = doc.title_length
+    rows[:, _COL["title_bm25"]] = doc.title_bm25
+    rows[:, _COL["query_chars"]] = len(query.text)
+    return rows

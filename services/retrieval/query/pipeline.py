@@ -1,0 +1,200 @@
+"""What ``search_nfcorpus`` serves: hybrid candidates, kNN votes and the learned ranker.
+
+``mode=zero-shot`` (or an index built without training data) serves the plain hybrid search;
+``mode=full`` gathers :mod:`evidence <services.retrieval.query.evidence>`, turns it into
+:mod:`features <services.retrieval.query.features>` and orders candidates with the
+:mod:`ranker <services.retrieval.query.ranker>` (or, with ``RETRIEVAL_USE_RANKER=false``, by a z-score fusion of
+hybrid scores and votes: the ablation step between the two).
+"""
+
+from __future__ import annotations
+
+import heapq
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from services.retrieval.encoders.dense import DenseEncoder
+from services.retrieval.query.collection_names import knn_collection, ranker_collection
+from services.retrieval.query.corelevance import CoRelevance, seeds
+from services.retrieval.query.doc_table import DocTable
+from services.retrieval.query.evidence import Depths, gather
+from services.retrieval.query.features import CandidateSet, QuerySide, build_features, candidates
+from services.retrieval.query.fusion import fuse
+from services.retrieval.query.hybrid import HybridSearcher
+from services.retrieval.query.judgements import Judgements
+from services.retrieval.query.knn import VoteTable
+from services.retrieval.query.lexical_votes import LexicalVoters
+from services.retrieval.query.ranker import Ranker
+from services.retrieval.query.version_records import load_ranker, read_doc_info, read_knn
+from services.retrieval.settings import RetrievalSettings
+from services.retrieval.store.base import Store, StoreError
+from services.retrieval.text import analyze
+from services.retrieval.types import EncodedQuery, SearchResult, VectorQuery, point_id
+from services.telemetry.tracing import tracer
+
+log = logging.getLogger(__name__)
+_tracer = tracer(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class Supervised:
+    """The supervised side of one index version, read from Qdrant once when it is first served.
+
+    ``names`` maps point ids to doc and query ids, ``judgements`` holds the voting queries' qrels:
+    with them, per-query searches return bare ids and scores instead of payloads.
+    """
+
+    knn: str
+    docs: DocTable
+    judgements: Judgements
+    names: Mapping[str, str]
+    co_relevance: CoRelevance
+    lexical: LexicalVoters
+    ranker: Ranker | None
+
+
+@dataclass(frozen=True, slots=True)
+class _Version:
+    """Everything one index version serves with, swapped in as a whole by ``refresh``."""
+
+    docs: str
+    supervised: Supervised | None = None
+
+
+class RankingPipeline:
+    """The served ranking; same ``encode``/``retrieve`` stages as :class:`HybridSearcher`."""
+
+    def __init__(self, store: Store, encoder: DenseEncoder, settings: RetrievalSettings) -> None:
+        """Bind the store and settings; :meth:`refresh` finds the collections and model."""
+        self._store = store
+        self._settings = settings
+        s = settings
+        self._hybrid = HybridSearcher(store, encoder, s.store.collection, s.hybrid, s.feedback)
+        self._depths = Depths(s.hybrid.candidates, s.feedback, s.knn.neighbours)
+        self._version = _Version(self._hybrid.collection)
+        self.refresh()
+
+    @property
+    def collection(self) -> str:
+        """The documents collection being served."""
+        return self._version.docs
+
+    @property
+    def supervised(self) -> bool:
+        """Whether kNN votes take part in the ranking."""
+        return self._version.supervised is not None
+
+    @property
+    def ranker(self) -> Ranker | None:
+        """The learned model, when one is loaded."""
+        sup = self._version.supervised
+        return sup.ranker if sup else None
+
+    def refresh(self) -> str:
+        """Re-resolve the alias; on a new version load its supervised side.
+
+        Searches in flight keep the version they started with: the new one replaces the old
+        in one assignment.
+        """
+        docs = self._hybrid.refresh()
+        wants = self._settings.mode == "full"
+        if docs != self._version.docs or (wants and self._version.supervised is None):
+            self._version = _Version(docs, self._load(docs) if wants else None)
+        return docs
+
+    def _load(self, docs: str) -> Supervised | None:
+        knn = knn_collection(docs)
+        if not (self._store.collection_exists(docs) and self._store.collection_exists(knn)):
+            log.warning("%s has no training-query collection: serving zero-shot", docs)
+            return None
+        doc_names, doc_info = read_doc_info(self._store, docs)
+        voters = read_knn(self._store, knn)
+        names = {**doc_names, **voters.names}
+        model = None
+        if self._settings.ranker.enabled:
+            try:
+                model = load_ranker(self._store, ranker_collection(docs))
+            except StoreError as e:
+                log.warning("no ranker for %s (%s): fusing votes without it", docs, e)
+        # Documents in id order: ties in every ranking then break by doc id.
+        matrix = Judgements(voters.judgements, sorted(doc_info))
+        lexical = LexicalVoters(voters.terms, matrix)
+        table = DocTable(doc_info)
+        return Supervised(knn, table, matrix, names, CoRelevance(matrix), lexical, model)
+
+    def encode(self, query: str) -> EncodedQuery:
+        """Dense and sparse representations of the query."""
+        return self._hybrid.encode(query)
+
+    def candidate_set(
+        self,
+        q: EncodedQuery,
+        exclude_query: str | None = None,
+        own_judgements: Mapping[str, int] | None = None,
+    ) -> CandidateSet:
+        """Candidates and feature rows for one query (training passes the leave-one-out args)."""
+        s, v = self._settings, self._version
+        sup = v.supervised
+        if sup is None:
+            raise RuntimeError(f"{v.docs} has no supervised side: nothing to build features from")
+        # One span per stage, so a trace shows ranking apart from the store calls inside it.
+        with _tracer.start_as_current_span("gather evidence"):  # searches, RM3 feedback, kNN
+            evidence = gather(
+                self._store, v.docs, sup.knn, q, self._depths, sup.names, exclude_query
+            )
+        with _tracer.start_as_current_span("knn votes"):
+            doc_ids, votes = candidates(evidence, sup.judgements, s.knn, exclude_query)
+        with _tracer.start_as_current_span("build features") as span:
+            first = [[d for d, _ in ranked] for ranked in (evidence.dense, evidence.rm3)]
+            co = sup.co_relevance.scores(seeds(first), exclude_query)
+            terms = analyze(q.text)
+            lexical = sup.lexical.columns(terms, doc_ids, exclude_query)
+            depth = s.hybrid.candidates
+            query = QuerySide(q.text, terms, lexical)
+            rows = build_features(
+                evidence, doc_ids, votes, sup.docs, query, depth, co, own_judgements
+            )
+            span.set_attribute("ranking.candidates", len(doc_ids))
+        return CandidateSet(doc_ids, rows)
+
+    def retrieve(self, q: EncodedQuery, top_k: int) -> list[SearchResult]:
+        """Top ``top_k`` documents with title and text."""
+        v = self._version
+        sup = v.supervised
+        if sup is None:
+            return self._hybrid.retrieve(q, top_k, v.docs)
+        if sup.ranker is not None:
+            cs = self.candidate_set(q)
+            with _tracer.start_as_current_span("score model"):
+                scores = [float(x) for x in sup.ranker.score(cs.features)]
+            scored = dict(zip(cs.doc_ids, scores, strict=True))
+        else:
+            scored = self._fuse_votes(v.docs, sup, q, top_k)
+        # The same as sorted(...)[:top_k] (heapq documents it so), without sorting ~250 scores.
+        top = heapq.nsmallest(top_k, scored.items(), key=lambda kv: (-kv[1], kv[0]))
+        hits = self._store.retrieve(v.docs, [point_id(d) for d, _ in top])
+        by_id = {str(h.payload["doc_id"]): h.payload for h in hits}
+        return [
+            SearchResult(d, score, str(by_id[d].get("title", "")), str(by_id[d]["text"]))
+            for d, score in top
+            if d in by_id
+        ]
+
+    def search(self, query: str, top_k: int) -> list[SearchResult]:
+        """Encode and retrieve in one call."""
+        return self.retrieve(self.encode(query), top_k)
+
+    def _fuse_votes(
+        self, docs: str, sup: Supervised, q: EncodedQuery, top_k: int
+    ) -> dict[str, float]:
+        """Ablation step without the model: z-score fusion of hybrid scores and votes."""
+        knn = self._settings.knn
+        depth = max(self._settings.hybrid.candidates, top_k)
+        hybrid = {r.doc_id: r.score for r in self._hybrid.retrieve(q, depth, docs)}
+        (hits,) = self._store.search(sup.knn, [VectorQuery(q.dense, knn.neighbours)], False)
+        neighbours = [(sup.names[h.id], h.score) for h in hits if h.id in sup.names]
+        votes = VoteTable(sup.judgements, neighbours, knn.neighbours, knn.power)
+        voted = {d: float(votes.score[sup.judgements.doc_index[d]]) for d in votes.ranked}
+        weights = [1 - knn.weight, knn.weight]
+        return dict(fuse([hybrid, voted], weights, "zscore"))

@@ -1,0 +1,132 @@
+"""What an index version stores besides vectors, written and read in one place.
+
+- documents: payload ``doc_id``, ``title``, ``text``, plus the ranker's static features
+  (analyzed title terms, and how many training queries judge the document relevant);
+- the voting training queries: embedding + ``{"query_id", "relevant": {doc_id: grade}}``;
+- the ranker: one point whose payload holds the LightGBM model text and how it was trained.
+
+Collection names and vector specs come from :mod:`services.retrieval.build.versions`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from services.nfcorpus.dataset import Document
+from services.retrieval.encoders.dense import Matrix
+from services.retrieval.query.collection_names import KNN_SPEC, RANKER_SPEC
+from services.retrieval.query.ranker import Ranker
+from services.retrieval.store.base import Store, StoreError
+from services.retrieval.text import analyze
+from services.retrieval.types import DocInfo, Point, SparseVector, point_id
+
+RANKER_POINT = point_id("ranker")
+DOC_INFO = ["doc_id", "title_terms", "train_votes", "text_terms"]
+
+
+def document_points(
+    docs: Sequence[Document],
+    dense: Matrix,
+    sparse: Sequence[SparseVector],
+    train_votes: Mapping[str, int],
+) -> list[Point]:
+    """One point per document (uuid5 of the doc id: re-upserting replaces, never duplicates)."""
+    return [
+        Point(
+            id=point_id(d.doc_id),
+            dense=dense[i].tolist(),
+            sparse=sparse[i],
+            payload={
+                "doc_id": d.doc_id,
+                "title": d.title,
+                "text": d.text,
+                # Ranker features: analyzed title terms, how many training queries mark the
+                # document relevant (the query-independent prior), the abstract's length.
+                "title_terms": analyze(d.title),
+                "train_votes": train_votes.get(d.doc_id, 0),
+                "text_terms": len(analyze(d.text)),
+            },
+        )
+        for i, d in enumerate(docs)
+    ]
+
+
+def read_doc_info(store: Store, docs: str) -> tuple[dict[str, str], dict[str, DocInfo]]:
+    """Point id -> doc id, and doc id -> its static ranker features, for a whole collection."""
+    names: dict[str, str] = {}
+    doc_info: dict[str, DocInfo] = {}
+    for h in store.scroll(docs, payload=DOC_INFO):
+        doc_id = str(h.payload["doc_id"])
+        names[h.id] = doc_id
+        doc_info[doc_id] = DocInfo(
+            tuple(h.payload.get("title_terms", ())),
+            int(h.payload.get("train_votes", 0)),
+            int(h.payload.get("text_terms", 0)),
+        )
+    return names, doc_info
+
+
+def knn_points(
+    query_ids: Sequence[str],
+    vectors: Matrix,
+    qrels: Mapping[str, Mapping[str, int]],
+    texts: Mapping[str, str],
+) -> list[Point]:
+    """One point per training query (the ids are uuid5 of ``knn:<query id>``).
+
+    The payload keeps the query's judgements and analyzed terms (the lexical kNN view).
+    """
+    return [
+        Point(
+            id=point_id(f"knn:{q}"),
+            dense=vectors[i].tolist(),
+            payload={"query_id": q, "relevant": dict(qrels[q]), "terms": analyze(texts[q])},
+        )
+        for i, q in enumerate(query_ids)
+    ]
+
+
+def upsert_knn(store: Store, name: str, points: Sequence[Point], batch: int = 256) -> None:
+    """Create the collection if needed and upsert the training queries."""
+    if not store.collection_exists(name):
+        store.create_collection(name, KNN_SPEC)
+    for start in range(0, len(points), batch):
+        store.upsert(name, points[start : start + batch])
+
+
+@dataclass(frozen=True, slots=True)
+class KnnTable:
+    """The voting queries of one index version: point id -> query id, judgements, terms."""
+
+    names: dict[str, str]
+    judgements: dict[str, dict[str, int]]
+    terms: dict[str, tuple[str, ...]]
+
+
+def read_knn(store: Store, name: str) -> KnnTable:
+    """The whole training-query collection, read once per index version."""
+    table = KnnTable({}, {}, {})
+    for h in store.scroll(name, payload=["query_id", "relevant", "terms"]):
+        query_id = table.names[h.id] = str(h.payload["query_id"])
+        table.judgements[query_id] = dict(h.payload["relevant"])
+        table.terms[query_id] = tuple(h.payload.get("terms", ()))
+    return table
+
+
+def save_ranker(store: Store, name: str, ranker: Ranker) -> None:
+    """Store the model as the payload of the one point of collection ``name``."""
+    if not store.collection_exists(name):
+        store.create_collection(name, RANKER_SPEC)
+    payload = {"model": ranker.to_text(), "meta": json.dumps(ranker.meta)}
+    store.upsert(name, [Point(RANKER_POINT, [1.0], payload)])
+
+
+def load_ranker(store: Store, name: str) -> Ranker:
+    """The model stored by :func:`save_ranker`; :class:`StoreError` if there is none."""
+    hits = store.retrieve(name, [RANKER_POINT])
+    if not hits:
+        raise StoreError(f"no ranker model in collection {name}")
+    payload = hits[0].payload
+    return Ranker.from_text(str(payload["model"]), json.loads(str(payload["meta"])))
