@@ -5,9 +5,10 @@ from __future__ import annotations
 from a2a.server.tasks import InMemoryTaskStore
 from starlette.applications import Starlette
 
-from services.common.a2a import A2A_RPC_PATH, a2a_routes
+from services.common.a2a import A2A_RPC_PATH
 from services.common.a2a_input import message_problem
 from services.common.frame import ServiceId, service_app
+from services.green_agent.a2a_handler import a2a_routes
 from services.green_agent.assessment import AssessmentExecutor
 from services.green_agent.card import build_card
 from services.green_agent.settings import GreenSettings

@@ -30,7 +30,7 @@ from a2a.types import Message, TaskState
 from a2a.utils.errors import UnsupportedOperationError
 from pydantic import BaseModel, ConfigDict, Field, HttpUrl, ValidationError
 
-from services.common.a2a import open_task
+from services.green_agent.a2a_handler import open_task
 from services.green_agent.client import TransportFailure, connect
 from services.green_agent.compat import calls_between, leaderboard_keys, qdrant_calls_total
 from services.green_agent.dataset import TestSet, load_test_set, sample_query_ids

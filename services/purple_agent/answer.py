@@ -10,14 +10,14 @@ from __future__ import annotations
 from a2a.helpers import new_data_part
 from a2a.types import Artifact, Message
 
-from services.common.a2a_direct import Answer, Failed
+from services.purple_agent.a2a_handler import Answer, Failed
 from services.purple_agent.agent import AgentFailure, RetrievalAgent
 
 ARTIFACT_NAME = "retrieval_results"
 
 
 def answer_with(agent: RetrievalAgent) -> Answer:
-    """What :class:`~services.common.a2a_direct.DirectRequestHandler` runs for each message."""
+    """What :class:`~services.purple_agent.a2a_handler.DirectRequestHandler` runs for each message."""
 
     async def answer(message: Message) -> Artifact | Failed:
         try:

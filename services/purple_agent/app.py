@@ -13,10 +13,10 @@ from contextlib import asynccontextmanager
 from starlette.applications import Starlette
 
 from services.common.a2a import A2A_RPC_PATH, CARD_PATHS, handler_routes
-from services.common.a2a_direct import DirectRequestHandler
 from services.common.a2a_input import message_problem
 from services.common.frame import Readiness, ServiceId, service_app
 from services.common.limits import MAX_TOP_K
+from services.purple_agent.a2a_handler import DirectRequestHandler
 from services.purple_agent.agent import RetrievalAgent
 from services.purple_agent.answer import answer_with
 from services.purple_agent.card import build_card
