@@ -84,7 +84,7 @@ class SearchService:
             exemplars.observe(ENCODE_SECONDS, encoded_at - started)
             self._store.start_timing()
             with _tracer.start_as_current_span("retrieve"):  # store calls are its children
-                results = self._searcher.retrieve(encoded, top_k)
+                results = self._searcher.rank(encoded, top_k)
             store_s = self._store.thread_seconds
             exemplars.observe(STORE_SECONDS, store_s)
             ranking_s = max(0.0, time.perf_counter() - encoded_at - store_s)

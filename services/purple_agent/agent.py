@@ -22,7 +22,7 @@ from pydantic_core import PydanticCustomError
 from services.common.json_text import LONE_SURROGATE, has_lone_surrogate
 from services.common.limits import MAX_QUERY_CHARS, MAX_TOP_K
 from services.purple_agent.metrics import FAILURES, IN_FLIGHT, REQUEST_SECONDS
-from services.purple_agent.ranking import Candidate, RankingPolicy
+from services.purple_agent.ranking_policy import Candidate, RankingPolicy
 from services.purple_agent.search import McpCallError
 from services.telemetry import exemplars
 from services.telemetry.http import annotate, query_prefix

@@ -20,7 +20,7 @@ from services.purple_agent.a2a_handler import DirectRequestHandler
 from services.purple_agent.agent import RetrievalAgent
 from services.purple_agent.answer import answer_with
 from services.purple_agent.card import build_card
-from services.purple_agent.ranking import ServerOrder
+from services.purple_agent.ranking_policy import ServerOrder
 from services.purple_agent.search import SearchClient
 from services.purple_agent.settings import PurpleSettings
 from services.purple_agent.task_store import BoundedTaskStore

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from services.purple_agent.ranking import Candidate, ServerOrder, is_valid_doc_id
+from services.purple_agent.ranking_policy import Candidate, ServerOrder, is_valid_doc_id
 
 
 def _hits(*ids: str) -> list[Candidate]:

@@ -18,7 +18,7 @@ from urllib.parse import urlsplit
 from opentelemetry.trace import SpanKind, StatusCode
 
 from services.purple_agent.metrics import BACKEND, MCP_CALL_SECONDS, MCP_RETRIES, REPAIRS
-from services.purple_agent.ranking import Candidate
+from services.purple_agent.ranking_policy import Candidate
 from services.purple_agent.search._backend import KINDS, Backend
 from services.purple_agent.search._discovery import Protocol, discover
 from services.purple_agent.search._errors import BackendGone, McpCallError, ServerFailed, classify

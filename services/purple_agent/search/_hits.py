@@ -15,7 +15,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from services.purple_agent.ranking import Candidate, is_valid_doc_id
+from services.purple_agent.ranking_policy import Candidate, is_valid_doc_id
 from services.purple_agent.search._errors import BadAnswer, ToolFailed
 
 _MAX_SHOWN = 160

@@ -1,7 +1,7 @@
 """Hybrid search: MiniLM dense + BM25 sparse candidates from Qdrant, fused, with payloads.
 
 The work is split in two stages, :meth:`HybridSearcher.encode` (CPU: the model) and
-:meth:`HybridSearcher.retrieve` (the store), so callers can time and trace each one.
+:meth:`HybridSearcher.rank` (the store), so callers can time and trace each one.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ TIE_MARGIN = 10
 class HybridSearcher:
     """Dense + BM25 (+RM3) candidates fused in Qdrant, on the collection the alias points at.
 
-    The alias is resolved once; :meth:`refresh` re-reads it. ``retrieve`` also takes the
+    The alias is resolved once; :meth:`refresh` re-reads it. ``rank`` also takes the
     collection explicitly, for callers that pin one version across several calls.
     """
 
@@ -51,7 +51,7 @@ class HybridSearcher:
         dense = self._encoder.encode([query])[0]
         return EncodedQuery([float(x) for x in dense], encode_query(query), query)
 
-    def retrieve(
+    def rank(
         self, q: EncodedQuery, top_k: int, collection: str | None = None
     ) -> list[SearchResult]:
         """Top ``top_k`` documents by the configured fusion, with title and text."""
@@ -85,8 +85,8 @@ class HybridSearcher:
         return expand_from_hits(sparse, first, self._feedback)
 
     def search(self, query: str, top_k: int) -> list[SearchResult]:
-        """Encode and retrieve in one call."""
-        return self.retrieve(self.encode(query), top_k)
+        """Encode and rank in one call."""
+        return self.rank(self.encode(query), top_k)
 
 
 def _result(hit: Hit, score: float) -> SearchResult:

@@ -63,7 +63,7 @@ class _Version:
 
 
 class RankingPipeline:
-    """The served ranking; same ``encode``/``retrieve`` stages as :class:`HybridSearcher`."""
+    """The served ranking; same ``encode``/``rank`` stages as :class:`HybridSearcher`."""
 
     def __init__(self, store: Store, encoder: DenseEncoder, settings: RetrievalSettings) -> None:
         """Bind the store and settings; :meth:`refresh` finds the collections and model."""
@@ -158,12 +158,12 @@ class RankingPipeline:
             span.set_attribute("ranking.candidates", len(doc_ids))
         return CandidateSet(doc_ids, rows)
 
-    def retrieve(self, q: EncodedQuery, top_k: int) -> list[SearchResult]:
+    def rank(self, q: EncodedQuery, top_k: int) -> list[SearchResult]:
         """Top ``top_k`` documents with title and text."""
         v = self._version
         sup = v.supervised
         if sup is None:
-            return self._hybrid.retrieve(q, top_k, v.docs)
+            return self._hybrid.rank(q, top_k, v.docs)
         if sup.ranker is not None:
             cs = self.candidate_set(q)
             with _tracer.start_as_current_span("score model"):
@@ -182,8 +182,8 @@ class RankingPipeline:
         ]
 
     def search(self, query: str, top_k: int) -> list[SearchResult]:
-        """Encode and retrieve in one call."""
-        return self.retrieve(self.encode(query), top_k)
+        """Encode and rank in one call."""
+        return self.rank(self.encode(query), top_k)
 
     def _fuse_votes(
         self, docs: str, sup: Supervised, q: EncodedQuery, top_k: int
@@ -191,7 +191,7 @@ class RankingPipeline:
         """Ablation step without the model: z-score fusion of hybrid scores and votes."""
         knn = self._settings.knn
         depth = max(self._settings.hybrid.candidates, top_k)
-        hybrid = {r.doc_id: r.score for r in self._hybrid.retrieve(q, depth, docs)}
+        hybrid = {r.doc_id: r.score for r in self._hybrid.rank(q, depth, docs)}
         (hits,) = self._store.search(sup.knn, [VectorQuery(q.dense, knn.neighbours)], False)
         neighbours = [(sup.names[h.id], h.score) for h in hits if h.id in sup.names]
         votes = VoteTable(sup.judgements, neighbours, knn.neighbours, knn.power)
