@@ -31,7 +31,7 @@ def main() -> None:
     store = open_store(settings.store.model_copy(update={"edge_private_copy": True}))
     try:
         pipeline = RankingPipeline(store, OnnxMiniLM(threads=1), settings)
-        sup = pipeline._version.supervised  # the loaded tables, as a request reads them
+        sup = pipeline.supervised_tables
         if sup is None or sup.ranker is None:
             raise SystemExit("the served index has no supervised side: run make index")
         queries = load_queries(settings.data_dir)

@@ -195,3 +195,19 @@ def test_tooling_is_packaged_not_scripted() -> None:
         )
     )
     assert editing == []
+
+
+def test_tooling_reads_no_private_attribute_of_the_services() -> None:
+    # Benchmarks and deployment code use what the services offer; a private attribute read from
+    # outside breaks silently when the service changes (``self``/``cls`` are a class's own).
+    reads = sorted(
+        f"{path.relative_to(REPO)}:{node.lineno}"
+        for folder in ("devtools", "deploy")
+        for path in (REPO / folder).rglob("*.py")
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.Attribute)
+        and node.attr.startswith("_")
+        and not node.attr.startswith("__")
+        and not (isinstance(node.value, ast.Name) and node.value.id in ("self", "cls"))
+    )
+    assert reads == []

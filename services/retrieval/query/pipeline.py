@@ -86,6 +86,11 @@ class RankingPipeline:
         return self._version.supervised is not None
 
     @property
+    def supervised_tables(self) -> Supervised | None:
+        """The served version's kNN, lexical and document tables and ranker, as requests read them."""
+        return self._version.supervised
+
+    @property
     def ranker(self) -> Ranker | None:
         """The learned model, when one is loaded."""
         sup = self._version.supervised
