@@ -134,10 +134,9 @@ compose_up=
 
 "$python" - "$work/eval.json" "$work/in-process.txt" "$min_ndcg5" "$image" "$size" "$ready_s" \
     "$reports/image.json" <<'PY'
-import json, os, sys
+import json, sys
 from pathlib import Path
-sys.path.insert(0, os.environ["PYTHONPATH"] + "/scripts")  # rankings.digest, one definition
-from rankings import digest
+from devtools.eval.rankings import digest  # one definition of the digest
 eval_path, in_process, floor, image, size, ready_s, out = sys.argv[1:]
 report = json.loads(Path(eval_path).read_text())
 served = digest({q["query_id"]: q["doc_ids"] or [] for q in report["queries"]})

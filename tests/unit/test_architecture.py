@@ -182,6 +182,12 @@ def test_tooling_is_packaged_not_scripted() -> None:
     # scripts/ keeps thin shell entry points only; Python tooling lives in packages run with
     # ``python -m``, which import one another by name: nothing edits sys.path to find a module.
     assert sorted(p.name for p in (REPO / "scripts").rglob("*.py")) == []
+    embedded = sorted(  # the Python that shell scripts run inline, too
+        str(p.relative_to(REPO))
+        for p in (REPO / "scripts").rglob("*.sh")
+        if "sys.path" in p.read_text()
+    )
+    assert embedded == []
     editing = sorted(
         str(path.relative_to(REPO))
         for folder in PYTHON_FOLDERS
