@@ -1,8 +1,8 @@
 """What the ranker's feature groups and its model cost per query, in-process, on the served index.
 
 ``python -m devtools.bench.feature_cost`` times, over every test query's real candidate set, the
-lexical kNN votes, the document columns and one scoring pass of the model (medians); the last
-tells what a seed ensemble of N models would add. Run it on a quiet machine.
+lexical kNN votes, the document columns, the judged-by field and one scoring pass of the model
+(medians); the last tells what a seed ensemble of N models would add. Run it on a quiet machine.
 """
 
 from __future__ import annotations
@@ -35,18 +35,20 @@ def main() -> None:
         if sup is None or sup.ranker is None:
             raise SystemExit("the served index has no supervised side: run make index")
         queries = load_queries(settings.data_dir)
-        lexical, docs, model = [], [], []
+        lexical, docs, judged, model = [], [], [], []
         for q in sorted(load_qrels(settings.data_dir, "test")):
             encoded = pipeline.encode(queries[q])
             cs = pipeline.candidate_set(encoded)
             terms = analyze(encoded.text)
             lexical.append(_timed(sup.lexical.columns, terms, cs.doc_ids))
             docs.append(_timed(sup.docs.columns, cs.doc_ids, terms))
+            judged.append(_timed(sup.judged_by.scores, terms, cs.doc_ids))
             model.append(_timed(sup.ranker.score, cs.features))
     finally:
         store.close()
     ms = {name: statistics.median(v) * 1000 for name, v in
-          (("lexical votes", lexical), ("document columns", docs), ("one model", model))}  # fmt: skip
+          (("lexical votes", lexical), ("document columns", docs), ("judged-by field", judged),
+           ("one model", model))}  # fmt: skip
     for name, value in ms.items():
         print(f"{name}: {value:.3f} ms median over {len(model)} test queries")
     print(f"a five-seed ensemble would add {4 * ms['one model']:.2f} ms")

@@ -18,6 +18,8 @@ import numpy.typing as npt
 from devtools.lab import features as extra_columns
 from devtools.lab.data import Lab, grouped, ndcg
 from devtools.lab.features import Extra
+from services.retrieval.encoders.sparse import Bm25Params
+from services.retrieval.query.bm25_table import SHORT_TEXTS
 from services.retrieval.query.features import FEATURES
 from services.retrieval.query.ranker import train
 
@@ -123,6 +125,43 @@ def with_judging_similarity(lab: Lab) -> dict[str, Any]:
     return evaluate(lab, extra_columns.judging_similarity(lab), extra_columns.JUDGING_SIMILARITY)
 
 
+# The strongest served signals (the query side's votes, co-relevance, the retrievers' scores),
+# for the per-query normalisation experiments.
+STRONGEST = (
+    "vote",
+    "lex_vote",
+    "co_score",
+    "dense_score",
+    "bm25_score",
+    "rm3_score",
+    "judged_bm25",
+)
+_STRONGEST_AT = [FEATURES.index(f) for f in STRONGEST]
+
+
+def _normalised(names: Sequence[str]) -> tuple[str, ...]:
+    return tuple(f"{n}_{kind}" for kind in ("qz", "qgap", "qrank") for n in names)
+
+
+def _judged_variant(params: Bm25Params, standing: bool = False) -> Callable[[Lab], dict[str, Any]]:
+    """The judged-by field with other BM25 constants, or with its standing among the candidates."""
+    keep = [i for i, f in enumerate(FEATURES) if f not in extra_columns.JUDGED_BY]
+
+    def run(lab: Lab) -> dict[str, Any]:
+        slim = {s: [replace(q, rows=q.rows[:, keep]) for q in qs] for s, qs in lab.items()}
+        names = (*extra_columns.JUDGED_BY, *(extra_columns.JUDGED_STANDING if standing else ()))
+        extra = extra_columns.judged_by(lab, params, standing)
+        return evaluate(slim, extra, names, base=[FEATURES[i] for i in keep])
+
+    return run
+
+
+def with_per_query(lab: Lab) -> dict[str, Any]:
+    """+ the strongest features as the query's candidates compare (z-score, gap, rank)."""
+    extra = extra_columns.per_query(_STRONGEST_AT, lab)
+    return evaluate(lab, extra, _normalised(STRONGEST))
+
+
 def _with_params(params: Mapping[str, Any]) -> Callable[[Lab], dict[str, Any]]:
     def run(lab: Lab) -> dict[str, Any]:
         return evaluate(lab, params=params)
@@ -156,6 +195,12 @@ EXPERIMENTS: dict[str, Callable[[Lab], dict[str, Any]]] = {
     "- document fields": _without(DOC_FIELDS),
     "- both (the features before them)": _without((*LEXICAL_VOTES, *DOC_FIELDS)),
     "+ similarity to each candidate's judging queries": with_judging_similarity,
+    "- judged-by BM25 field": _without(extra_columns.JUDGED_BY),
+    "judged-by field, k1 1.2 b 0.75 (the documents' constants)": _judged_variant(Bm25Params()),
+    "judged-by field, k1 0.6 b 0.3": _judged_variant(Bm25Params(0.6, 0.3)),
+    "judged-by field, k1 1.5 b 0.2": _judged_variant(Bm25Params(1.5, 0.2)),
+    "judged-by field with its rank and share of the best": _judged_variant(SHORT_TEXTS, True),
+    "+ per-query normalisation (z, gap, rank) of the strongest features": with_per_query,
     "oracle ordering of the candidates": oracle,
     **{f"params: {name}": _with_params(p) for name, p in PARAM_VARIANTS.items()},
 }

@@ -9,12 +9,18 @@ Each builder returns, per split, one block of columns per query (rows in candida
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 import numpy as np
 import numpy.typing as npt
 
 from devtools.lab.data import CACHE, Lab
 from services.retrieval.encoders.dense import OnnxMiniLM
+from services.retrieval.encoders.sparse import Bm25Params
+from services.retrieval.query.bm25_table import SHORT_TEXTS
+from services.retrieval.query.judged_by import JudgedBy
+from services.retrieval.query.judgements import Judgements
+from services.retrieval.text import analyze
 
 Extra = dict[str, list[npt.NDArray[np.float32]]]  # split -> one column block per query
 
@@ -68,3 +74,55 @@ def judging_similarity(lab: Lab) -> Extra:
 
 
 JUDGING_SIMILARITY = ("judge_best_sim", "judge_second_sim", "judge_best_sim_grade2")
+
+
+def judged_by(lab: Lab, params: Bm25Params = SHORT_TEXTS, standing: bool = False) -> Extra:
+    """BM25 of the query over each candidate's judged-by field (the served :class:`JudgedBy`).
+
+    The fields are the train queries' words (the lab's index votes with train only); a train
+    query leaves itself out of them, as it leaves itself out of its neighbours. ``standing`` adds
+    the score's rank among the query's candidates (0 best, 1 worst) and its share of the best.
+    """
+    learners = lab["train"]
+    terms = {q.query_id: analyze(q.text) for q in learners}
+    docs = sorted({d for q in learners for d in q.judged})
+    table = JudgedBy(terms, Judgements({q.query_id: q.judged for q in learners}, docs), params)
+    out: Extra = {}
+    for split, queries in lab.items():
+        own = split == "train"
+        blocks = []
+        for q in queries:
+            score = table.scores(analyze(q.text), q.doc_ids, q.query_id if own else None)
+            columns = [score]
+            if standing:
+                rank = (-score).argsort(kind="stable").argsort(kind="stable")
+                best = score.max(initial=0.0)
+                columns += [rank / max(len(score) - 1, 1), score / best if best > 0 else score]
+            blocks.append(np.stack(columns, axis=1).astype(np.float32))
+        out[split] = blocks
+    return out
+
+
+JUDGED_BY = ("judged_bm25",)
+JUDGED_STANDING = ("judged_rank", "judged_share")
+
+
+def per_query(columns: Sequence[int], lab: Lab) -> Extra:
+    """Each of ``columns`` of the rows as the query's candidates compare.
+
+    The z-score, the gap to the query's best and the rank (0 best, 1 worst): the model sees how
+    a candidate stands among the others rather than an absolute score.
+    """
+    out: Extra = {}
+    for split, queries in lab.items():
+        blocks = []
+        for q in queries:
+            values = np.nan_to_num(q.rows[:, list(columns)].astype(np.float64), nan=0.0)
+            spread = values.std(axis=0)
+            z = (values - values.mean(axis=0)) / np.where(spread > 0, spread, 1.0)
+            gap = values.max(axis=0, initial=0.0) - values if len(values) else values
+            order = (-values).argsort(axis=0, kind="stable").argsort(axis=0, kind="stable")
+            rank = order / max(len(values) - 1, 1)
+            blocks.append(np.hstack([z, gap, rank]).astype(np.float32))
+        out[split] = blocks
+    return out

@@ -31,6 +31,7 @@ FEATURES = (
     "co_score", "co_rank",
     "lex_vote", "lex_voters", "lex_top_score",
     "doc_length", "title_length", "title_bm25", "query_chars",
+    "judged_bm25",
 )  # fmt: skip
 NAN = math.nan
 _COL = {name: i for i, name in enumerate(FEATURES)}
@@ -106,11 +107,16 @@ def _fill_list(
 
 @dataclass(frozen=True, slots=True)
 class QuerySide:
-    """What the features know of the query itself: its text, analyzed terms, lexical votes."""
+    """What the features know of the query itself: its text, analyzed terms, lexical votes.
+
+    ``judged_by`` is its BM25 over each candidate's judged-by field, in candidate order
+    (:mod:`services.retrieval.query.judged_by`).
+    """
 
     text: str
     terms: Sequence[str]
     lexical: LexicalColumns
+    judged_by: npt.NDArray[np.float64]
 
 
 def build_features(
@@ -168,4 +174,5 @@ def build_features(
     rows[:, _COL["title_length"]] = doc.title_length
     rows[:, _COL["title_bm25"]] = doc.title_bm25
     rows[:, _COL["query_chars"]] = len(query.text)
+    rows[:, _COL["judged_bm25"]] = query.judged_by
     return rows

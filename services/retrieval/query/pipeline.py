@@ -22,6 +22,7 @@ from services.retrieval.query.evidence import Depths, gather
 from services.retrieval.query.features import CandidateSet, QuerySide, build_features, candidates
 from services.retrieval.query.fusion import fuse
 from services.retrieval.query.hybrid import HybridSearcher
+from services.retrieval.query.judged_by import JudgedBy
 from services.retrieval.query.judgements import Judgements
 from services.retrieval.query.knn import VoteTable
 from services.retrieval.query.lexical_votes import LexicalVoters
@@ -51,6 +52,7 @@ class Supervised:
     names: Mapping[str, str]
     co_relevance: CoRelevance
     lexical: LexicalVoters
+    judged_by: JudgedBy
     ranker: Ranker | None
 
 
@@ -125,8 +127,10 @@ class RankingPipeline:
         # Documents in id order: ties in every ranking then break by doc id.
         matrix = Judgements(voters.judgements, sorted(doc_info))
         lexical = LexicalVoters(voters.terms, matrix)
+        judged_by = JudgedBy(voters.terms, matrix)
         table = DocTable(doc_info)
-        return Supervised(knn, table, matrix, names, CoRelevance(matrix), lexical, model)
+        co = CoRelevance(matrix)
+        return Supervised(knn, table, matrix, names, co, lexical, judged_by, model)
 
     def encode(self, query: str) -> EncodedQuery:
         """Dense and sparse representations of the query."""
@@ -155,8 +159,9 @@ class RankingPipeline:
             co = sup.co_relevance.scores(seeds(first), exclude_query)
             terms = analyze(q.text)
             lexical = sup.lexical.columns(terms, doc_ids, exclude_query)
+            judged_by = sup.judged_by.scores(terms, doc_ids, exclude_query)
             depth = s.hybrid.candidates
-            query = QuerySide(q.text, terms, lexical)
+            query = QuerySide(q.text, terms, lexical, judged_by)
             rows = build_features(
                 evidence, doc_ids, votes, sup.docs, query, depth, co, own_judgements
             )
