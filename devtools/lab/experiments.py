@@ -169,6 +169,33 @@ def _with_params(params: Mapping[str, Any]) -> Callable[[Lab], dict[str, Any]]:
     return run
 
 
+def _ensembles_of_three(params: Mapping[str, Any]) -> Callable[[Lab], dict[str, Any]]:
+    """Three models of three seeds, scores summed (three model passes per query), five times.
+
+    The triples rotate over the five seeds (1-2-3, 2-3-4, ..., 5-1-2), so the ensemble has a
+    spread to compare with one model's.
+    """
+
+    def run(lab: Lab) -> dict[str, Any]:
+        scores: dict[str, list[list[npt.NDArray[np.float64]]]] = {"dev": [], "test": []}
+        for seed in SEEDS:
+            model = train(grouped(lab["train"]), overrides={**params, "seed": seed})
+            for split in scores:
+                scores[split].append([model.score(q.rows) for q in lab[split]])
+        out: dict[str, Any] = {}
+        for split, per_seed in scores.items():
+            figures = [
+                ndcg(lab[split], [sum(parts) for parts in zip(*(per_seed[(i + j) % len(SEEDS)]
+                                                              for j in range(3)), strict=True)])
+                for i in range(len(SEEDS))
+            ]  # fmt: skip
+            out[split] = {"ndcg@5": _summary([a for a, _ in figures]),
+                          "ndcg@10": _summary([b for _, b in figures])}  # fmt: skip
+        return out
+
+    return run
+
+
 def oracle(lab: Lab) -> dict[str, Any]:
     """The best NDCG any ordering of the candidates could reach: what the ranker can still win."""
     out = {}
@@ -203,4 +230,6 @@ EXPERIMENTS: dict[str, Callable[[Lab], dict[str, Any]]] = {
     "+ per-query normalisation (z, gap, rank) of the strongest features": with_per_query,
     "oracle ordering of the candidates": oracle,
     **{f"params: {name}": _with_params(p) for name, p in PARAM_VARIANTS.items()},
+    "ensembles of three models (served params)": _ensembles_of_three({}),
+    "ensembles of three models, 63 leaves": _ensembles_of_three(PARAM_VARIANTS["63 leaves"]),
 }
