@@ -29,10 +29,11 @@ def _cell(m: Any) -> str:
 def render(results: dict[str, Any]) -> str:
     """The experiments as a Markdown table: dev (and, only to report, test) NDCG."""
     lines = [
-        f"`make ranker-lab`: each row trains the ranker {len(SEEDS)} times (LightGBM seeds "
+        f"`make ranker-lab`: each row trains one model {len(SEEDS)} times (LightGBM seeds "
         f"{', '.join(map(str, SEEDS))}) on the train queries of the train-only index and gives "
         'the mean ± standard deviation over seeds; "ensemble" averages the five models\' '
-        "scores. Candidates and features are computed once, as the indexer does. Test is shown "
+        'scores. The served ranker sums three models (the "ensembles of three" rows). '
+        "Candidates and features are computed once, as the indexer does. Test is shown "
         "only to report: every choice was made on dev.",
         "",
         "| experiment | dev NDCG@5 | dev NDCG@10 | test NDCG@5 | test NDCG@10 |",

@@ -143,7 +143,8 @@ def test_supervised_build_adds_knn_and_ranker_and_rotates_them(
         assert store.count(knn_collection(name)) == 60  # dev is held out: it only measures
         model = load_ranker(store, ranker_collection(name))
         assert model.meta["train_queries"] == 60 and model.meta["rounds"] == ranker.ROUNDS
-        assert 0.0 <= model.meta["dev_lightgbm_ndcg@10"] <= 1.0
+        assert model.meta["seeds"] == list(ranker.SEEDS)  # one model per seed, scores summed
+        assert all(0.0 <= x <= 1.0 for x in model.meta["dev_lightgbm_ndcg@10"])
         assert not build_index(settings, store, encoder).built  # idempotent, model included
 
         pipeline = RankingPipeline(store, encoder, settings)

@@ -111,10 +111,20 @@ def test_ranker_learns_is_reproducible_and_round_trips_through_text() -> None:
     np.testing.assert_array_equal(first.score(probe), second.score(probe))
     order = np.argsort(-first.score(probe))
     assert probe[order[:20], 0].mean() > probe[:, 0].mean()  # it ranks by the informative feature
-    assert 0.0 < first.meta["dev_lightgbm_ndcg@10"] <= 1.0
+    assert len(first.meta["dev_lightgbm_ndcg@10"]) == len(ranker.SEEDS)
+    assert all(0.0 < x <= 1.0 for x in first.meta["dev_lightgbm_ndcg@10"])
     restored = ranker.Ranker.from_text(first.to_text(), first.meta)
     np.testing.assert_allclose(restored.score(probe), first.score(probe))
     assert first.score(np.zeros((0, len(FEATURES)), dtype=np.float32)).shape == (0,)
+
+
+def test_the_served_score_is_the_sum_of_one_model_per_seed() -> None:
+    probe = _grouped(2).features
+    served = ranker.train(_grouped(0))
+    members = [ranker.train(_grouped(0), seeds=(seed,)) for seed in ranker.SEEDS]
+    assert served.meta["seeds"] == list(ranker.SEEDS)
+    np.testing.assert_allclose(served.score(probe), sum(m.score(probe) for m in members))
+    assert not np.array_equal(members[0].score(probe), members[1].score(probe))
 
 
 def test_a_model_for_other_features_is_refused() -> None:
@@ -188,8 +198,8 @@ def test_vote_columns_match_single_votes() -> None:
 def test_overrides_change_the_model_and_extra_columns_train_under_their_names() -> None:
     probe = _grouped(2).features
     default = ranker.train(_grouped(0))
-    reseeded = ranker.train(_grouped(0), overrides={"seed": 7, "num_iterations": 20})
-    assert reseeded.meta["rounds"] == 20 and reseeded.meta["params"]["seed"] == 7
+    reseeded = ranker.train(_grouped(0), overrides={"num_iterations": 20}, seeds=(7,))
+    assert reseeded.meta["rounds"] == 20 and reseeded.meta["seeds"] == [7]
     assert not np.array_equal(default.score(probe), reseeded.score(probe))
     wide = _grouped(0)
     extra = np.hstack([wide.features, wide.features[:, :1]])

@@ -14,7 +14,7 @@ import logging
 
 from services.retrieval.query import bm25_table, lexical_votes
 from services.retrieval.query.features import FEATURES
-from services.retrieval.query.ranker import PARAMS, ROUNDS
+from services.retrieval.query.ranker import PARAMS, ROUNDS, SEEDS
 from services.retrieval.settings import RetrievalSettings
 from services.retrieval.store.base import Store
 
@@ -43,7 +43,7 @@ def supervised_config(settings: RetrievalSettings, training_fingerprint: str | N
     # The constants of the lexical votes and the short-text BM25 shape features the ranker learns.
     lexical = (bm25_table.SHORT_TEXTS, lexical_votes.NEIGHBOURS, lexical_votes.POWER)
     return (
-        f"{training_fingerprint}|{FEATURES}|{sorted(PARAMS.items())}|{ROUNDS}|{knn.neighbours}|"
+        f"{training_fingerprint}|{FEATURES}|{sorted(PARAMS.items())}|{ROUNDS}|{SEEDS}|{knn.neighbours}|"
         f"{knn.power}|{knn.vote_depth}|{settings.hybrid.candidates}|{feedback.docs}|"
         f"{feedback.terms}|{feedback.weight}|{lexical}"
     )

@@ -1,5 +1,9 @@
 """The learned ranker: LightGBM lambdarank over :data:`~services.retrieval.query.features.FEATURES`.
 
+Three models trained with three seeds, their scores summed: the ranker lab measured three such
+63-leaf models above one by about twice one model's seed spread on dev (docs/quality.md, round 3),
+for two more model passes per query.
+
 The model lives in Qdrant next to the collections it was trained on
 (:mod:`services.retrieval.query.version_records`), so every version of the index carries its own ranker
 and a server never pairs a model with vectors it was not trained on.
@@ -7,6 +11,7 @@ and a server never pairs a model with vectors it was not trained on.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -22,7 +27,7 @@ PARAMS: dict[str, Any] = {
     "metric": "ndcg",
     "eval_at": [5, 10],
     "learning_rate": 0.05,
-    "num_leaves": 31,
+    "num_leaves": 63,
     "min_data_in_leaf": 50,
     "feature_fraction": 0.8,
     "bagging_fraction": 0.8,
@@ -37,6 +42,8 @@ PARAMS: dict[str, Any] = {
 # Chosen on dev (docs/quality.md): dev NDCG is flat from ~50 to ~120 rounds and falls after;
 # a fixed count lets the served model learn from dev queries too, with nothing left to stop on.
 ROUNDS = 60
+#: One model per seed; the served score is their sum.
+SEEDS = (42, 43, 44)
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,32 +56,40 @@ class Grouped:
 
 
 class Ranker:
-    """A trained model: scores candidate rows (higher is better)."""
+    """Trained models whose scores are summed: scores candidate rows (higher is better)."""
 
     def __init__(
-        self, booster: lgb.Booster, meta: Mapping[str, Any], features: Sequence[str] = FEATURES
+        self,
+        boosters: Sequence[lgb.Booster],
+        meta: Mapping[str, Any],
+        features: Sequence[str] = FEATURES,
     ) -> None:
-        """Wrap a booster; ``meta`` records how it was trained, ``features`` its columns."""
-        self._booster = booster
+        """Wrap boosters; ``meta`` records how they were trained, ``features`` their columns."""
+        if not boosters:
+            raise ValueError("a ranker needs at least one model")
+        self._boosters = list(boosters)
         self.meta = dict(meta)
-        if list(booster.feature_name()) != list(features):
+        if any(list(b.feature_name()) != list(features) for b in self._boosters):
             raise ValueError("model features do not match this code's FEATURES")
 
     def score(self, rows: npt.NDArray[np.float32]) -> npt.NDArray[np.float64]:
-        """One score per row."""
+        """One score per row: the members' scores summed, in member order."""
+        total = np.zeros(len(rows))
         if len(rows) == 0:
-            return np.zeros(0)
-        # Single-threaded: a request's ~300 rows take ~1 ms; threads would only contend.
-        return np.asarray(self._booster.predict(rows, num_threads=1), dtype=np.float64)
+            return total
+        for booster in self._boosters:
+            # Single-threaded: a request's ~300 rows take ~1 ms; threads would only contend.
+            total += np.asarray(booster.predict(rows, num_threads=1), dtype=np.float64)
+        return total
 
     def to_text(self) -> str:
-        """The model as LightGBM's text format."""
-        return str(self._booster.model_to_string())
+        """The models as a JSON list of LightGBM's text format."""
+        return json.dumps([str(b.model_to_string()) for b in self._boosters])
 
     @classmethod
     def from_text(cls, text: str, meta: Mapping[str, Any]) -> Ranker:
-        """Load from LightGBM's text format."""
-        return cls(lgb.Booster(model_str=text), meta)
+        """Load what :meth:`to_text` wrote."""
+        return cls([lgb.Booster(model_str=t) for t in json.loads(text)], meta)
 
 
 def train(
@@ -82,12 +97,13 @@ def train(
     held_out: Grouped | None = None,
     overrides: Mapping[str, Any] | None = None,
     features: Sequence[str] = FEATURES,
+    seeds: Sequence[int] = SEEDS,
 ) -> Ranker:
-    """Fit for :data:`ROUNDS` rounds; reproducible (fixed seeds, deterministic LightGBM).
+    """Fit one model per seed for :data:`ROUNDS` rounds; reproducible (deterministic LightGBM).
 
     ``held_out`` (dev, when dev is not training data) is only measured, into ``meta``.
-    ``overrides`` (of :data:`PARAMS`; ``num_iterations`` replaces :data:`ROUNDS`) and
-    ``features`` (columns beyond :data:`FEATURES`) serve the experiments of
+    ``overrides`` (of :data:`PARAMS`; ``num_iterations`` replaces :data:`ROUNDS`), ``features``
+    (columns beyond :data:`FEATURES`) and ``seeds`` serve the experiments of
     ``devtools/lab/ranker_lab.py``.
     """
     params = {**PARAMS, **(overrides or {})}
@@ -102,24 +118,32 @@ def train(
                 held_out.features, held_out.labels, group=held_out.groups, reference=train_set
             )
         )
-    evals: dict[str, Any] = {}
-    booster = lgb.train(
-        params,
-        train_set,
-        num_boost_round=rounds,
-        valid_sets=valid_sets,
-        valid_names=["dev"] if valid_sets else None,
-        callbacks=[lgb.record_evaluation(evals)],
-    )
+    boosters, dev_ndcg = [], []
+    for seed in seeds:
+        evals: dict[str, Any] = {}
+        boosters.append(
+            lgb.train(
+                {**params, "seed": seed},
+                train_set,
+                num_boost_round=rounds,
+                valid_sets=valid_sets,
+                valid_names=["dev"] if valid_sets else None,
+                callbacks=[lgb.record_evaluation(evals)],
+            )
+        )
+        if held_out is not None:
+            dev_ndcg.append(float(evals["dev"]["ndcg@10"][-1]))
     meta: dict[str, Any] = {
-        "params": {k: v for k, v in params.items() if k != "num_threads"},
+        "params": {k: v for k, v in params.items() if k not in ("num_threads", "seed")},
+        "seeds": list(seeds),
         "rounds": rounds,
         "train_queries": len(train.groups),
     }
-    if held_out is not None:
-        # LightGBM's NDCG (ideal over the candidates), a sanity check, not the trec_eval figure.
-        meta["dev_lightgbm_ndcg@10"] = float(evals["dev"]["ndcg@10"][-1])
-    return Ranker(booster, meta, features)
+    if dev_ndcg:
+        # LightGBM's NDCG of each model (ideal over the candidates), a sanity check, not the
+        # trec_eval figure of the sum.
+        meta["dev_lightgbm_ndcg@10"] = dev_ndcg
+    return Ranker(boosters, meta, features)
 
 
 def group_rows(
