@@ -20,7 +20,7 @@ import importlib
 import json
 import sys
 from collections.abc import AsyncIterator
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from contextlib import asynccontextmanager
 from pathlib import Path
 from statistics import median
 from typing import Any
@@ -28,6 +28,12 @@ from urllib.parse import urlsplit
 
 from devtools.bench.profile_purple import _measure
 from devtools.processes import ServerProcess, free_port
+from services.purple_agent.search._pool import (
+    ConnectFailed,
+    ConnectionBroken,
+    OriginPool,
+    Response,
+)
 
 LIBRARIES = ("h11", "httpx", "httpx2")
 SERVE = "--serve"
@@ -44,8 +50,6 @@ class _LibraryResponse:
         self.complete = False
 
     async def chunks(self) -> AsyncIterator[bytes]:
-        from services.purple_agent.search._pool import ConnectionBroken
-
         try:
             async for chunk in self._response.aiter_raw():
                 yield chunk
@@ -53,13 +57,7 @@ class _LibraryResponse:
             raise ConnectionBroken(f"{type(e).__name__}: {e}") from e
         self.complete = True
 
-    async def read(self, limit: int | None = None) -> bytes:
-        body = bytearray()
-        async for chunk in self.chunks():
-            body += chunk
-            if limit is not None and len(body) >= limit:
-                break
-        return bytes(body[:limit])
+    read = Response.read  # the pool's own: it only reads :meth:`chunks`
 
 
 def library_pool(name: str) -> type:
@@ -77,17 +75,12 @@ def library_pool(name: str) -> type:
             # Timeouts stay the caller's (asyncio.timeout around each call), as with our pool.
             self._client = lib.AsyncClient(timeout=None, limits=limits)
 
-        def post(
-            self, target: str, headers: list[tuple[bytes, bytes]], body: bytes
-        ) -> AbstractAsyncContextManager[_LibraryResponse]:
-            return self.request("POST", target, headers, body)
+        post = OriginPool.post  # the pool's own: a POST through :meth:`request`
 
         @asynccontextmanager
         async def request(
             self, method: str, target: str, headers: list[tuple[bytes, bytes]], body: bytes = b""
         ) -> AsyncIterator[_LibraryResponse]:
-            from services.purple_agent.search._pool import ConnectFailed, ConnectionBroken
-
             request = self._client.build_request(
                 method, self._origin + target, headers=headers, content=body
             )

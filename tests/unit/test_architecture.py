@@ -8,6 +8,7 @@ the shared frame and the benchmark depend on no server.
 from __future__ import annotations
 
 import ast
+from functools import cache
 from pathlib import Path
 
 import pytest
@@ -48,9 +49,15 @@ SDKS = ("mcp", "mcp_types", "a2a")
 SDK_INTERNALS = {"mcp.shared.inbound", "mcp.server.request_state"}
 
 
+@cache
+def _tree(path: Path) -> ast.Module:
+    """``path`` parsed once for every test that reads it."""
+    return ast.parse(path.read_text(), filename=str(path))
+
+
 def _imports(path: Path) -> set[str]:
     """Every module ``path`` imports, and every ``module.name`` it imports from one."""
-    tree = ast.parse(path.read_text(), filename=str(path))
+    tree = _tree(path)
     names: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom) and node.module:
@@ -114,7 +121,7 @@ def _dependencies(path: Path, modules: set[str]) -> set[str]:
     """The modules ``path`` imports: ``from package import module`` is an edge to the module
     only (a package's ``__init__`` runs before any of its modules, which is no dependency)."""
     found: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+    for node in ast.walk(_tree(path)):
         if isinstance(node, ast.ImportFrom) and node.module:
             subs = {f"{node.module}.{alias.name}" for alias in node.names} & modules
             found |= subs or {node.module} & modules
@@ -197,7 +204,7 @@ def test_tooling_is_packaged_not_scripted() -> None:
             and node.attr == "path"
             and isinstance(node.value, ast.Name)
             and node.value.id == "sys"
-            for node in ast.walk(ast.parse(path.read_text()))
+            for node in ast.walk(_tree(path))
         )
     )
     assert editing == []
@@ -210,7 +217,7 @@ def test_tooling_reads_no_private_attribute_of_the_services() -> None:
         f"{path.relative_to(REPO)}:{node.lineno}"
         for folder in ("devtools", "deploy")
         for path in (REPO / folder).rglob("*.py")
-        for node in ast.walk(ast.parse(path.read_text()))
+        for node in ast.walk(_tree(path))
         if isinstance(node, ast.Attribute)
         and node.attr.startswith("_")
         and not node.attr.startswith("__")

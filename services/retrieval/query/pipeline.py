@@ -85,7 +85,7 @@ class RankingPipeline:
     @property
     def supervised(self) -> bool:
         """Whether kNN votes take part in the ranking."""
-        return self._version.supervised is not None
+        return self.supervised_tables is not None
 
     @property
     def supervised_tables(self) -> Supervised | None:
