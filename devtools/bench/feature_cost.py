@@ -1,8 +1,8 @@
 """What the ranker's feature groups and its models cost per query, in-process, on the served index.
 
 ``python -m devtools.bench.feature_cost`` times, over every test query's real candidate set, the
-lexical kNN votes, the document columns, the judged-by field and the ranker's scoring (all its
-models), medians. Run it on a quiet machine.
+lexical kNN votes, the document columns, the judged-by field, the nudged cosines and the ranker's
+scoring (all its models), medians. Run it on a quiet machine.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ def main() -> None:
         if sup is None or sup.ranker is None:
             raise SystemExit("the served index has no supervised side: run make index")
         queries = load_queries(settings.data_dir)
-        lexical, docs, judged, model = [], [], [], []
+        lexical, docs, judged, nudged, model = [], [], [], [], []
         for q in sorted(load_qrels(settings.data_dir, "test")):
             encoded = pipeline.encode(queries[q])
             cs = pipeline.candidate_set(encoded)
@@ -44,12 +44,13 @@ def main() -> None:
             lexical.append(_timed(sup.lexical.columns, terms, cs.doc_ids))
             docs.append(_timed(sup.docs.columns, cs.doc_ids, terms))
             judged.append(_timed(sup.judged_by.scores, terms, cs.doc_ids))
+            nudged.append(_timed(sup.nudged.cosines, encoded.dense, cs.doc_ids))
             model.append(_timed(sup.ranker.score, cs.features))
     finally:
         store.close()
     ms = {name: statistics.median(v) * 1000 for name, v in
           (("lexical votes", lexical), ("document columns", docs), ("judged-by field", judged),
-           (f"the ranker ({len(SEEDS)} models)", model))}  # fmt: skip
+           ("nudged cosines", nudged), (f"the ranker ({len(SEEDS)} models)", model))}  # fmt: skip
     for name, value in ms.items():
         print(f"{name}: {value:.3f} ms median over {len(model)} test queries")
 

@@ -1,79 +1,26 @@
 """The experiments of :mod:`.ranker_lab`, each a function of the cached candidates.
 
-Every experiment trains the ranker with :data:`SEEDS` and reports the mean over seeds (the
-spread between seeds is about the size of the effects looked for), so that a kept change is one
-that moves the mean, not one draw.
+Each is scored by :func:`devtools.lab.evaluation.evaluate` (five ranker seeds, mean and spread).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
-from statistics import fmean, pstdev
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
+from devtools.lab import dense_views
 from devtools.lab import features as extra_columns
 from devtools.lab.data import Lab, grouped, ndcg
+from devtools.lab.evaluation import SEEDS, evaluate, summary, without
 from devtools.lab.features import Extra
 from services.retrieval.encoders.sparse import Bm25Params
 from services.retrieval.query.bm25_table import SHORT_TEXTS
 from services.retrieval.query.features import FEATURES
 from services.retrieval.query.ranker import train
-
-SEEDS = (1, 2, 3, 4, 5)
-
-
-def _summary(values: Sequence[float]) -> dict[str, float]:
-    return {
-        "mean": round(fmean(values), 4),
-        "std": round(pstdev(values), 4),
-        "min": round(min(values), 4),
-        "max": round(max(values), 4),
-    }
-
-
-def evaluate(
-    lab: Lab,
-    extra: Extra | None = None,
-    names: Sequence[str] = (),
-    params: Mapping[str, Any] | None = None,
-    base: Sequence[str] = FEATURES,
-) -> dict[str, Any]:
-    """Train on train with each seed; NDCG on dev and test per seed, and of the seed average.
-
-    ``extra`` holds more columns (named ``names``) after the ``base`` ones (the served
-    features); ``params`` override the ranker's.
-    """
-    overrides = dict(params or {})
-    features = (*base, *names)
-    per_seed: dict[str, list[tuple[float, float]]] = {"dev": [], "test": []}
-    summed: dict[str, list[npt.NDArray[np.float64]]] = {}
-    for seed in SEEDS:
-        rows = grouped(lab["train"], extra["train"] if extra else None)
-        model = train(rows, overrides=overrides, features=features, seeds=(seed,))
-        for split in ("dev", "test"):
-            blocks = extra[split] if extra else [None] * len(lab[split])
-            scores = [
-                model.score(q.rows if b is None else np.hstack([q.rows, b]).astype(np.float32))
-                for q, b in zip(lab[split], blocks, strict=True)
-            ]
-            per_seed[split].append(ndcg(lab[split], scores))
-            prev = summed.get(split)
-            summed[split] = (
-                scores if prev is None else [a + b for a, b in zip(prev, scores, strict=True)]
-            )
-    out: dict[str, Any] = {}
-    for split in ("dev", "test"):
-        out[split] = {
-            "ndcg@5": _summary([a for a, _ in per_seed[split]]),
-            "ndcg@10": _summary([b for _, b in per_seed[split]]),
-            "per_seed": [[round(a, 4), round(b, 4)] for a, b in per_seed[split]],
-            "ensemble": [round(x, 4) for x in ndcg(lab[split], summed[split])],
-        }
-    return out
 
 
 def seed_spread(lab: Lab) -> dict[str, Any]:
@@ -98,26 +45,15 @@ def crossfit_dev(lab: Lab) -> dict[str, Any]:
         base = train(grouped(lab["train"]), seeds=(seed,))
         train_only.append(ndcg(dev, [base.score(q.rows) for q in dev]))
     return {
-        "dev, train only": {"ndcg@5": _summary([a for a, _ in train_only]),
-                            "ndcg@10": _summary([b for _, b in train_only])},
-        "dev, train + other dev fold": {"ndcg@5": _summary([a for a, _ in with_dev]),
-                                        "ndcg@10": _summary([b for _, b in with_dev])},
+        "dev, train only": {"ndcg@5": summary([a for a, _ in train_only]),
+                            "ndcg@10": summary([b for _, b in train_only])},
+        "dev, train + other dev fold": {"ndcg@5": summary([a for a, _ in with_dev]),
+                                        "ndcg@10": summary([b for _, b in with_dev])},
     }  # fmt: skip
 
 
 LEXICAL_VOTES = ("lex_vote", "lex_voters", "lex_top_score")
 DOC_FIELDS = ("doc_length", "title_length", "title_bm25", "query_chars")
-
-
-def _without(names: Sequence[str]) -> Callable[[Lab], dict[str, Any]]:
-    """An ablation: the served features less ``names``."""
-    keep = [i for i, f in enumerate(FEATURES) if f not in names]
-
-    def run(lab: Lab) -> dict[str, Any]:
-        slim = {s: [replace(q, rows=q.rows[:, keep]) for q in qs] for s, qs in lab.items()}
-        return evaluate(slim, base=[FEATURES[i] for i in keep])
-
-    return run
 
 
 def with_judging_similarity(lab: Lab) -> dict[str, Any]:
@@ -156,6 +92,41 @@ def _judged_variant(params: Bm25Params, standing: bool = False) -> Callable[[Lab
     return run
 
 
+# The dense views of the training queries (round 4), each a column builder and its names.
+DENSE_VIEWS: dict[str, tuple[Callable[[Lab], Extra], tuple[str, ...]]] = {
+    "cosine": (dense_views.full_cosine, dense_views.FULL_COSINE),
+    "nudged 0.8": (lambda lab: dense_views.nudged_documents(lab, (0.8,)), dense_views.NUDGED),
+    "nudged 0.4 0.8 1.5": (
+        lambda lab: dense_views.nudged_documents(lab, (0.4, 0.8, 1.5)),
+        ("nudged_cos_0.4", "nudged_cos_0.8", "nudged_cos_1.5"),
+    ),
+    "adapted": (dense_views.adapted_query_view, dense_views.ADAPTED_VIEW),
+    "neighbours": (dense_views.neighbour_query_view, dense_views.NEIGHBOUR_VIEW),
+}
+_built: dict[str, Extra] = {}  # one lab run builds each view once
+
+
+def _with_views(*views: str, instead: bool = False) -> Callable[[Lab], dict[str, Any]]:
+    """+ the columns of the named :data:`DENSE_VIEWS` (``instead`` of the served nudged one)."""
+    keep = [i for i, f in enumerate(FEATURES) if not (instead and f in dense_views.NUDGED)]
+
+    def run(lab: Lab) -> dict[str, Any]:
+        for view in views:
+            if view not in _built:
+                _built[view] = DENSE_VIEWS[view][0](lab)
+        slim = {s: [replace(q, rows=q.rows[:, keep]) for q in qs] for s, qs in lab.items()}
+        extra = {
+            split: [
+                np.hstack(blocks) for blocks in zip(*(_built[v][split] for v in views), strict=True)
+            ]
+            for split in lab
+        }
+        names = tuple(n for v in views for n in DENSE_VIEWS[v][1])
+        return evaluate(slim, extra, names, base=[FEATURES[i] for i in keep])
+
+    return run
+
+
 def with_per_query(lab: Lab) -> dict[str, Any]:
     """+ the strongest features as the query's candidates compare (z-score, gap, rank)."""
     extra = extra_columns.per_query(_STRONGEST_AT, lab)
@@ -189,8 +160,8 @@ def _ensembles_of_three(params: Mapping[str, Any]) -> Callable[[Lab], dict[str, 
                                                               for j in range(3)), strict=True)])
                 for i in range(len(SEEDS))
             ]  # fmt: skip
-            out[split] = {"ndcg@5": _summary([a for a, _ in figures]),
-                          "ndcg@10": _summary([b for _, b in figures])}  # fmt: skip
+            out[split] = {"ndcg@5": summary([a for a, _ in figures]),
+                          "ndcg@10": summary([b for _, b in figures])}  # fmt: skip
         return out
 
     return run
@@ -218,16 +189,24 @@ PARAM_VARIANTS: dict[str, dict[str, Any]] = {
 EXPERIMENTS: dict[str, Callable[[Lab], dict[str, Any]]] = {
     "seed spread (served features)": seed_spread,
     "dev queries teach the ranker (cross-fitted)": crossfit_dev,
-    "- lexical kNN votes": _without(LEXICAL_VOTES),
-    "- document fields": _without(DOC_FIELDS),
-    "- both (the features before them)": _without((*LEXICAL_VOTES, *DOC_FIELDS)),
+    "- lexical kNN votes": without(LEXICAL_VOTES),
+    "- document fields": without(DOC_FIELDS),
+    "- both (the features before them)": without((*LEXICAL_VOTES, *DOC_FIELDS)),
     "+ similarity to each candidate's judging queries": with_judging_similarity,
-    "- judged-by BM25 field": _without(extra_columns.JUDGED_BY),
+    "- judged-by BM25 field": without(extra_columns.JUDGED_BY),
     "judged-by field, k1 1.2 b 0.75 (the documents' constants)": _judged_variant(Bm25Params()),
     "judged-by field, k1 0.6 b 0.3": _judged_variant(Bm25Params(0.6, 0.3)),
     "judged-by field, k1 1.5 b 0.2": _judged_variant(Bm25Params(1.5, 0.2)),
     "judged-by field with its rank and share of the best": _judged_variant(SHORT_TEXTS, True),
     "+ per-query normalisation (z, gap, rank) of the strongest features": with_per_query,
+    "- nudged cosine (gamma 1.5)": without(dense_views.NUDGED),
+    "nudged cosine with gamma 0.8 instead": _with_views("nudged 0.8", instead=True),
+    "nudged cosines with gammas 0.4, 0.8 and 1.5 instead": _with_views(
+        "nudged 0.4 0.8 1.5", instead=True
+    ),
+    "MiniLM cosine of every candidate instead (the control)": _with_views("cosine", instead=True),
+    "+ query through a linear adapter fitted listwise on train": _with_views("adapted"),
+    "+ query moved toward its 5 nearest training queries": _with_views("neighbours"),
     "oracle ordering of the candidates": oracle,
     **{f"params: {name}": _with_params(p) for name, p in PARAM_VARIANTS.items()},
     "ensembles of three models, as served (63 leaves)": _ensembles_of_three({}),

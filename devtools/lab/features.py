@@ -25,7 +25,7 @@ from services.retrieval.text import analyze
 Extra = dict[str, list[npt.NDArray[np.float32]]]  # split -> one column block per query
 
 
-def _query_vectors(lab: Lab) -> dict[str, npt.NDArray[np.float32]]:
+def query_vectors(lab: Lab) -> dict[str, npt.NDArray[np.float32]]:
     """Every lab query's MiniLM vector (cached beside the candidates)."""
     path = CACHE.parent / "query_vectors.npz"
     if path.exists():
@@ -42,7 +42,7 @@ def judging_similarity(lab: Lab) -> Extra:
     The kNN votes see only the nearest few training queries; this looks at every query that
     judged the document: the best and second-best similarity, and the best among grade-2 judges.
     """
-    vectors = _query_vectors(lab)
+    vectors = query_vectors(lab)
     voters = lab["train"]
     judges: dict[str, list[tuple[int, int]]] = {}
     for i, v in enumerate(voters):

@@ -16,7 +16,8 @@ from typing import Any
 
 from devtools.eval.doc_sections import replace_section
 from devtools.lab.data import load
-from devtools.lab.experiments import EXPERIMENTS, SEEDS
+from devtools.lab.evaluation import SEEDS
+from devtools.lab.experiments import EXPERIMENTS
 from devtools.processes import REPO
 
 

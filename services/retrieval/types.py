@@ -81,6 +81,7 @@ class Hit(NamedTuple):
     score: float
     payload: Mapping[str, Any] = NO_PAYLOAD
     sparse: SparseVector | None = None
+    dense: Sequence[float] | None = None  # only when asked for (``Store.scroll(vectors=True)``)
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,6 +9,7 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from devtools.processes import REPO
@@ -28,24 +29,12 @@ from services.retrieval.types import (
 
 SPEC = CollectionSpec(dense_size=4)
 POINTS = [
-    Point(
-        point_id("D1"),
-        [1, 0, 0, 0],
-        {"doc_id": "D1", "title": "t1", "text": "x1"},
-        SparseVector([7], [2.0]),
-    ),
-    Point(
-        point_id("D2"),
-        [0, 1, 0, 0],
-        {"doc_id": "D2", "title": "t2", "text": "x2"},
-        SparseVector([7, 9], [1.0, 1.0]),
-    ),
-    Point(
-        point_id("D3"),
-        [0.9, 0.1, 0, 0],
-        {"doc_id": "D3", "title": "t3", "text": "x3"},
-        SparseVector([9], [3.0]),
-    ),
+    Point(point_id(d), dense, {"doc_id": d, "title": f"t{d[1]}", "text": f"x{d[1]}"}, sparse)
+    for d, dense, sparse in (
+        ("D1", [1, 0, 0, 0], SparseVector([7], [2.0])),
+        ("D2", [0, 1, 0, 0], SparseVector([7, 9], [1.0, 1.0])),
+        ("D3", [0.9, 0.1, 0, 0], SparseVector([9], [3.0])),
+    )
 ]
 
 
@@ -131,6 +120,19 @@ def test_scroll_returns_every_point(store: Store) -> None:
     hits = store.scroll("c", payload=["doc_id"], page=2)
     assert sorted(_ids(hits)) == ["D1", "D2", "D3"]
     assert all(set(h.payload) == {"doc_id"} for h in hits)
+    assert all(h.dense is None for h in hits)
+
+
+def test_scroll_returns_dense_vectors_when_asked(store: Store) -> None:
+    store.create_collection("c", SPEC)
+    store.upsert("c", POINTS)
+    hits = {h.payload["doc_id"]: h.dense for h in store.scroll("c", ["doc_id"], vectors=True)}
+    for p in POINTS:
+        stored = hits[p.payload["doc_id"]]
+        assert stored is not None
+        # Cosine collections keep the direction (the server normalises on upsert).
+        expected = np.asarray(p.dense) / np.linalg.norm(p.dense)
+        np.testing.assert_allclose(np.asarray(stored) / np.linalg.norm(stored), expected, rtol=1e-5)
 
 
 def test_alias_switches_atomically_and_old_data_stays(store: Store) -> None:

@@ -77,7 +77,9 @@ def test_feature_rows_mark_missing_lists_and_remove_own_judgements() -> None:
         ["A", "B"],
         votes,
         DocTable(info),
-        QuerySide("Vitamin D?", ["vitamin", "d"], lexical, np.array([1.25, 0.0])),
+        QuerySide(
+            "Vitamin D?", ["vitamin", "d"], lexical, np.array([1.25, 0.0]), np.array([0.5, np.nan])
+        ),
         depth=100,
         co_relevance=NO_CO,
         own_judgements={"A": 1},
@@ -95,6 +97,7 @@ def test_feature_rows_mark_missing_lists_and_remove_own_judgements() -> None:
     assert f["doc_length"][0] == pytest.approx(math.log1p(20)) and f["title_length"][0] == 1
     assert f["title_bm25"][0] > 0.0 and f["title_bm25"][1] == 0.0
     assert f["judged_bm25"].tolist() == [1.25, 0.0]
+    assert f["nudged_cos"][0] == 0.5 and math.isnan(f["nudged_cos"][1])
 
 
 def _grouped(seed: int, queries: int = 30, per_query: int = 12) -> ranker.Grouped:

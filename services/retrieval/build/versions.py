@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import logging
 
-from services.retrieval.query import bm25_table, lexical_votes
+from services.retrieval.query import bm25_table, lexical_votes, nudged
 from services.retrieval.query.features import FEATURES
 from services.retrieval.query.ranker import PARAMS, ROUNDS, SEEDS
 from services.retrieval.settings import RetrievalSettings
@@ -45,7 +45,7 @@ def supervised_config(settings: RetrievalSettings, training_fingerprint: str | N
     return (
         f"{training_fingerprint}|{FEATURES}|{sorted(PARAMS.items())}|{ROUNDS}|{SEEDS}|{knn.neighbours}|"
         f"{knn.power}|{knn.vote_depth}|{settings.hybrid.candidates}|{feedback.docs}|"
-        f"{feedback.terms}|{feedback.weight}|{lexical}"
+        f"{feedback.terms}|{feedback.weight}|{lexical}|{nudged.GAMMA}"
     )
 
 

@@ -31,7 +31,7 @@ FEATURES = (
     "co_score", "co_rank",
     "lex_vote", "lex_voters", "lex_top_score",
     "doc_length", "title_length", "title_bm25", "query_chars",
-    "judged_bm25",
+    "judged_bm25", "nudged_cos",
 )  # fmt: skip
 NAN = math.nan
 _COL = {name: i for i, name in enumerate(FEATURES)}
@@ -109,14 +109,16 @@ def _fill_list(
 class QuerySide:
     """What the features know of the query itself: its text, analyzed terms, lexical votes.
 
-    ``judged_by`` is its BM25 over each candidate's judged-by field, in candidate order
-    (:mod:`services.retrieval.query.judged_by`).
+    ``judged_by`` is its BM25 over each candidate's judged-by field and ``nudged`` its cosine to
+    each candidate's nudged vector, in candidate order (:mod:`services.retrieval.query.judged_by`,
+    :mod:`services.retrieval.query.nudged`).
     """
 
     text: str
     terms: Sequence[str]
     lexical: LexicalColumns
     judged_by: npt.NDArray[np.float64]
+    nudged: npt.NDArray[np.float64]
 
 
 def build_features(
@@ -175,4 +177,5 @@ def build_features(
     rows[:, _COL["title_bm25"]] = doc.title_bm25
     rows[:, _COL["query_chars"]] = len(query.text)
     rows[:, _COL["judged_bm25"]] = query.judged_by
+    rows[:, _COL["nudged_cos"]] = query.nudged
     return rows

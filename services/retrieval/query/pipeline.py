@@ -26,8 +26,9 @@ from services.retrieval.query.judged_by import JudgedBy
 from services.retrieval.query.judgements import Judgements
 from services.retrieval.query.knn import VoteTable
 from services.retrieval.query.lexical_votes import LexicalVoters
+from services.retrieval.query.nudged import NudgedDocs
 from services.retrieval.query.ranker import Ranker
-from services.retrieval.query.version_records import load_ranker, read_doc_info, read_knn
+from services.retrieval.query.version_records import load_ranker, read_documents, read_knn
 from services.retrieval.settings import RetrievalSettings
 from services.retrieval.store.base import Store, StoreError
 from services.retrieval.text import analyze
@@ -53,6 +54,7 @@ class Supervised:
     co_relevance: CoRelevance
     lexical: LexicalVoters
     judged_by: JudgedBy
+    nudged: NudgedDocs
     ranker: Ranker | None
 
 
@@ -115,9 +117,9 @@ class RankingPipeline:
         if not (self._store.collection_exists(docs) and self._store.collection_exists(knn)):
             log.warning("%s has no training-query collection: serving zero-shot", docs)
             return None
-        doc_names, doc_info = read_doc_info(self._store, docs)
+        documents = read_documents(self._store, docs)
         voters = read_knn(self._store, knn)
-        names = {**doc_names, **voters.names}
+        names = {**documents.names, **voters.names}
         model = None
         if self._settings.ranker.enabled:
             try:
@@ -125,12 +127,13 @@ class RankingPipeline:
             except StoreError as e:
                 log.warning("no ranker for %s (%s): fusing votes without it", docs, e)
         # Documents in id order: ties in every ranking then break by doc id.
-        matrix = Judgements(voters.judgements, sorted(doc_info))
+        matrix = Judgements(voters.judgements, sorted(documents.info))
         lexical = LexicalVoters(voters.terms, matrix)
         judged_by = JudgedBy(voters.terms, matrix)
-        table = DocTable(doc_info)
+        nudged = NudgedDocs(documents.vectors, voters.vectors, matrix)
+        table = DocTable(documents.info)
         co = CoRelevance(matrix)
-        return Supervised(knn, table, matrix, names, co, lexical, judged_by, model)
+        return Supervised(knn, table, matrix, names, co, lexical, judged_by, nudged, model)
 
     def encode(self, query: str) -> EncodedQuery:
         """Dense and sparse representations of the query."""
@@ -160,8 +163,9 @@ class RankingPipeline:
             terms = analyze(q.text)
             lexical = sup.lexical.columns(terms, doc_ids, exclude_query)
             judged_by = sup.judged_by.scores(terms, doc_ids, exclude_query)
+            nudged = sup.nudged.cosines(q.dense, doc_ids, exclude_query)
             depth = s.hybrid.candidates
-            query = QuerySide(q.text, terms, lexical, judged_by)
+            query = QuerySide(q.text, terms, lexical, judged_by, nudged)
             rows = build_features(
                 evidence, doc_ids, votes, sup.docs, query, depth, co, own_judgements
             )

@@ -2,7 +2,9 @@
 
 - documents: payload ``doc_id``, ``title``, ``text``, plus the ranker's static features
   (analyzed title terms, and how many training queries judge the document relevant);
-- the voting training queries: embedding + ``{"query_id", "relevant": {doc_id: grade}}``;
+- the voting training queries: embedding + ``{"query_id", "relevant": {doc_id: grade}}``
+  (the documents' and the voting queries' embeddings also give the nudged view,
+  :mod:`services.retrieval.query.nudged`);
 - the ranker: one point whose payload holds the LightGBM model text and how it was trained.
 
 Collection names and vector specs come from :mod:`services.retrieval.build.versions`.
@@ -53,19 +55,29 @@ def document_points(
     ]
 
 
-def read_doc_info(store: Store, docs: str) -> tuple[dict[str, str], dict[str, DocInfo]]:
-    """Point id -> doc id, and doc id -> its static ranker features, for a whole collection."""
-    names: dict[str, str] = {}
-    doc_info: dict[str, DocInfo] = {}
-    for h in store.scroll(docs, payload=DOC_INFO):
+@dataclass(frozen=True, slots=True)
+class DocRecords:
+    """A documents collection as the ranker reads it: ids, static features and vectors."""
+
+    names: dict[str, str]  # point id -> doc id
+    info: dict[str, DocInfo]  # doc id -> its static ranker features
+    vectors: dict[str, Sequence[float]]  # doc id -> its dense vector
+
+
+def read_documents(store: Store, docs: str) -> DocRecords:
+    """Every document's id, static ranker features and dense vector, in one scroll."""
+    out = DocRecords({}, {}, {})
+    for h in store.scroll(docs, payload=DOC_INFO, vectors=True):
         doc_id = str(h.payload["doc_id"])
-        names[h.id] = doc_id
-        doc_info[doc_id] = DocInfo(
+        out.names[h.id] = doc_id
+        out.info[doc_id] = DocInfo(
             tuple(h.payload.get("title_terms", ())),
             int(h.payload.get("train_votes", 0)),
             int(h.payload.get("text_terms", 0)),
         )
-    return names, doc_info
+        if h.dense is not None:
+            out.vectors[doc_id] = h.dense
+    return out
 
 
 def knn_points(
@@ -98,20 +110,23 @@ def upsert_knn(store: Store, name: str, points: Sequence[Point], batch: int = 25
 
 @dataclass(frozen=True, slots=True)
 class KnnTable:
-    """The voting queries of one index version: point id -> query id, judgements, terms."""
+    """The voting queries of one index version: point id -> query id, judgements, terms, vectors."""
 
     names: dict[str, str]
     judgements: dict[str, dict[str, int]]
     terms: dict[str, tuple[str, ...]]
+    vectors: dict[str, Sequence[float]]
 
 
 def read_knn(store: Store, name: str) -> KnnTable:
     """The whole training-query collection, read once per index version."""
-    table = KnnTable({}, {}, {})
-    for h in store.scroll(name, payload=["query_id", "relevant", "terms"]):
+    table = KnnTable({}, {}, {}, {})
+    for h in store.scroll(name, payload=["query_id", "relevant", "terms"], vectors=True):
         query_id = table.names[h.id] = str(h.payload["query_id"])
         table.judgements[query_id] = dict(h.payload["relevant"])
         table.terms[query_id] = tuple(h.payload.get("terms", ()))
+        if h.dense is not None:
+            table.vectors[query_id] = h.dense
     return table
 
 

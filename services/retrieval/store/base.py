@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from typing import Any, Literal, Protocol
 
 from services.retrieval.types import (
+    DENSE,
     NO_PAYLOAD,
     SPARSE,
     CollectionSpec,
@@ -28,11 +29,13 @@ def hit_from_point(p: Any) -> Hit:
     """A scored point or record of either client (same attribute names) as a :class:`Hit`."""
     vectors = p.vector if isinstance(p.vector, dict) else {}
     sparse = vectors.get(SPARSE)
+    dense = vectors.get(DENSE)
     return Hit(
         str(p.id),
         float(getattr(p, "score", 0.0)),
         dict(p.payload) if p.payload else NO_PAYLOAD,
         SparseVector(list(sparse.indices), list(sparse.values)) if sparse else None,
+        list(dense) if dense is not None else None,
     )
 
 
@@ -88,8 +91,13 @@ class Store(Protocol):
         """Points with full payload, in the order of ``ids`` (missing ids are skipped)."""
         ...
 
-    def scroll(self, name: str, payload: Sequence[str] | bool, page: int = 1000) -> list[Hit]:
-        """Every point of the collection (small collections only), in pages of ``page``."""
+    def scroll(
+        self, name: str, payload: Sequence[str] | bool, page: int = 1000, vectors: bool = False
+    ) -> list[Hit]:
+        """Every point of the collection (small collections only), in pages of ``page``.
+
+        ``vectors`` returns each point's dense vector too (``Hit.dense``).
+        """
         ...
 
     def set_alias(self, alias: str, name: str) -> None:

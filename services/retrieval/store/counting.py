@@ -113,9 +113,11 @@ class CountingStore:
         """Counted :meth:`Store.retrieve`."""
         return self._call("retrieve", self._inner.retrieve, name, ids, payload)
 
-    def scroll(self, name: str, payload: Sequence[str] | bool, page: int = 1000) -> list[Hit]:
+    def scroll(
+        self, name: str, payload: Sequence[str] | bool, page: int = 1000, vectors: bool = False
+    ) -> list[Hit]:
         """Counted :meth:`Store.scroll` (one call, however many pages)."""
-        return self._call("scroll", self._inner.scroll, name, payload, page)
+        return self._call("scroll", self._inner.scroll, name, payload, page, vectors)
 
     def set_alias(self, alias: str, name: str) -> None:
         """Counted :meth:`Store.set_alias`."""

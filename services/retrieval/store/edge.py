@@ -213,14 +213,16 @@ class EdgeStore:
         found = {str(r.id): r for r in shard.retrieve(list(ids), _payload_selector(payload), False)}
         return [hit_from_point(found[i]) for i in ids if i in found]
 
-    def scroll(self, name: str, payload: Sequence[str] | bool, page: int = 1000) -> list[Hit]:
+    def scroll(
+        self, name: str, payload: Sequence[str] | bool, page: int = 1000, vectors: bool = False
+    ) -> list[Hit]:
         """Every point, page by page."""
-        shard, selector = self._shard(name), _payload_selector(payload)
+        shard = self._shard(name)
+        asked = {"with_payload": _payload_selector(payload), "with_vector": vectors and [DENSE]}
         out: list[Hit] = []
         offset: Any = None
         while True:
-            request = qe.ScrollRequest(offset=offset, limit=page, with_payload=selector)
-            records, offset = shard.scroll(request)
+            records, offset = shard.scroll(qe.ScrollRequest(offset=offset, limit=page, **asked))
             out.extend(hit_from_point(r) for r in records)
             if offset is None:
                 return out

@@ -155,7 +155,9 @@ class ServerStore:
         found = {str(r.id): r for r in records}
         return [hit_from_point(found[i]) for i in ids if i in found]
 
-    def scroll(self, name: str, payload: Sequence[str] | bool, page: int = 1000) -> list[Hit]:
+    def scroll(
+        self, name: str, payload: Sequence[str] | bool, page: int = 1000, vectors: bool = False
+    ) -> list[Hit]:
         """Every point, page by page."""
         selector = payload if isinstance(payload, bool) else list(payload)
         out: list[Hit] = []
@@ -168,6 +170,7 @@ class ServerStore:
                 limit=page,
                 offset=offset,
                 with_payload=selector,
+                with_vectors=[DENSE] if vectors else False,
             )
             out.extend(hit_from_point(r) for r in records)
             if offset is None:

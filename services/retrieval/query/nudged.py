@@ -1,0 +1,108 @@
+"""Documents nudged toward the queries that judged them: the judged-by field's dense view.
+
+NUDGE (Zeighami et al., ICLR 2025) moves each document's embedding toward the training queries
+that judged it relevant, in closed form and without touching the model:
+``d' = unit(d + gamma * unit(sum of its judging queries' vectors))``. The ranker gets the
+query's cosine to every candidate's nudged vector (``nudged_cos``); a document nobody judged
+keeps its own vector, so the column is then its plain MiniLM cosine (which ``dense_score``
+leaves NaN off the dense list).
+
+:data:`GAMMA` was chosen on dev in the ranker lab (docs/quality.md, round 4): of 0.4, 0.8 and
+1.5, the largest moved the most on its own and through the ranker. A judged document then
+points mostly at what its judging queries share, which is what the citation-built relevance of
+NFCorpus rewards.
+
+A voting query scored while the ranker learns leaves itself out exactly: its vector leaves the
+sums of the documents it judged, and a document it alone judged falls back to its own vector. The
+vectors are the ones the index already stores (the documents' and the kNN collection's), so an
+index version holds nothing new for them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from services.retrieval.query.judgements import Judgements, positions
+
+#: How far a judged document moves toward its judging queries (their unit mean direction).
+GAMMA = 1.5
+
+Vector = npt.NDArray[np.float32]
+
+
+def _unit(m: npt.NDArray[np.floating[Any]]) -> npt.NDArray[np.float32]:
+    norms = np.linalg.norm(m, axis=-1, keepdims=True)
+    return np.asarray(m / np.where(norms > 0, norms, 1.0), dtype=np.float32)
+
+
+class NudgedDocs:
+    """Every document's vector and the sum of its judging queries' vectors."""
+
+    def __init__(
+        self,
+        doc_vectors: Mapping[str, Sequence[float]],
+        query_vectors: Mapping[str, Sequence[float]],
+        judgements: Judgements,
+        gamma: float = GAMMA,
+    ) -> None:
+        """Index the vectors over ``judgements``' documents and voting queries.
+
+        A document or voting query without a vector has none to give: a zero row (a document
+        without one gets NaN, as for any list it is missing from).
+        """
+        self._gamma = gamma
+        self._judgements = judgements
+        dim = len(next(iter(doc_vectors.values()))) if doc_vectors else 0
+        self._has_vector = np.array([d in doc_vectors for d in judgements.docs], dtype=bool)
+        self._docs = _unit(self._stack(doc_vectors, judgements.docs, dim))
+        order = sorted(judgements.query_index, key=judgements.query_index.__getitem__)
+        self._queries = _unit(self._stack(query_vectors, order, dim))
+        judged = judgements.matrix.copy()
+        judged.data[:] = 1.0  # each judging query counts once, whatever its grade
+        self._judged = judged.tocsr()
+        self._judged_by_doc = judged.T.tocsr()  # documents x queries: a few rows when training
+        self._judges = np.asarray(judged.sum(axis=0), dtype=np.int64).ravel()
+        sums = np.asarray(self._judged_by_doc @ self._queries, dtype=np.float32)
+        # What a served query reads: every document nudged once, here, not per request. The
+        # sums are not kept (5.6 MB): training recomputes the few rows it needs.
+        self._nudged = self._nudge(self._docs, sums, self._judges)
+
+    def _nudge(self, docs: Vector, sums: Vector, judges: npt.NDArray[np.int64]) -> Vector:
+        # Without a judge, the pull is nothing (not the rounding residue of a subtraction).
+        pull = np.where((judges > 0)[:, None], _unit(sums), 0.0)
+        return _unit(docs + self._gamma * pull)
+
+    @staticmethod
+    def _stack(vectors: Mapping[str, Sequence[float]], ids: Sequence[str], dim: int) -> Vector:
+        out = np.zeros((len(ids), dim), dtype=np.float32)
+        for i, key in enumerate(ids):
+            vector = vectors.get(key)
+            if vector is not None:
+                out[i] = vector
+        return out
+
+    def cosines(
+        self, query: Sequence[float], doc_ids: Sequence[str], exclude_query: str | None = None
+    ) -> npt.NDArray[np.float64]:
+        """The cosine of ``query`` to each of ``doc_ids``' nudged vectors (NaN without a vector).
+
+        ``exclude_query`` (a voting query itself, in training) is left out of every sum.
+        """
+        if not len(doc_ids) or not self._docs.shape[1]:
+            return np.full(len(doc_ids), np.nan)
+        at, known = positions(self._judgements.doc_index, doc_ids)
+        own = self._judgements.query_index.get(exclude_query) if exclude_query else None
+        if own is None:
+            nudged = self._nudged[at]
+        else:
+            start, end = self._judged.indptr[own], self._judged.indptr[own + 1]
+            mine = np.isin(at, self._judged.indices[start:end]) & known
+            sums = np.asarray(self._judged_by_doc[at] @ self._queries, dtype=np.float32)
+            sums[mine] -= self._queries[own]
+            nudged = self._nudge(self._docs[at], sums, self._judges[at] - mine)
+        cos = nudged.astype(np.float64) @ _unit(np.asarray(query, dtype=np.float32))
+        return np.where(known & self._has_vector[at], cos, np.nan)
