@@ -39,7 +39,7 @@ STAGES: list[tuple[str, dict[str, str]]] = [
     ("hybrid: dense + BM25-RM3, DBSF in Qdrant (zero-shot mode)", {"RETRIEVAL_MODE": "zero-shot"}),
     ("+ kNN votes of training queries (z-score fusion)", {"RETRIEVAL_USE_RANKER": "false"}),
     ("+ learned ranker (LightGBM lambdarank): co-relevance, lexical kNN votes, document fields, "
-     "judged-by field", {}),
+     "judged-by field, nudged documents", {}),
 ]  # fmt: skip
 
 

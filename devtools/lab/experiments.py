@@ -127,6 +127,21 @@ def _with_views(*views: str, instead: bool = False) -> Callable[[Lab], dict[str,
     return run
 
 
+def dense_views_alone(lab: Lab) -> dict[str, Any]:
+    """Each dense view as the only ordering of the candidates (no ranker): dev and test NDCG."""
+    out: dict[str, Any] = {}
+    for view in ("cosine", "nudged 0.4 0.8 1.5", "neighbours", "adapted"):
+        if view not in _built:
+            _built[view] = DENSE_VIEWS[view][0](lab)
+        for j, name in enumerate(DENSE_VIEWS[view][1]):
+            (dev5, dev10), test = (
+                ndcg(lab[split], [np.nan_to_num(b[:, j], nan=-2.0) for b in _built[view][split]])
+                for split in ("dev", "test")
+            )
+            out[name] = {"ndcg@5": round(dev5, 4), "ndcg@10": round(dev10, 4), "test": test}
+    return out
+
+
 def with_per_query(lab: Lab) -> dict[str, Any]:
     """+ the strongest features as the query's candidates compare (z-score, gap, rank)."""
     extra = extra_columns.per_query(_STRONGEST_AT, lab)
@@ -205,11 +220,12 @@ EXPERIMENTS: dict[str, Callable[[Lab], dict[str, Any]]] = {
         "nudged 0.4 0.8 1.5", instead=True
     ),
     "MiniLM cosine of every candidate instead (the control)": _with_views("cosine", instead=True),
+    "each dense view alone, no ranker": dense_views_alone,
     "+ query through a linear adapter fitted listwise on train": _with_views("adapted"),
     "+ query moved toward its 5 nearest training queries": _with_views("neighbours"),
     "oracle ordering of the candidates": oracle,
     **{f"params: {name}": _with_params(p) for name, p in PARAM_VARIANTS.items()},
-    "ensembles of three models, as served (63 leaves)": _ensembles_of_three({}),
+    "ensembles of three 63-leaf models (served in round 3)": _ensembles_of_three({}),
     "ensembles of three models, 31 leaves": _ensembles_of_three(
         PARAM_VARIANTS["31 leaves (before)"]
     ),

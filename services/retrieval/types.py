@@ -15,6 +15,9 @@ from functools import lru_cache
 from types import MappingProxyType
 from typing import Any, NamedTuple
 
+import numpy as np
+import numpy.typing as npt
+
 DENSE = "dense"
 NO_PAYLOAD: Mapping[str, Any] = MappingProxyType({})  # shared, so read-only
 SPARSE = "bm25"
@@ -81,7 +84,9 @@ class Hit(NamedTuple):
     score: float
     payload: Mapping[str, Any] = NO_PAYLOAD
     sparse: SparseVector | None = None
-    dense: Sequence[float] | None = None  # only when asked for (``Store.scroll(vectors=True)``)
+    dense: npt.NDArray[np.float32] | None = (
+        None  # only when asked for (``Store.scroll(vectors=True)``)
+    )
 
 
 @dataclass(frozen=True, slots=True)

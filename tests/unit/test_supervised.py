@@ -121,12 +121,15 @@ def test_ranker_learns_is_reproducible_and_round_trips_through_text() -> None:
     assert first.score(np.zeros((0, len(FEATURES)), dtype=np.float32)).shape == (0,)
 
 
-def test_the_served_score_is_the_sum_of_one_model_per_seed() -> None:
+def test_a_ranker_of_several_seeds_scores_the_sum_of_one_model_per_seed() -> None:
     probe = _grouped(2).features
-    served = ranker.train(_grouped(0))
-    members = [ranker.train(_grouped(0), seeds=(seed,)) for seed in ranker.SEEDS]
-    assert served.meta["seeds"] == list(ranker.SEEDS)
-    np.testing.assert_allclose(served.score(probe), sum(m.score(probe) for m in members))
+    assert ranker.train(_grouped(0)).meta["seeds"] == list(ranker.SEEDS)  # served: one per seed
+    several = (42, 43, 44)
+    summed = ranker.train(_grouped(0), seeds=several)
+    members = [ranker.train(_grouped(0), seeds=(seed,)) for seed in several]
+    assert summed.meta["seeds"] == list(several)
+    restored = ranker.Ranker.from_text(summed.to_text(), summed.meta)
+    np.testing.assert_allclose(restored.score(probe), sum(m.score(probe) for m in members))
     assert not np.array_equal(members[0].score(probe), members[1].score(probe))
 
 

@@ -44,8 +44,8 @@ class NudgedDocs:
 
     def __init__(
         self,
-        doc_vectors: Mapping[str, Sequence[float]],
-        query_vectors: Mapping[str, Sequence[float]],
+        doc_vectors: Mapping[str, npt.ArrayLike],
+        query_vectors: Mapping[str, npt.ArrayLike],
         judgements: Judgements,
         gamma: float = GAMMA,
     ) -> None:
@@ -56,7 +56,7 @@ class NudgedDocs:
         """
         self._gamma = gamma
         self._judgements = judgements
-        dim = len(next(iter(doc_vectors.values()))) if doc_vectors else 0
+        dim = np.asarray(next(iter(doc_vectors.values()))).size if doc_vectors else 0
         self._has_vector = np.array([d in doc_vectors for d in judgements.docs], dtype=bool)
         self._docs = _unit(self._stack(doc_vectors, judgements.docs, dim))
         order = sorted(judgements.query_index, key=judgements.query_index.__getitem__)
@@ -77,7 +77,7 @@ class NudgedDocs:
         return _unit(docs + self._gamma * pull)
 
     @staticmethod
-    def _stack(vectors: Mapping[str, Sequence[float]], ids: Sequence[str], dim: int) -> Vector:
+    def _stack(vectors: Mapping[str, npt.ArrayLike], ids: Sequence[str], dim: int) -> Vector:
         out = np.zeros((len(ids), dim), dtype=np.float32)
         for i, key in enumerate(ids):
             vector = vectors.get(key)

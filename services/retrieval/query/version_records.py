@@ -16,6 +16,9 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+import numpy as np
+import numpy.typing as npt
+
 from services.nfcorpus.dataset import Document
 from services.retrieval.encoders.dense import Matrix
 from services.retrieval.query.collection_names import KNN_SPEC, RANKER_SPEC
@@ -61,7 +64,7 @@ class DocRecords:
 
     names: dict[str, str]  # point id -> doc id
     info: dict[str, DocInfo]  # doc id -> its static ranker features
-    vectors: dict[str, Sequence[float]]  # doc id -> its dense vector
+    vectors: dict[str, npt.NDArray[np.float32]]  # doc id -> its dense vector
 
 
 def read_documents(store: Store, docs: str) -> DocRecords:
@@ -115,7 +118,7 @@ class KnnTable:
     names: dict[str, str]
     judgements: dict[str, dict[str, int]]
     terms: dict[str, tuple[str, ...]]
-    vectors: dict[str, Sequence[float]]
+    vectors: dict[str, npt.NDArray[np.float32]]
 
 
 def read_knn(store: Store, name: str) -> KnnTable:

@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Literal, Protocol
 
+import numpy as np
+
 from services.retrieval.types import (
     DENSE,
     NO_PAYLOAD,
@@ -35,7 +37,8 @@ def hit_from_point(p: Any) -> Hit:
         float(getattr(p, "score", 0.0)),
         dict(p.payload) if p.payload else NO_PAYLOAD,
         SparseVector(list(sparse.indices), list(sparse.values)) if sparse else None,
-        list(dense) if dense is not None else None,
+        # Packed at once: a page of points as Python floats is ~24 bytes a number.
+        np.asarray(dense, dtype=np.float32) if dense is not None else None,
     )
 
 
