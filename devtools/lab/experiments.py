@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from devtools.lab import dense_views
+from devtools.lab import adapter, dense_views
 from devtools.lab import features as extra_columns
 from devtools.lab.data import Lab, grouped, ndcg
 from devtools.lab.evaluation import SEEDS, evaluate, summary, without
@@ -100,7 +100,7 @@ DENSE_VIEWS: dict[str, tuple[Callable[[Lab], Extra], tuple[str, ...]]] = {
         lambda lab: dense_views.nudged_documents(lab, (0.4, 0.8, 1.5)),
         ("nudged_cos_0.4", "nudged_cos_0.8", "nudged_cos_1.5"),
     ),
-    "adapted": (dense_views.adapted_query_view, dense_views.ADAPTED_VIEW),
+    "adapted": (adapter.adapted_query_view, adapter.ADAPTED_VIEW),
     "neighbours": (dense_views.neighbour_query_view, dense_views.NEIGHBOUR_VIEW),
 }
 _built: dict[str, Extra] = {}  # one lab run builds each view once
@@ -221,6 +221,7 @@ EXPERIMENTS: dict[str, Callable[[Lab], dict[str, Any]]] = {
     ),
     "MiniLM cosine of every candidate instead (the control)": _with_views("cosine", instead=True),
     "each dense view alone, no ranker": dense_views_alone,
+    "oracle with the nudged cosine as a candidate source": dense_views.nudged_candidate_ceiling,
     "+ query through a linear adapter fitted listwise on train": _with_views("adapted"),
     "+ query moved toward its 5 nearest training queries": _with_views("neighbours"),
     "oracle ordering of the candidates": oracle,
