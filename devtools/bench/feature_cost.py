@@ -2,7 +2,8 @@
 
 ``python -m devtools.bench.feature_cost`` times, over every test query's real candidate set, the
 lexical kNN votes, the document columns, the judged-by field, the nudged cosines and the ranker's
-scoring (all its models), medians. Run it on a quiet machine.
+scoring (all its models), then the whole ranking as served (right after the query's encoding,
+its caches cold) and again at once (warm), medians. Run it on a quiet machine.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ def main() -> None:
         if sup is None or sup.ranker is None:
             raise SystemExit("the served index has no supervised side: run make index")
         queries = load_queries(settings.data_dir)
-        lexical, docs, judged, nudged, model = [], [], [], [], []
+        lexical, docs, judged, nudged, model, cold, warm = [], [], [], [], [], [], []
         for q in sorted(load_qrels(settings.data_dir, "test")):
             encoded = pipeline.encode(queries[q])
             cs = pipeline.candidate_set(encoded)
@@ -46,11 +47,15 @@ def main() -> None:
             judged.append(_timed(sup.judged_by.scores, terms, cs.doc_ids))
             nudged.append(_timed(sup.nudged.cosines, encoded.dense, cs.doc_ids))
             model.append(_timed(sup.ranker.score, cs.features))
+            encoded = pipeline.encode(queries[q])  # the model's arithmetic evicts the caches
+            cold.append(_timed(pipeline.rank, encoded, 10))
+            warm.append(_timed(pipeline.rank, encoded, 10))
     finally:
         store.close()
     ms = {name: statistics.median(v) * 1000 for name, v in
           (("lexical votes", lexical), ("document columns", docs), ("judged-by field", judged),
-           ("nudged cosines", nudged), (f"the ranker ({len(SEEDS)} models)", model))}  # fmt: skip
+           ("nudged cosines", nudged), (f"the ranker ({len(SEEDS)} models)", model),
+           ("ranking after encoding", cold), ("the same ranking again", warm))}  # fmt: skip
     for name, value in ms.items():
         print(f"{name}: {value:.3f} ms median over {len(model)} test queries")
 
