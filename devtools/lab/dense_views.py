@@ -21,14 +21,9 @@ from services.nfcorpus.dataset import corpus_fingerprint, load_corpus
 from services.retrieval.build.vector_cache import cached_vectors
 from services.retrieval.encoders.dense import OnnxMiniLM
 from services.retrieval.query.judgements import Judgements
-from services.retrieval.query.nudged import GAMMA, NudgedDocs
+from services.retrieval.query.nudged import GAMMA, NudgedDocs, unit
 from services.retrieval.settings import RetrievalSettings
 from services.retrieval.text import document_text
-
-
-def unit(m: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
-    norms = np.linalg.norm(m, axis=-1, keepdims=True)
-    return (m / np.where(norms > 0, norms, 1.0)).astype(np.float32)
 
 
 def doc_vectors() -> tuple[dict[str, int], npt.NDArray[np.float32]]:

@@ -27,9 +27,8 @@ class CoRelevance:
     def __init__(self, judgements: Judgements) -> None:
         """Binary view of ``judgements``, with each query's weight 1 / ln(1 + list length)."""
         self._judgements = judgements
-        self._a = judgements.matrix.copy()
-        self._a.data[:] = 1.0
-        self._at = self._a.T.tocsr()
+        self._a = judgements.binary
+        self._at = judgements.binary_by_doc
         lengths = np.asarray(self._a.sum(axis=1)).ravel()
         self._weights = 1.0 / np.log1p(np.maximum(lengths, 1.0))
 

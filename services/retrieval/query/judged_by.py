@@ -40,7 +40,7 @@ class JudgedBy:
         """Fields from ``terms`` (voting query id -> analyzed text) through ``judgements``."""
         self._params = params
         self._judgements = judgements
-        order = sorted(judgements.query_index, key=judgements.query_index.__getitem__)
+        order = judgements.queries
         self._vocabulary: dict[str, int] = {}
         rows, cols, counts = [], [], []
         for row, query in enumerate(order):
@@ -51,11 +51,9 @@ class JudgedBy:
         shape = (len(order), len(self._vocabulary))
         self._query_tf = sp.csr_matrix((counts, (rows, cols)), shape=shape)
         self._query_length = np.asarray(self._query_tf.sum(axis=1)).ravel()
-        judged = judgements.matrix.copy()
-        judged.data[:] = 1.0  # a field holds each judging query's words once, whatever the grade
-        self._judged = judged
-        # Documents x terms, by column: a query reads the few columns of its own terms.
-        self._doc_tf = (judged.T @ self._query_tf).tocsc()
+        # Documents x terms, by column: a query reads the few columns of its own terms. A field
+        # holds each judging query's words once, whatever the grade.
+        self._doc_tf = (judgements.binary_by_doc @ self._query_tf).tocsc()
         self._doc_length = np.asarray(self._doc_tf.sum(axis=1)).ravel()
         self._fields = int(np.count_nonzero(self._doc_length))
         self._total_length = float(self._doc_length.sum())
@@ -79,7 +77,7 @@ class JudgedBy:
         df, fields, total = self._df[cols].copy(), self._fields, self._total_length
         own = self._judgements.query_index.get(exclude_query) if exclude_query else None
         if own is not None:
-            judged = self._judged.indices[self._judged.indptr[own] : self._judged.indptr[own + 1]]
+            judged, _ = self._judgements.row(self._judgements.queries[own])
             own_tf = self._query_tf[own][:, cols].toarray().ravel()
             own_length = float(self._query_length[own])
             before = columns[judged]

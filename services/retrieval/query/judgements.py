@@ -8,6 +8,7 @@ a Python loop over every judgement of its neighbours.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from functools import cached_property
 
 import numpy as np
 import numpy.typing as npt
@@ -22,6 +23,7 @@ class Judgements:
         self.docs = list(docs)
         self.doc_index = {d: i for i, d in enumerate(self.docs)}
         self.query_index = {q: i for i, q in enumerate(qrels)}
+        self.queries = list(self.query_index)  # voting query ids in row order
         rows, cols, grades = [], [], []
         for q, judged in qrels.items():
             for d, grade in judged.items():
@@ -31,6 +33,18 @@ class Judgements:
                     grades.append(float(grade))
         shape = (len(self.query_index), len(self.docs))
         self.matrix = sp.csr_matrix((grades, (rows, cols)), shape=shape)
+
+    @cached_property
+    def binary(self) -> sp.csr_matrix:
+        """Queries x documents, 1 for every judgement: each judging query counts once."""
+        binary = self.matrix.copy()
+        binary.data[:] = 1.0
+        return binary
+
+    @cached_property
+    def binary_by_doc(self) -> sp.csr_matrix:
+        """:attr:`binary` transposed (documents x queries), by row."""
+        return self.binary.T.tocsr()
 
     def row(self, query_id: str) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.float64]]:
         """Document indices and grades judged by one query (empty if unknown)."""

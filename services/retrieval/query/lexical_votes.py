@@ -37,7 +37,7 @@ class LexicalVoters:
     def __init__(self, terms: Mapping[str, Sequence[str]], judgements: Judgements) -> None:
         """Index ``terms`` (voting query id -> analyzed text) in ``judgements``' query order."""
         self._judgements = judgements
-        order = sorted(judgements.query_index, key=judgements.query_index.__getitem__)
+        order = judgements.queries
         self._queries = Bm25Table([terms.get(q, ()) for q in order])
         # Each row's place in query id order: ties break by id, not by the store's scroll order.
         self._by_id = np.argsort(np.argsort(np.array(order, dtype=object), kind="stable"))

@@ -34,7 +34,8 @@ GAMMA = 1.5
 Vector = npt.NDArray[np.float32]
 
 
-def _unit(m: npt.NDArray[np.floating[Any]]) -> npt.NDArray[np.float32]:
+def unit(m: npt.NDArray[np.floating[Any]]) -> npt.NDArray[np.float32]:
+    """Each row scaled to length 1 (a zero row stays zero)."""
     norms = np.linalg.norm(m, axis=-1, keepdims=True)
     return np.asarray(m / np.where(norms > 0, norms, 1.0), dtype=np.float32)
 
@@ -58,23 +59,19 @@ class NudgedDocs:
         self._judgements = judgements
         dim = np.asarray(next(iter(doc_vectors.values()))).size if doc_vectors else 0
         self._has_vector = np.array([d in doc_vectors for d in judgements.docs], dtype=bool)
-        self._docs = _unit(self._stack(doc_vectors, judgements.docs, dim))
-        order = sorted(judgements.query_index, key=judgements.query_index.__getitem__)
-        self._queries = _unit(self._stack(query_vectors, order, dim))
-        judged = judgements.matrix.copy()
-        judged.data[:] = 1.0  # each judging query counts once, whatever its grade
-        self._judged = judged.tocsr()
-        self._judged_by_doc = judged.T.tocsr()  # documents x queries: a few rows when training
-        self._judges = np.asarray(judged.sum(axis=0), dtype=np.int64).ravel()
-        sums = np.asarray(self._judged_by_doc @ self._queries, dtype=np.float32)
+        self._docs = unit(self._stack(doc_vectors, judgements.docs, dim))
+        self._queries = unit(self._stack(query_vectors, judgements.queries, dim))
+        # Each judging query counts once, whatever its grade.
+        self._judges = np.asarray(judgements.binary.sum(axis=0), dtype=np.int64).ravel()
+        sums = np.asarray(judgements.binary_by_doc @ self._queries, dtype=np.float32)
         # What a served query reads: every document nudged once, here, not per request. The
         # sums are not kept (5.6 MB): training recomputes the few rows it needs.
         self._nudged = self._nudge(self._docs, sums, self._judges)
 
     def _nudge(self, docs: Vector, sums: Vector, judges: npt.NDArray[np.int64]) -> Vector:
         # Without a judge, the pull is nothing (not the rounding residue of a subtraction).
-        pull = np.where((judges > 0)[:, None], _unit(sums), 0.0)
-        return _unit(docs + self._gamma * pull)
+        pull = np.where((judges > 0)[:, None], unit(sums), 0.0)
+        return unit(docs + self._gamma * pull)
 
     @staticmethod
     def _stack(vectors: Mapping[str, npt.ArrayLike], ids: Sequence[str], dim: int) -> Vector:
@@ -99,10 +96,11 @@ class NudgedDocs:
         if own is None:
             nudged = self._nudged[at]
         else:
-            start, end = self._judged.indptr[own], self._judged.indptr[own + 1]
-            mine = np.isin(at, self._judged.indices[start:end]) & known
-            sums = np.asarray(self._judged_by_doc[at] @ self._queries, dtype=np.float32)
+            judged, _ = self._judgements.row(self._judgements.queries[own])
+            mine = np.isin(at, judged) & known
+            by_doc = self._judgements.binary_by_doc  # a few rows of it
+            sums = np.asarray(by_doc[at] @ self._queries, dtype=np.float32)
             sums[mine] -= self._queries[own]
             nudged = self._nudge(self._docs[at], sums, self._judges[at] - mine)
-        cos = nudged.astype(np.float64) @ _unit(np.asarray(query, dtype=np.float32))
+        cos = nudged.astype(np.float64) @ unit(np.asarray(query, dtype=np.float32))
         return np.where(known & self._has_vector[at], cos, np.nan)
