@@ -35,27 +35,43 @@ def _ephemeral_low() -> int:
         return 32768
 
 
+#: Every port ``free_port`` has handed out in this process: a test that asks for three ports at
+#: once must get three different ones, and nothing has bound any of them yet when it asks again.
+_HANDED_OUT: set[int] = set()
+
+
 def free_port() -> int:
     """A loopback port nobody listens on right now, outside the kernel's ephemeral range.
 
     A port the kernel chose for ``bind(0)`` is free again once we close it, and the kernel may
     then hand it out as the source port of any outgoing connection (a test run makes thousands)
     before the server binds it. Ports below the ephemeral range are only ever taken by an
-    explicit bind, so a random one of those that binds now stays free for the server.
+    explicit bind, so a random one of those that binds now stays free for the server. A port
+    is never handed out twice in one process, since the first caller may not have bound it yet.
     """
     low = _ephemeral_low()
     if low > 11_000:
         for _ in range(64):
             port = random.randint(10_000, low - 1)
-            with socket.socket() as s:
-                try:
-                    s.bind(("127.0.0.1", port))
-                except OSError:
-                    continue
+            if port not in _HANDED_OUT and _binds(port):
+                _HANDED_OUT.add(port)
                 return port
-    with socket.socket() as s:  # no room below the range: the kernel's choice
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+    while True:  # no room below the range: the kernel's choice
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = int(s.getsockname()[1])
+        if port not in _HANDED_OUT:
+            _HANDED_OUT.add(port)
+            return port
+
+
+def _binds(port: int) -> bool:
+    with socket.socket() as s:
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+        return True
 
 
 def port_in_use(port: int, host: str = "127.0.0.1") -> bool:
