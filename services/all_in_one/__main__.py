@@ -64,6 +64,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--mcp-url", help="an external search server: no local one starts")
     parser.add_argument("--mcp-port", type=int, default=8000, help="the local MCP server's port")
     args, agent_args = parser.parse_known_args(argv)
+    if args.mcp_url is None and args.mcp_port == args.port:
+        # Both servers bind the loopback port, so the second would die with "address in use".
+        parser.error(f"--mcp-port {args.mcp_port} is the agent's --port: give them different ports")
     setup_logging()
     return supervise(children(args, agent_args), GRACE_S)
 

@@ -9,13 +9,15 @@ from __future__ import annotations
 import json
 import os
 import signal
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
 
-from devtools.processes import ServerProcess, free_port, port_in_use
+from devtools.processes import BASE_ENV, REPO, ServerProcess, free_port, port_in_use
 from tests.conftest import McpServer, SmallIndex
 from tests.support.purple import v03_body
 
@@ -81,3 +83,16 @@ def test_a_named_search_server_starts_no_local_one(
         assert not port_in_use(mcp_port)
         ready = httpx.get(agent.base_url + "/readyz").json()
         assert ready["mcp"] == f"mcp at {mcp_server.mcp_url}"
+
+
+def test_one_port_for_both_servers_is_refused_with_the_reason() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "services.all_in_one", "--port", "9123", "--mcp-port", "9123"],
+        cwd=REPO,
+        env={**os.environ, **BASE_ENV},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2
+    assert "--mcp-port 9123 is the agent's --port" in done.stderr
