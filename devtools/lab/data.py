@@ -73,7 +73,7 @@ def collect() -> Lab:
     queries = load_queries(settings.data_dir)
     store = open_store(settings.store.model_copy(update={"edge_private_copy": True}))
     try:
-        pipeline = RankingPipeline(store, OnnxMiniLM(threads=1), settings)
+        pipeline = RankingPipeline(store, OnnxMiniLM(threads=1), settings, leave_one_out=True)
         lab: Lab = {}
         for split in SPLITS:
             qrels = load_qrels(settings.data_dir, split)

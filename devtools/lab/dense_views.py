@@ -77,7 +77,7 @@ def _nudged_table(lab: Lab, gamma: float) -> tuple[list[str], NudgedDocs]:
     judgements = Judgements({q.query_id: q.judged for q in learners}, sorted(index))
     by_id = {d: docs[i] for d, i in index.items()}
     learner_vectors = {q.query_id: vectors["train"][n] for n, q in enumerate(learners)}
-    return sorted(index), NudgedDocs(by_id, learner_vectors, judgements, gamma)
+    return sorted(index), NudgedDocs(by_id, learner_vectors, judgements, gamma, leave_one_out=True)
 
 
 def nudged_candidate_ceiling(lab: Lab, added: int = 20) -> dict[str, Any]:

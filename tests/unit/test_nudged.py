@@ -45,7 +45,7 @@ def test_cosines_follow_nudges_closed_form(gamma: float) -> None:
 
 
 def test_a_voting_query_leaves_itself_out_exactly() -> None:
-    table = NudgedDocs(DOC_VECTORS, QUERY_VECTORS, Judgements(QRELS, DOCS))
+    table = NudgedDocs(DOC_VECTORS, QUERY_VECTORS, Judgements(QRELS, DOCS), leave_one_out=True)
     without_q1 = {q: j for q, j in QRELS.items() if q != "q1"}
     rebuilt = NudgedDocs(DOC_VECTORS, QUERY_VECTORS, Judgements(without_q1, DOCS))
     query = RNG.normal(size=4).tolist()
@@ -63,3 +63,13 @@ def test_no_candidates_or_no_vectors_give_nan_not_errors() -> None:
     ).shape == (0,)
     empty = NudgedDocs({}, {}, Judgements(QRELS, DOCS))
     assert np.isnan(empty.cosines([1.0, 0, 0, 0], ["D1"])).all()
+
+
+def test_a_serving_table_scores_alike_but_cannot_leave_a_query_out() -> None:
+    judgements = Judgements(QRELS, DOCS)
+    served = NudgedDocs(DOC_VECTORS, QUERY_VECTORS, judgements)
+    training = NudgedDocs(DOC_VECTORS, QUERY_VECTORS, judgements, leave_one_out=True)
+    query = RNG.normal(size=4).tolist()
+    assert served.cosines(query, DOCS[:3]).tolist() == training.cosines(query, DOCS[:3]).tolist()
+    with pytest.raises(ValueError, match="cannot leave q1 out"):
+        served.cosines(query, DOCS[:3], exclude_query="q1")

@@ -143,7 +143,7 @@ def build_supervised(
 
     # The pipeline, pointed at the collections being built, computes features exactly as served.
     local = settings.updated(store={"collection": docs}, mode="full", ranker={"enabled": False})
-    pipeline = RankingPipeline(store, encoder, local)
+    pipeline = RankingPipeline(store, encoder, local, leave_one_out=True)
     learner_ids = sorted(data.learners)
     row_of = {q: i for i, q in enumerate(voter_ids)}
     learner_vectors = voter_vectors[[row_of[q] for q in learner_ids]]

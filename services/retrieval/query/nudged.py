@@ -49,24 +49,28 @@ class NudgedDocs:
         query_vectors: Mapping[str, npt.ArrayLike],
         judgements: Judgements,
         gamma: float = GAMMA,
+        leave_one_out: bool = False,
     ) -> None:
         """Index the vectors over ``judgements``' documents and voting queries.
 
         A document or voting query without a vector has none to give: a zero row (a document
-        without one gets NaN, as for any list it is missing from).
+        without one gets NaN, as for any list it is missing from). Only ``leave_one_out``
+        keeps the plain vectors that leaving a voting query out needs (about 10 MB, which a
+        serving process never reads).
         """
         self._gamma = gamma
         self._judgements = judgements
         dim = np.asarray(next(iter(doc_vectors.values()))).size if doc_vectors else 0
         self._has_vector = np.array([d in doc_vectors for d in judgements.docs], dtype=bool)
-        self._docs = unit(self._stack(doc_vectors, judgements.docs, dim))
-        self._queries = unit(self._stack(query_vectors, judgements.queries, dim))
+        docs = unit(self._stack(doc_vectors, judgements.docs, dim))
+        queries = unit(self._stack(query_vectors, judgements.queries, dim))
         # Each judging query counts once, whatever its grade.
         self._judges = np.asarray(judgements.binary.sum(axis=0), dtype=np.int64).ravel()
-        sums = np.asarray(judgements.binary_by_doc @ self._queries, dtype=np.float32)
+        sums = np.asarray(judgements.binary_by_doc @ queries, dtype=np.float32)
         # What a served query reads: every document nudged once, here, not per request. The
         # sums are not kept (5.6 MB): training recomputes the few rows it needs.
-        self._nudged = self._nudge(self._docs, sums, self._judges)
+        self._nudged = self._nudge(docs, sums, self._judges)
+        self._plain = (docs, queries) if leave_one_out else None
 
     def _nudge(self, docs: Vector, sums: Vector, judges: npt.NDArray[np.int64]) -> Vector:
         # Without a judge, the pull is nothing (not the rounding residue of a subtraction).
@@ -87,20 +91,26 @@ class NudgedDocs:
     ) -> npt.NDArray[np.float64]:
         """The cosine of ``query`` to each of ``doc_ids``' nudged vectors (NaN without a vector).
 
-        ``exclude_query`` (a voting query itself, in training) is left out of every sum.
+        ``exclude_query`` (a voting query itself, in training) is left out of every sum; that
+        needs a table built with ``leave_one_out``.
         """
-        if not len(doc_ids) or not self._docs.shape[1]:
+        if not len(doc_ids) or not self._nudged.shape[1]:
             return np.full(len(doc_ids), np.nan)
         at, known = positions(self._judgements.doc_index, doc_ids)
         own = self._judgements.query_index.get(exclude_query) if exclude_query else None
         if own is None:
             nudged = self._nudged[at]
+        elif self._plain is None:
+            raise ValueError(
+                f"cannot leave {exclude_query} out: this table was built without leave_one_out"
+            )
         else:
+            docs, queries = self._plain
             judged, _ = self._judgements.row(self._judgements.queries[own])
             mine = np.isin(at, judged) & known
             by_doc = self._judgements.binary_by_doc  # a few rows of it
-            sums = np.asarray(by_doc[at] @ self._queries, dtype=np.float32)
-            sums[mine] -= self._queries[own]
-            nudged = self._nudge(self._docs[at], sums, self._judges[at] - mine)
+            sums = np.asarray(by_doc[at] @ queries, dtype=np.float32)
+            sums[mine] -= queries[own]
+            nudged = self._nudge(docs[at], sums, self._judges[at] - mine)
         cos = nudged.astype(np.float64) @ unit(np.asarray(query, dtype=np.float32))
         return np.where(known & self._has_vector[at], cos, np.nan)

@@ -69,10 +69,21 @@ class _Version:
 class RankingPipeline:
     """The served ranking; same ``encode``/``rank`` stages as :class:`HybridSearcher`."""
 
-    def __init__(self, store: Store, encoder: DenseEncoder, settings: RetrievalSettings) -> None:
-        """Bind the store and settings; :meth:`refresh` finds the collections and model."""
+    def __init__(
+        self,
+        store: Store,
+        encoder: DenseEncoder,
+        settings: RetrievalSettings,
+        leave_one_out: bool = False,
+    ) -> None:
+        """Bind the store and settings; :meth:`refresh` finds the collections and model.
+
+        ``leave_one_out`` (training and the ranker lab) keeps what :meth:`candidate_set` needs
+        to leave a voting query out; serving has no use for it.
+        """
         self._store = store
         self._settings = settings
+        self._leave_one_out = leave_one_out
         s = settings
         self._hybrid = HybridSearcher(store, encoder, s.store.collection, s.hybrid, s.feedback)
         self._depths = Depths(s.hybrid.candidates, s.feedback, s.knn.neighbours)
@@ -130,7 +141,9 @@ class RankingPipeline:
         matrix = Judgements(voters.judgements, sorted(documents.info))
         lexical = LexicalVoters(voters.terms, matrix)
         judged_by = JudgedBy(voters.terms, matrix)
-        nudged = NudgedDocs(documents.vectors, voters.vectors, matrix)
+        nudged = NudgedDocs(
+            documents.vectors, voters.vectors, matrix, leave_one_out=self._leave_one_out
+        )
         table = DocTable(documents.info)
         co = CoRelevance(matrix)
         return Supervised(knn, table, matrix, names, co, lexical, judged_by, nudged, model)
