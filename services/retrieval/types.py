@@ -84,9 +84,8 @@ class Hit(NamedTuple):
     score: float
     payload: Mapping[str, Any] = NO_PAYLOAD
     sparse: SparseVector | None = None
-    dense: npt.NDArray[np.float32] | None = (
-        None  # only when asked for (``Store.scroll(vectors=True)``)
-    )
+    # Only when asked for (``Store.scroll(vectors=True)``).
+    dense: npt.NDArray[np.float32] | None = None
 
 
 @dataclass(frozen=True, slots=True)
