@@ -29,14 +29,12 @@ test: install lint lint-k8s tools-reliability tools-prometheus tools-chromium  #
 	$(PY) -m pytest -q
 	$(MAKE) --no-print-directory test-image smoke-image chart-run
 
-lint: install
-	$(BIN)/ruff check services tests deploy devtools
-	$(BIN)/ruff format --check services tests deploy devtools
-	$(BIN)/mypy
+lint: install  ## ruff, ruff format --check and mypy over every Python file (scripts/lint.sh)
+	bash scripts/lint.sh
 
 format: install
-	$(BIN)/ruff check --fix services tests deploy devtools
-	$(BIN)/ruff format services tests deploy devtools
+	$(BIN)/ruff check --fix .
+	$(BIN)/ruff format .
 
 eval: eval-rest eval-a2a  ## all quality reports (dev + test), written under reports/
 

@@ -19,20 +19,6 @@ import numpy as np
 
 from services.nfcorpus.dataset import Document, corpus_fingerprint, load_corpus
 from services.nfcorpus.download import ensure_dataset
-from services.retrieval.encoders.dense import DenseEncoder, Matrix, OnnxMiniLM
-from services.retrieval.build.versions import (
-    collection_version,
-    drop_old_versions,
-    supervised_config,
-)
-from services.retrieval.query.collection_names import ranker_collection, versioned_collection
-from services.retrieval.settings import RetrievalSettings
-from services.retrieval.encoders.sparse import Bm25Params, encode_documents
-from services.retrieval.store import open_store
-from services.retrieval.query.version_records import document_points
-from services.retrieval.types import CollectionSpec
-from services.retrieval.store.base import Store
-from services.retrieval.text import document_text
 from services.retrieval.build.training import (
     TrainingData,
     build_supervised,
@@ -40,6 +26,20 @@ from services.retrieval.build.training import (
     train_votes,
 )
 from services.retrieval.build.vector_cache import cached_vectors
+from services.retrieval.build.versions import (
+    collection_version,
+    drop_old_versions,
+    supervised_config,
+)
+from services.retrieval.encoders.dense import DenseEncoder, Matrix, OnnxMiniLM
+from services.retrieval.encoders.sparse import Bm25Params, encode_documents
+from services.retrieval.query.collection_names import ranker_collection, versioned_collection
+from services.retrieval.query.version_records import document_points
+from services.retrieval.settings import RetrievalSettings
+from services.retrieval.store import open_store
+from services.retrieval.store.base import Store
+from services.retrieval.text import document_text
+from services.retrieval.types import CollectionSpec
 from services.telemetry.logging import setup_logging
 from services.telemetry.progress import progress
 

@@ -17,16 +17,16 @@ import numpy as np
 import numpy.typing as npt
 
 from services.nfcorpus.dataset import Qrels, load_qrels, load_queries
+from services.retrieval.build.vector_cache import cached_vectors
 from services.retrieval.encoders.dense import DenseEncoder, Matrix
+from services.retrieval.encoders.sparse import encode_query
 from services.retrieval.query.collection_names import knn_collection, ranker_collection
 from services.retrieval.query.pipeline import RankingPipeline
 from services.retrieval.query.ranker import Ranker, group_rows, train
-from services.retrieval.types import EncodedQuery
-from services.retrieval.settings import RetrievalSettings
-from services.retrieval.encoders.sparse import encode_query
 from services.retrieval.query.version_records import knn_points, save_ranker, upsert_knn
+from services.retrieval.settings import RetrievalSettings
 from services.retrieval.store.base import Store
-from services.retrieval.build.vector_cache import cached_vectors
+from services.retrieval.types import EncodedQuery
 from services.telemetry.progress import progress
 
 log = logging.getLogger(__name__)
