@@ -20,6 +20,7 @@ if [[ -z $data || ! -d $data ]]; then
     trap 'rm -rf "$data"' EXIT
 fi
 version=$(default_image "$root")
+# The revision only labels the image: a build from a copy of the files, outside git, says unknown.
 revision=$(git -C "$root" rev-parse HEAD 2>/dev/null || echo unknown)
 echo "image: building $image with $ENGINE (data set from $data)"
 started=$SECONDS

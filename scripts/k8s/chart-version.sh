@@ -12,6 +12,7 @@ chart=helm/nfcorpus-retrieval
 cd "$root"
 version_of() { sed -n 's/^version: *"\{0,1\}\([^"]*\)"\{0,1\}$/\1/p'; }
 
+# Outside a git checkout (a copy of the files) there is no history to compare with either.
 if [[ $(git rev-parse --is-shallow-repository 2>/dev/null || echo true) == true ]]; then
     echo "chart-version: a shallow or missing history, the increment is not checked here"
     exit 0

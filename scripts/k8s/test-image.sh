@@ -33,9 +33,9 @@ cleanup() {
     local status=$?
     if ((status)); then
         echo "--- log of $name" >&2
-        "$ENGINE" logs "$name" 2>&1 | tail -60 >&2 || true
+        "$ENGINE" logs "$name" 2>&1 | tail -60 >&2 || true  # a log for the reader; the status kept above is what exits
     fi
-    "$ENGINE" rm --force "$name" >/dev/null 2>&1 || true
+    "$ENGINE" rm --force "$name" >/dev/null 2>&1 || true  # clean-up of what may never have started; exits with $status
     [[ -n ${compose_up:-} ]] && compose down >/dev/null 2>&1
     rm -rf "$work"
     exit "$status"

