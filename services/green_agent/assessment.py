@@ -33,7 +33,7 @@ from pydantic import BaseModel, ConfigDict, Field, HttpUrl, ValidationError
 from services.green_agent.a2a_handler import open_task
 from services.green_agent.client import TransportFailure, connect
 from services.green_agent.compat import calls_between, leaderboard_keys, qdrant_calls_total
-from services.green_agent.dataset import TestSet, load_test_set, sample_query_ids
+from services.green_agent.dataset import TestSet, fetch_test_set, sample_query_ids
 from services.green_agent.evaluator import QueryOutcome, evaluate
 from services.green_agent.render import eval_summary
 from services.green_agent.report import build_report
@@ -110,7 +110,8 @@ class AssessmentExecutor(AgentExecutor):
 
     @cache  # noqa: B019 - one executor per process; the test set is read once
     def _test_set(self) -> TestSet:
-        return load_test_set(self._settings.data_dir)
+        s = self._settings
+        return fetch_test_set(s.data_dir, s.download_url, s.download_md5)
 
     async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
         """Evaluate the named agent, reporting progress as status updates."""

@@ -24,7 +24,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from services.common.server import serve
 from services.green_agent.app import create_app
 from services.green_agent.client import Protocol_, TransportFailure, connect
-from services.green_agent.dataset import load_test_set, sample_query_ids
+from services.green_agent.dataset import fetch_test_set, sample_query_ids
 from services.green_agent.evaluator import QueryOutcome, evaluate
 from services.green_agent.load import build_load_report, run_load, stopped_by_signals
 from services.green_agent.load_html import write_load_html
@@ -53,7 +53,7 @@ def _write(report: BaseModel | dict[str, Any], out: Path | None) -> None:
 
 
 async def _eval(args: argparse.Namespace, settings: GreenSettings) -> int:
-    test_set = load_test_set(args.data_dir)
+    test_set = fetch_test_set(args.data_dir, settings.download_url, settings.download_md5)
     query_ids = sample_query_ids(test_set.query_ids, args.num_queries, args.seed)
     client = await connect(
         args.agent,
@@ -97,7 +97,7 @@ async def _eval(args: argparse.Namespace, settings: GreenSettings) -> int:
 
 
 async def _load(args: argparse.Namespace, settings: GreenSettings) -> int:
-    test_set = load_test_set(args.data_dir)
+    test_set = fetch_test_set(args.data_dir, settings.download_url, settings.download_md5)
     queries = query_pool(args.data_dir, args.queries, test_set.queries, args.seed)
     connections = args.concurrency or args.max_in_flight
     lookups_before = await cache_lookups(args.mcp_url)

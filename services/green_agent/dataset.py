@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from services.nfcorpus.dataset import Qrels, load_corpus, load_qrels, load_queries
+from services.nfcorpus.download import ensure_dataset
 
 
 @dataclass(frozen=True)
@@ -31,6 +32,15 @@ def load_test_set(data_dir: Path) -> TestSet:
     qrels = {q: judged for q, judged in load_qrels(data_dir, "test").items() if q in queries}
     doc_ids = frozenset(doc.doc_id for doc in load_corpus(data_dir))
     return TestSet({q: queries[q] for q in qrels}, qrels, doc_ids)
+
+
+def fetch_test_set(data_dir: Path, url: str, md5: str) -> TestSet:
+    """:func:`load_test_set`, first fetching the BEIR archive into ``data_dir`` if it has no corpus.
+
+    A connected machine needs no data set prepared by hand (the evaluator, the conformance
+    suite); the archive's md5 is checked before anything is unpacked.
+    """
+    return load_test_set(ensure_dataset(data_dir, url, md5))
 
 
 def sample_query_ids(population: list[str], n: int | None, seed: int) -> list[str]:

@@ -9,7 +9,7 @@ from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from services.common.auth import authorization
-from services.nfcorpus.dataset import DEFAULT_DATA_DIR
+from services.nfcorpus.dataset import BEIR_NFCORPUS_MD5, BEIR_NFCORPUS_URL, DEFAULT_DATA_DIR
 
 
 class GreenSettings(BaseSettings):
@@ -33,6 +33,10 @@ class GreenSettings(BaseSettings):
         default=DEFAULT_DATA_DIR,
         description="BEIR NFCorpus folder the test queries and judgements are read from.",
     )
+    download_url: str = Field(
+        default=BEIR_NFCORPUS_URL, description="Archive fetched when data_dir holds no corpus."
+    )
+    download_md5: str = Field(default=BEIR_NFCORPUS_MD5, description="md5 the archive must have.")
     agent_token: str | None = Field(
         default=None, description="Bearer token sent to the evaluated agent, if it requires one."
     )

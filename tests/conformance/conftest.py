@@ -2,6 +2,11 @@
 
 ``make conformance URL=http://host:port/`` checks any A2A retrieval agent; plain ``pytest`` (CI)
 starts our MCP server on the suite's small index and our purple agent in front of it.
+
+The test queries and the valid ids come from the green agent's data setting, ``GREEN_DATA_DIR``
+(default ``../shared/data/nfcorpus``): a folder with no corpus is filled from the BEIR archive
+(``GREEN_DOWNLOAD_URL``, its md5 ``GREEN_DOWNLOAD_MD5`` checked), so the suite runs on a connected
+machine with nothing prepared; ``make test-image`` points it at the files the image carries.
 """
 
 from __future__ import annotations
@@ -13,8 +18,8 @@ import httpx
 import pytest
 
 from devtools.processes import ServerProcess
-from services.green_agent.dataset import TestSet, load_test_set
-from services.nfcorpus.dataset import DEFAULT_DATA_DIR
+from services.green_agent.dataset import TestSet, fetch_test_set
+from services.green_agent.settings import GreenSettings
 
 
 @pytest.fixture(scope="session")
@@ -49,4 +54,5 @@ def rpc_url(card: dict[str, Any]) -> str:
 
 @pytest.fixture(scope="session")
 def test_set() -> TestSet:
-    return load_test_set(DEFAULT_DATA_DIR)
+    settings = GreenSettings()
+    return fetch_test_set(settings.data_dir, settings.download_url, settings.download_md5)

@@ -2,10 +2,8 @@ import gzip
 import hashlib
 import io
 import json
-import threading
 import zipfile
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -20,6 +18,7 @@ from services.nfcorpus.dataset import (
     load_queries,
 )
 from services.nfcorpus.download import ensure_dataset
+from tests.support.archive import serve_archive
 
 CORPUS: list[dict[str, object]] = [
     {"_id": "MED-1", "title": "Title one", "text": "Text one", "metadata": {"url": "http://x/1"}},
@@ -105,28 +104,8 @@ def _beir_zip() -> bytes:
 @pytest.fixture
 def archive_server() -> Iterator[tuple[str, bytes]]:
     payload = _beir_zip()
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            if self.path != "/nfcorpus.zip":
-                self.send_error(404)
-                return
-            self.send_response(200)
-            self.send_header("Content-Length", str(len(payload)))
-            self.end_headers()
-            self.wfile.write(payload)
-
-        def log_message(self, *args: object) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}", payload
-    finally:
-        server.shutdown()
-        server.server_close()
+    with serve_archive(payload) as served:
+        yield served.base_url, payload
 
 
 def test_downloads_checks_md5_and_unpacks(
