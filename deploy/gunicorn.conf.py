@@ -32,7 +32,7 @@ graceful_timeout = 40
 keepalive = 75
 accesslog = None  # the service frame logs one structured line per request instead
 errorlog = "-"
-loglevel = os.environ.get("LOG_LEVEL", "info").lower()
+loglevel = os.environ.get("LOG_LEVEL", "INFO").lower()
 # gunicorn's own lines (worker boots, timeouts, exits) in the services' format (JSON in a
 # container): one stream, one format (services/telemetry/logging.py).
 logconfig_dict = {

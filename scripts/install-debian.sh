@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Install a program from Debian's packages unless it is already there:
 #   scripts/install-debian.sh <command> <package>
-# HAProxy (the local cluster's load balancer, services/common/cluster.py) and Prometheus's
+# HAProxy (the local cluster's load balancer, devtools/cluster.py) and Prometheus's
 # promtool (the rule checks of tests/k8s/test_rules.py) come this way; see the Makefile's tools-*.
 set -euo pipefail
 command="$1"

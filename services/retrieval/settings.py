@@ -201,7 +201,9 @@ class RetrievalSettings(BaseSettings):
         description="Cache of computed document vectors, keyed by model and corpus hash.",
     )
     encode_threads: int = Field(default=1, ge=1, le=64, description="onnxruntime intra-op threads.")
-    encode_batch_size: int = Field(default=32, ge=1, le=1024)
+    encode_batch_size: int = Field(
+        default=32, ge=1, le=1024, description="Texts per encoder call when the indexer encodes."
+    )
     mode: Literal["full", "zero-shot"] = Field(
         default="full",
         description="full: kNN votes of training queries + learned ranker; zero-shot: hybrid only.",
