@@ -16,6 +16,10 @@
 
 K8S_TOOLS := .tools
 K8S_PYTHON ?= .venv/bin/python
+# The quality floor of the image and the chart's pods: NDCG@5 over all 323 test queries through
+# A2A. Served 0.5186 with a seed spread of about +-0.003; losing any ranking stage costs 0.01-0.07,
+# so below 0.51 something is lost (docs/quality.md).
+MIN_NDCG5 ?= 0.51
 
 .PHONY: tools-k8s lint-k8s test-k8s render-k8s check-k8s-rendered tools-image base-image image smoke-image test-image chart-run
 
@@ -46,8 +50,8 @@ image: base-image  ## build the nfcorpus-retrieval image (index included) with p
 smoke-image: image  ## index, serve and query from the image, hardened as in the chart
 	bash scripts/k8s/smoke-image.sh
 
-test-image: image install  ## the whole agent from the image: conformance, 323 queries (NDCG@5 >= 0.50), digest
-	SKIP_BUILD=1 bash scripts/k8s/test-image.sh
+test-image: image install tools-k8s  ## the whole agent from the image: conformance, 323 queries (NDCG@5 >= MIN_NDCG5), digest
+	SKIP_BUILD=1 MIN_NDCG5=$(MIN_NDCG5) bash scripts/k8s/test-image.sh
 
 chart-run: image install tools-k8s  ## the embedded scenario's pods as rendered, under podman -> reports/chart-run.json
-	bash scripts/k8s/chart-run.sh
+	MIN_NDCG5=$(MIN_NDCG5) bash scripts/k8s/chart-run.sh

@@ -199,7 +199,12 @@ def main() -> int:
     parser.add_argument("--namespace", default="nfcorpus-retrieval")
     parser.add_argument("--queries", type=int, default=323, help="test queries to evaluate")
     parser.add_argument("--load", type=int, default=4, help="load concurrency during rollouts")
-    parser.add_argument("--min-ndcg5", type=float, default=0.50)
+    parser.add_argument(
+        "--min-ndcg5",
+        type=float,
+        required=True,
+        help="the quality floor (make chart-run: MIN_NDCG5)",
+    )
     parser.add_argument("--out", type=Path, default=ROOT / "reports" / "chart-run.json")
     parser.add_argument("--keep", action="store_true", help="leave the containers for inspection")
     args = parser.parse_args()

@@ -3,7 +3,8 @@
 # The NFCorpus index is built into the image from the data set in NFCORPUS_DATA (default
 # ../shared/data/nfcorpus); NFCORPUS_DATA= (empty) or a missing folder makes the build download
 # the BEIR archive instead and check its md5. Extra engine flags go in BUILD_FLAGS
-# (e.g. BUILD_FLAGS="--platform linux/arm64"). Layers are cached: a rebuild after a source change
+# (e.g. BUILD_FLAGS="--platform linux/arm64"); IMAGE_TAGS adds tags (whitespace-separated: the
+# registry names a workflow publishes). Layers are cached: a rebuild after a source change
 # reuses the dependency layers (the index is rebuilt, since the sources that build it changed).
 set -euo pipefail
 
@@ -22,10 +23,12 @@ fi
 version=$(default_image "$root")
 # The revision only labels the image: a build from a copy of the files, outside git, says unknown.
 revision=$(git -C "$root" rev-parse HEAD 2>/dev/null || echo unknown)
+tags=(--tag "$image")
+for tag in ${IMAGE_TAGS:-}; do tags+=(--tag "$tag"); done
 echo "image: building $image with $ENGINE (data set from $data)"
 started=$SECONDS
 # shellcheck disable=SC2086 # BUILD_FLAGS is a list of flags
-"$ENGINE" build ${BUILD_FLAGS:-} --tag "$image" --file "$root/Dockerfile" \
+"$ENGINE" build ${BUILD_FLAGS:-} "${tags[@]}" --file "$root/Dockerfile" \
     --build-context "nfcorpus=$(cd "$data" && pwd)" \
     --build-arg "VERSION=${version#*:}" --build-arg "REVISION=$revision" "$root"
 echo "image: built in $((SECONDS - started)) s"

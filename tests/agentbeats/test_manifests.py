@@ -95,10 +95,14 @@ def test_the_workflow_builds_for_amd64_and_publishes_latest_and_semver() -> None
     text = WORKFLOW.read_text()
     workflow = yaml.safe_load(text)
     assert workflow[True]["push"] == {"branches": ["main"], "tags": ["v*"]}  # YAML's "on"
-    assert "platforms: linux/amd64" in text
+    assert "BUILD_FLAGS: --platform linux/amd64" in text
     assert "type=raw,value=latest,enable={{is_default_branch}}" in text
     assert "type=semver,pattern={{version}}" in text
-    assert "tests/conformance --agent-url" in text  # the image is tested before it is pushed
+    # The image is built and tested (conformance suite included) before it is pushed.
+    steps = workflow["jobs"]["image"]["steps"]
+    runs = [s.get("run") for s in steps]
+    publish = next(i for i, s in enumerate(steps) if s.get("name") == "Publish")
+    assert runs.index("make test-image") < publish
 
 
 def test_the_compose_scenario_runs_what_the_manifests_describe() -> None:

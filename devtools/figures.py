@@ -1,0 +1,195 @@
+"""The headline figures: one file, written by the targets that measure them, quoted by the pages.
+
+``docs/figures.json`` holds one section per measuring target: what its last run measured, with
+the date, the commit and the target's name. A page quotes a figure as
+``<!-- figure:image.ndcg@5 -->0.5186<!-- /figure -->`` (the comment is invisible when the page is
+rendered); after each run the target rewrites the section and every quote, so no page states a
+figure that its target did not measure last. tests/checks fails when a quote and the file
+disagree or a quote names a figure the file does not hold.
+
+Sections and their targets:
+  served    make eval-quality   NDCG through A2A, all 323 test queries (devtools/eval/quality.py)
+  rankings  make rankings       the digest of every test query's top 100, in-process
+  image     make test-image     the image: size, start to ready, 323 queries through A2A 0.3,
+                                the digest served and computed inside it
+  chart     make chart-run      the chart's pods: every pod Ready, 323 queries through the purple
+                                Service, the load during both rolling restarts
+
+``python -m devtools.figures SECTION REPORT`` records a section from a target's JSON report;
+``python -m devtools.figures --check`` only compares (exit 1 with the stale pages).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import re
+import subprocess
+import sys
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from devtools.processes import REPO
+
+FIGURES = REPO / "docs" / "figures.json"
+PAGES = (
+    REPO / "README.md",
+    *sorted((REPO / "docs").glob("*.md")),
+    REPO / "helm" / "nfcorpus-retrieval" / "README.md",
+    REPO / "k8s" / "README.md",
+)
+QUOTE = re.compile(r"<!-- figure:([\w.@-]+) -->(.*?)<!-- /figure -->", re.DOTALL)
+
+Figures = dict[str, dict[str, Any]]
+
+
+class FigureError(KeyError):
+    """A page quotes a figure the file does not hold."""
+
+
+def load(path: Path = FIGURES) -> Figures:
+    """Every section of the figures file (none when it does not exist yet)."""
+    return dict(json.loads(path.read_text())) if path.exists() else {}
+
+
+def lookup(figures: Figures, key: str) -> Any:
+    """The figure ``section.name``; :class:`FigureError` when the file does not hold it."""
+    section, _, name = key.partition(".")
+    try:
+        return figures[section][name]
+    except KeyError:
+        raise FigureError(f"{key}: no such figure in {FIGURES.name}") from None
+
+
+def formatted(key: str, value: Any) -> str:
+    """How a page writes a figure: by what its name says it is."""
+    name = key.rpartition(".")[2]
+    if name.startswith("ndcg@") and isinstance(value, float):
+        return f"{value:.4f}"
+    if name.endswith("sha256"):
+        return f"`{value[:8]}…`"
+    if name.endswith("_bytes"):
+        return f"{value / 1e6:.0f} MB"
+    if name.endswith("_s") and isinstance(value, float | int):
+        return f"{value:.1f} s"
+    if name.endswith("_ms") and isinstance(value, float | int):
+        return f"{value:.0f} ms"
+    if name == "commit":
+        return f"`{value[:7]}`"
+    if isinstance(value, int):
+        return f"{value:,}"
+    return str(value)
+
+
+def render(text: str, figures: Figures, strict: bool = True) -> str:
+    """``text`` with every quote holding the figure's current value.
+
+    A quote of a figure ``figures`` lacks raises :class:`FigureError`, or with ``strict`` off
+    stays as it is (a target records its own section while another's is not there yet).
+    """
+
+    def quote(match: re.Match[str]) -> str:
+        key = match.group(1)
+        try:
+            value = formatted(key, lookup(figures, key))
+        except FigureError:
+            if strict:
+                raise
+            return match.group(0)
+        return f"<!-- figure:{key} -->{value}<!-- /figure -->"
+
+    return QUOTE.sub(quote, text)
+
+
+def stale(figures: Figures, pages: tuple[Path, ...] = PAGES, strict: bool = True) -> list[Path]:
+    """The pages whose quotes differ from ``figures``."""
+    return [p for p in pages if render(p.read_text(), figures, strict) != p.read_text()]
+
+
+def _commit() -> str:
+    run = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True)
+    return run.stdout.strip() or "unknown"
+
+
+def record(
+    section: str,
+    values: Mapping[str, Any],
+    target: str,
+    path: Path = FIGURES,
+    pages: tuple[Path, ...] = PAGES,
+) -> None:
+    """Replace ``section`` with ``values`` of a run of ``target``, then rewrite every quote."""
+    figures = load(path)
+    figures[section] = {
+        **values,
+        "target": target,
+        "date": datetime.date.today().isoformat(),
+        "commit": _commit(),
+    }
+    path.write_text(json.dumps(figures, indent=2, sort_keys=True) + "\n")
+    for page in stale(figures, pages, strict=False):
+        page.write_text(render(page.read_text(), figures, strict=False))
+
+
+def _image(report: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "size_bytes": report["size_bytes"],
+        "ready_s": report["ready_s"],
+        "queries": report["queries"],
+        "failed": report["failed"],
+        "ndcg@5": report["ndcg@5"],
+        "ndcg@10": report["ndcg@10"],
+        "rankings_sha256_a2a": report["rankings_sha256_a2a"],
+        "rankings_sha256_in_process": report["rankings_sha256_in_process"],
+    }
+
+
+def _chart(report: dict[str, Any]) -> dict[str, Any]:
+    ready = [float(s) for s in report["ready_s"].values()]
+    evaluation, load_ = report["eval"], report["load"]
+    return {
+        "pods": len(ready),
+        "slowest_ready_s": max(ready),
+        "queries": evaluation["queries"],
+        "failed": evaluation["failed"],
+        "ndcg@5": evaluation["ndcg@5"],
+        "ndcg@10": evaluation["ndcg@10"],
+        "load_requests": load_["requests"],
+        "load_errors": load_["errors"],
+        "load_p50_ms": load_["p50_s"] * 1000,
+        "load_p95_ms": load_["p95_s"] * 1000,
+        "run_s": report["seconds"],
+    }
+
+
+#: Section -> its target and how its headline is read off the target's JSON report.
+FROM_REPORT: dict[str, tuple[str, Callable[[dict[str, Any]], dict[str, Any]]]] = {
+    "image": ("make test-image", _image),
+    "chart": ("make chart-run", _chart),
+}
+
+
+def main() -> None:
+    """Record a section from a target's report, or check the pages (``--check``)."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("section", nargs="?", choices=sorted(FROM_REPORT))
+    parser.add_argument("report", nargs="?", type=Path, help="the target's JSON report")
+    parser.add_argument("--check", action="store_true", help="only compare the pages")
+    args = parser.parse_args()
+    if args.check:
+        pages = stale(load())
+        if pages:
+            names = ", ".join(str(p.relative_to(REPO)) for p in pages)
+            sys.exit(f"pages that quote other figures than docs/figures.json: {names}")
+        return
+    if args.section is None or args.report is None:
+        parser.error("give a SECTION and its REPORT, or --check")
+    target, headline = FROM_REPORT[args.section]
+    record(args.section, headline(json.loads(args.report.read_text())), target)
+    print(f"figures: {args.section} from {args.report} ({target}) -> {FIGURES.relative_to(REPO)}")
+
+
+if __name__ == "__main__":
+    main()
