@@ -62,7 +62,6 @@ def test_eval_matches_the_mcp_server_called_directly(
     for k in (5, 10):
         scores = [ndcg_at_k(ids, test_set.qrels[q], k) for q, ids in direct.items()]
         assert report["metrics"][f"ndcg@{k}"] == pytest.approx(sum(scores) / len(scores), abs=1e-12)
-    assert report["metrics"]["ndcg@10"] > 0.0
     assert report["latency"]["p50_s"] > 0 and report["throughput_qps"] > 0
 
 

@@ -5,6 +5,10 @@ Each build runs the indexer CLI in its own process with its own hash seed, into 
 Before points were stored one operation each, the engine numbered the points of a batch in an
 order that changed per process; that order broke ties between equal scores, so the two rankers
 trained on different features and ranked differently.
+
+The second build starts from an empty cache: it encodes every document and query afresh and
+prepares the encoder's model again, so the encoder's own determinism is checked too, not only
+what the first build left in the vector cache.
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ from tests.conftest import SmallIndex
 TRAIN_QUERIES = "200"  # enough for a model with real splits, and for ties among duplicates
 
 
-def _build(data_dir: Path, edge: Path, hash_seed: str) -> None:
+def _build(data_dir: Path, edge: Path, hash_seed: str, cache: Path | None) -> None:
     env = {
         **os.environ,
         **BASE_ENV,
@@ -36,6 +40,8 @@ def _build(data_dir: Path, edge: Path, hash_seed: str) -> None:
         "RETRIEVAL_EDGE_PATH": str(edge),
         "RETRIEVAL_MAX_TRAIN_QUERIES": TRAIN_QUERIES,
     }
+    if cache is not None:
+        env["RETRIEVAL_CACHE_DIR"] = str(cache)
     command = [sys.executable, "-m", "services.retrieval.build.index"]
     subprocess.run(command, env=env, cwd=REPO, check=True, capture_output=True, timeout=600)
 
@@ -57,12 +63,15 @@ def test_two_builds_in_fresh_processes_serve_identical_rankings(
 ) -> None:
     data_dir = small_index.settings.data_dir
     served = []
-    for name, seed in (("a", "1"), ("b", "2")):
-        _build(data_dir, tmp_path / name, seed)
+    empty_cache = tmp_path / "empty-cache"
+    # a: with the vectors the suite's small index cached; b: from nothing, encoding afresh.
+    for name, seed, cache in (("a", "1", None), ("b", "2", empty_cache)):
+        _build(data_dir, tmp_path / name, seed, cache)
         settings = RetrievalSettings(
             data_dir=data_dir, store=StoreSettings(edge_path=tmp_path / name)
         )
         served.append(_served(settings, small_index.query_ids))
+    assert list(empty_cache.glob("vectors/*.npy"))  # b encoded and cached its own vectors
     (model_a, ranked_a), (model_b, ranked_b) = served
     assert model_a == model_b  # the same bytes: same features, same training
     assert ranked_a == ranked_b
