@@ -57,8 +57,8 @@ bench: index  ## latency benchmarks, written to reports/bench.json and reports/b
 	$(PY) -m devtools.bench.latency --out $(REPORTS)/bench
 	$(PY) -m devtools.bench.model_memory --out $(REPORTS)/model_memory.json
 
-rankings: index  ## every test query's top 100 ids and their digest -> reports/rankings.json (EXPECT=sha256 checks it)
-	$(PY) -m devtools.eval.rankings --out $(REPORTS)/rankings.json $(if $(EXPECT),--expect $(EXPECT))
+rankings: index  ## every test query's top 100 ids and their digest -> reports/rankings.json, docs/figures.json (EXPECT=sha256 or EXPECT=recorded checks it)
+	$(PY) -m devtools.eval.rankings --out $(REPORTS)/rankings.json --record $(if $(EXPECT),--expect $(EXPECT))
 
 tools-reliability:  ## HAProxy from Debian: the load balancer of the local cluster
 	bash scripts/install-debian.sh haproxy haproxy

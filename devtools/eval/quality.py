@@ -22,6 +22,7 @@ import time
 from typing import Any
 
 from devtools.eval.doc_sections import replace_section
+from devtools.figures import record
 from devtools.processes import BASE_ENV, REPO, ServerProcess
 from services.green_agent.rest_eval import evaluate_rest
 from services.nfcorpus.dataset import DEFAULT_DATA_DIR, Split
@@ -106,6 +107,17 @@ def write(rows: list[tuple[str, dict[str, dict[str, float]]]], served: dict[str,
         f"p50 {a2a['latency']['p50_s'] * 1000:.1f} ms at concurrency 4.",
     ]
     replace_section(REPO / "docs" / "quality.md", "ablation", "\n".join(lines))
+    record(
+        "served",
+        {
+            "queries": a2a["num_queries"],
+            "answered": a2a["answered"],
+            "ndcg@5": metrics["ndcg@5"],
+            "ndcg@10": metrics["ndcg@10"],
+            "p50_ms": a2a["latency"]["p50_s"] * 1000,
+        },
+        "make eval-quality",
+    )
     out = REPO / "reports" / "quality.json"
     out.parent.mkdir(exist_ok=True)
     out.write_text(json.dumps({"stages": rows, "served": served, "a2a": metrics}, indent=2) + "\n")

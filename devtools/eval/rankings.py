@@ -49,8 +49,20 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=Path("reports/rankings.json"))
     parser.add_argument("--depth", type=int, default=DEPTH)
-    parser.add_argument("--expect", help="the digest a ranking-neutral change must keep")
+    parser.add_argument(
+        "--expect",
+        help="the digest a ranking-neutral change must keep ('recorded': docs/figures.json's)",
+    )
+    parser.add_argument(
+        "--record",
+        action="store_true",
+        help="write the digest to docs/figures.json (make rankings)",
+    )
     args = parser.parse_args()
+    if args.expect == "recorded":
+        from devtools.figures import load  # not in the image, where this file also runs
+
+        args.expect = load()["rankings"]["sha256"]
     rankings = test_rankings(RetrievalSettings(), args.depth)
     found = digest(rankings)
     if args.out.exists() and args.expect:
@@ -63,6 +75,15 @@ def main() -> None:
     print(f"{len(rankings)} test queries, top {args.depth}: sha256 {found}")
     if args.expect and args.expect != found:
         sys.exit(f"rankings changed: expected {args.expect}")
+    if args.record:
+        # Imported here: the image runs this file alone (make test-image), without devtools.
+        from devtools.figures import record
+
+        record(
+            "rankings",
+            {"queries": len(rankings), "depth": args.depth, "sha256": found},
+            "make rankings",
+        )
 
 
 if __name__ == "__main__":
