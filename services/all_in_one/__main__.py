@@ -1,6 +1,8 @@
 """``python -m services.all_in_one --host 0.0.0.0 --port 9009 --card-url URL``: the whole agent.
 
-The image's entrypoint, with the AgentBeats flags. It starts the MCP server on the baked index at
+The image's entrypoint, with the AgentBeats flags (the image's CMD and the manifests pass
+``--host 0.0.0.0``; without it the agent listens on loopback only, as every server of the
+project does by default). It starts the MCP server on the baked index at
 ``127.0.0.1:--mcp-port`` (inside the container only) and the purple agent on ``--host:--port``
 pointed at it; the agent stays unready until the MCP server answers, so the container is ready
 when both are. ``--mcp-url URL`` names an external search server instead, and then no local one
@@ -55,14 +57,22 @@ def children(args: argparse.Namespace, agent_args: list[str]) -> list[Child]:
     return servers
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Parse the flags and supervise the servers until a stop signal."""
+def argument_parser() -> argparse.ArgumentParser:
+    """The command line; unknown flags go to the purple agent."""
     parser = argparse.ArgumentParser(prog="python -m services.all_in_one", description=__doc__)
-    parser.add_argument("--host", default="0.0.0.0", help="the agent's bind address")
+    parser.add_argument(
+        "--host", default="127.0.0.1", help="the agent's bind address (0.0.0.0 in a container)"
+    )
     parser.add_argument("--port", type=int, default=9009, help="the agent's port")
     parser.add_argument("--card-url", help="URL in the agent card (default: http://HOST:PORT/)")
     parser.add_argument("--mcp-url", help="an external search server: no local one starts")
     parser.add_argument("--mcp-port", type=int, default=8000, help="the local MCP server's port")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Parse the flags and supervise the servers until a stop signal."""
+    parser = argument_parser()
     args, agent_args = parser.parse_known_args(argv)
     if args.mcp_url is None and args.mcp_port == args.port:
         # Both servers bind the loopback port, so the second would die with "address in use".

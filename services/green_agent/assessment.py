@@ -12,6 +12,9 @@ Request (message text or data part)::
 evaluator's ``mcp_server_url`` (its vector search calls are counted over the run) and a shard of
 a sharded run (:mod:`services.green_agent.shards`). The result's data part holds the public
 evaluator's leaderboard keys (:mod:`services.green_agent.compat`) beside our full report.
+
+Every URL of the request must be on an allowed origin (:mod:`services.green_agent.egress`), or
+the task fails saying which and why before any request goes out.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from services.green_agent.a2a_handler import open_task
 from services.green_agent.client import TransportFailure, connect
 from services.green_agent.compat import calls_between, leaderboard_keys, qdrant_calls_total
 from services.green_agent.dataset import TestSet, fetch_test_set, sample_query_ids
+from services.green_agent.egress import AllowedOrigins
 from services.green_agent.evaluator import QueryOutcome, evaluate
 from services.green_agent.render import eval_summary
 from services.green_agent.report import build_report
@@ -86,6 +90,16 @@ def parse_assessment(message: Message | None) -> AssessmentRequest:
     return request
 
 
+def check_destinations(request: AssessmentRequest, allowed: AllowedOrigins) -> None:
+    """Refuse a request naming a URL outside ``allowed``; ``ValueError`` says which and why."""
+    named = [(f"participant {role!r}", str(url)) for role, url in request.participants.items()]
+    if request.config.mcp_server_url:
+        named.append(("config.mcp_server_url", request.config.mcp_server_url))
+    for what, url in named:
+        if (reason := allowed.refusal(url)) is not None:
+            raise ValueError(f"{what} {url} is refused: {reason}")
+
+
 @dataclass(frozen=True, slots=True)
 class Assessment:
     """A parsed request, resolved against the test set: who to ask what, and how."""
@@ -107,6 +121,7 @@ class AssessmentExecutor(AgentExecutor):
 
     def __init__(self, settings: GreenSettings) -> None:
         self._settings = settings
+        self._allowed = settings.origins()
 
     @cache  # noqa: B019 - one executor per process; the test set is read once
     def _test_set(self) -> TestSet:
@@ -128,18 +143,19 @@ class AssessmentExecutor(AgentExecutor):
             _say(updater, f"evaluating {agent} on {queries} test queries{of_shard}")
         )
         server = assessment.config.mcp_server_url
-        calls_before = await qdrant_calls_total(server)
+        calls_before = await qdrant_calls_total(server, self._allowed)
         try:
             outcomes, wall_s = await self._run(assessment, updater)
         except TransportFailure as e:
             await updater.failed(_say(updater, f"cannot reach {agent}: {e}"))
             return
-        calls = calls_between(calls_before, await qdrant_calls_total(server))
+        calls = calls_between(calls_before, await qdrant_calls_total(server, self._allowed))
         await self._report(assessment, outcomes, wall_s, calls, updater)
 
     async def _parse(self, message: Message | None) -> Assessment:
         """The request and its sample of test queries; ``ValueError`` says what is wrong."""
         request = parse_assessment(message)
+        check_destinations(request, self._allowed)
         test_set = await asyncio.to_thread(self._test_set)  # the first call reads the files
         config = request.config
         sample = sample_query_ids(test_set.query_ids, config.num_queries, config.random_seed)
@@ -157,7 +173,11 @@ class AssessmentExecutor(AgentExecutor):
         a = assessment
         settings = self._settings
         client = await connect(
-            a.agent, a.protocol, settings.timeout_s, authorization=settings.agent_authorization()
+            a.agent,
+            a.protocol,
+            settings.timeout_s,
+            authorization=settings.agent_authorization(),
+            allowed=self._allowed,
         )
         done = 0
         step = max(1, len(a.query_ids) // 10)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from a2a.types import AgentCapabilities, AgentCard, AgentSkill
 
-from services.common.a2a import jsonrpc_interfaces, provider
+from services.common.a2a import jsonrpc_interfaces, provider, require_bearer
 
 EXAMPLE = (
     '{"participants": {"retrieval_agent": "http://127.0.0.1:9010/"}, '
@@ -12,8 +12,8 @@ EXAMPLE = (
 )
 
 
-def build_card(url: str) -> AgentCard:
-    """Build the evaluator's card announcing ``url``."""
+def build_card(url: str, *, authenticated: bool = False) -> AgentCard:
+    """Build the evaluator's card announcing ``url`` (and the bearer scheme, when it wants one)."""
     skill = AgentSkill(
         id="nfcorpus_assessment",
         name="NFCorpus retrieval assessment",
@@ -27,7 +27,7 @@ def build_card(url: str) -> AgentCard:
         input_modes=["text/plain", "application/json"],
         output_modes=["text/plain", "application/json"],
     )
-    return AgentCard(
+    card = AgentCard(
         name="NFCorpus retrieval evaluator",
         description="Green agent: evaluates a retrieval agent on the NFCorpus test split.",
         version="0.1.0",
@@ -38,3 +38,4 @@ def build_card(url: str) -> AgentCard:
         default_output_modes=["text/plain", "application/json"],
         skills=[skill],
     )
+    return require_bearer(card) if authenticated else card

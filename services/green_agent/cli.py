@@ -6,6 +6,10 @@ Ctrl-C ends it early with its report. ``load --html
 PATH`` also writes the report as one self-contained HTML page (throughput and latency over time,
 latency histogram, failures), e.g. ``load --agent URL --duration 30 --concurrency 4 --html
 load.html``. ``rest`` scores an MCP server's ``POST /search_nfcorpus`` directly, on whole splits.
+
+``eval``, ``load`` and ``rest`` call the URLs a person typed on the command line: they send the
+token to that agent and follow its card as they always have. ``GREEN_ALLOWED_ORIGINS`` binds
+``serve``, whose URLs come in requests from whoever reaches it (:mod:`.egress`).
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ import asyncio
 import json
 import sys
 from pathlib import Path
-from typing import Any, cast, get_args
+from typing import Any, get_args
 
 from pydantic import BaseModel
 from rich.console import Console
@@ -30,10 +34,9 @@ from services.green_agent.load import build_load_report, run_load, stopped_by_si
 from services.green_agent.load_html import write_load_html
 from services.green_agent.render import eval_tables, load_table
 from services.green_agent.report import build_report
-from services.green_agent.rest_eval import evaluate_rest, table
-from services.green_agent.settings import GreenSettings
+from services.green_agent.rest_eval import evaluate_rest, splits_argument, table
+from services.green_agent.settings import GreenSettings, load_settings
 from services.green_agent.workload import QueryPool, cache_effect, cache_lookups, query_pool
-from services.nfcorpus.dataset import Split
 from services.telemetry.logging import setup_logging
 from services.telemetry.tracing import setup_tracing
 
@@ -156,14 +159,6 @@ async def _rest(args: argparse.Namespace, _: GreenSettings) -> int:
     return 0
 
 
-def _splits(text: str) -> list[Split]:
-    splits = [s.strip() for s in text.split(",")]
-    unknown = [s for s in splits if s not in get_args(Split)]
-    if unknown:
-        raise argparse.ArgumentTypeError(f"unknown split {unknown[0]!r}")
-    return [cast(Split, s) for s in splits]
-
-
 def _parser(settings: GreenSettings) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m services.green_agent", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
@@ -210,10 +205,13 @@ def _parser(settings: GreenSettings) -> argparse.ArgumentParser:
     serve.add_argument("--port", type=int, default=settings.port)
     serve.add_argument("--card-url", default=settings.card_url)
     serve.add_argument("--data-dir", type=Path, default=settings.data_dir)
+    serve.add_argument("--allowed-origins", help="where assessments may point (comma list)")
 
     rest = commands.add_parser("rest", help="score an MCP server's REST search on whole splits")
     rest.add_argument("--url", default="http://127.0.0.1:8000", help="MCP server base URL")
-    rest.add_argument("--splits", type=_splits, default=["dev", "test"], help="e.g. dev,test")
+    rest.add_argument(
+        "--splits", type=splits_argument, default=["dev", "test"], help="e.g. dev,test"
+    )
     rest.add_argument("--concurrency", type=int, default=1)
     rest.add_argument("--out", type=Path, help="write the JSON report here")
     rest.add_argument("--data-dir", type=Path, default=settings.data_dir)
@@ -221,30 +219,27 @@ def _parser(settings: GreenSettings) -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run one command; returns the exit status."""
-    settings = GreenSettings()
-    parser = _parser(settings)
-    args = parser.parse_args(argv)
-    setup_logging()
-    if args.command == "serve":
-        served = settings.model_copy(
-            update={
-                "host": args.host,
-                "port": args.port,
-                "card_url": args.card_url,
-                "data_dir": args.data_dir,
-            }
-        )
-        serve(create_app(served), args.host, args.port)
-        return 0
-    if args.command == "load" and not 0 < args.duration <= MAX_LOAD_SECONDS:
-        parser.error(f"--duration must be within (0, {MAX_LOAD_SECONDS:g}] seconds")
-    if args.command == "load" and (args.concurrency or args.rate or 0) <= 0:
-        parser.error("--concurrency and --rate must be positive")
-    setup_tracing("green-agent")
-    runner = {"eval": _eval, "load": _load, "rest": _rest}[args.command]
+    """Run one command; returns the exit status (2: a bad setting or an unreachable agent)."""
     try:
-        return asyncio.run(runner(args, settings))
+        settings = load_settings()
+        parser = _parser(settings)
+        args = parser.parse_args(argv)
+        if args.command == "serve":  # its flags are checked as the environment is
+            flags = ("host", "port", "card_url", "data_dir", "allowed_origins")
+            settings = load_settings(**{f: v for f in flags if (v := getattr(args, f)) is not None})
+        setup_logging()
+        if args.command == "serve":
+            app = create_app(settings)  # reads the tokens: an unusable one stops the start
+        else:
+            if args.command == "load" and not 0 < args.duration <= MAX_LOAD_SECONDS:
+                parser.error(f"--duration must be within (0, {MAX_LOAD_SECONDS:g}] seconds")
+            if args.command == "load" and (args.concurrency or args.rate or 0) <= 0:
+                parser.error("--concurrency and --rate must be positive")
+            setup_tracing("green-agent")
+            runner = {"eval": _eval, "load": _load, "rest": _rest}[args.command]
+            return asyncio.run(runner(args, settings))
     except (TransportFailure, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    serve(app, settings.host, settings.port)
+    return 0

@@ -20,6 +20,7 @@ from a2a.helpers import get_data_parts
 from a2a.types import Message, Part, Role, SendMessageRequest, Task, TaskState
 
 from services.green_agent.contract import Reply, ReplyPart
+from services.green_agent.egress import AllowedOrigins, refused_in
 from services.telemetry.tracing import inject_headers
 
 Protocol_ = Literal["1.0", "0.3"]
@@ -56,19 +57,28 @@ async def _inject_trace(request: httpx.Request) -> None:
 
 
 def _http_client(
-    timeout_s: float, max_connections: int, authorization: str | None
+    timeout_s: float,
+    max_connections: int,
+    authorization: str | None,
+    allowed: AllowedOrigins | None,
 ) -> httpx.AsyncClient:
+    # With ``allowed``, a request to another origin (the URL a card names) is refused before it
+    # leaves, with the token it would carry. Redirects are not followed: a 3xx is an answer.
+    hooks = [allowed.guard] if allowed is not None else []
     return httpx.AsyncClient(
         timeout=timeout_s,
         limits=httpx.Limits(max_connections=max_connections),
         headers={"authorization": authorization} if authorization else None,
-        event_hooks={"request": [_inject_trace]},
+        event_hooks={"request": [*hooks, _inject_trace]},
+        follow_redirects=False,
     )
 
 
 def _failure(error: Exception) -> TransportFailure:
     if isinstance(error, TransportFailure):
         return error
+    if (refused := refused_in(error)) is not None:
+        return TransportFailure("refused", str(refused))
     text = str(error) or type(error).__name__
     timed_out = (
         isinstance(error, httpx.TimeoutException) or "timeout" in type(error).__name__.lower()
@@ -126,12 +136,20 @@ class SdkAgentClient:
 
     @classmethod
     async def connect(
-        cls, url: str, timeout_s: float, max_connections: int, authorization: str | None = None
+        cls,
+        url: str,
+        timeout_s: float,
+        max_connections: int,
+        authorization: str | None = None,
+        allowed: AllowedOrigins | None = None,
     ) -> SdkAgentClient:
         """Resolve the agent card once and build a client over a pooled connection."""
-        http = _http_client(timeout_s, max_connections, authorization)
+        http = _http_client(timeout_s, max_connections, authorization, allowed)
         try:
             card = await A2ACardResolver(http, url).get_agent_card()
+            urls = [i.url for i in card.supported_interfaces]  # refused before any request there
+            if allowed is not None and (refused := allowed.first_refusal(urls)):
+                raise TransportFailure("refused", f"the agent card names {refused}")
             client = await create_client(card, ClientConfig(httpx_client=http, streaming=False))
         except Exception as e:
             await http.aclose()
@@ -165,13 +183,18 @@ class LegacyAgentClient:
     """Protocol 0.3 exactly as an a2a-sdk 0.3 green agent speaks it."""
 
     def __init__(
-        self, url: str, timeout_s: float, max_connections: int, authorization: str | None = None
+        self,
+        url: str,
+        timeout_s: float,
+        max_connections: int,
+        authorization: str | None = None,
+        allowed: AllowedOrigins | None = None,
     ) -> None:
         self._url = url.rstrip("/")
         # Each query talks to two URLs, the card's and the one the card names, which may be two
         # hosts (a Service's short and long names): a pool of one per query would close and
         # reopen a connection for nearly every request.
-        self._http = _http_client(timeout_s, 2 * max_connections, authorization)
+        self._http = _http_client(timeout_s, 2 * max_connections, authorization, allowed)
 
     async def ask(self, query: str, top_k: int) -> Reply:
         """Fetch the card, post ``message/send`` to its ``url``, read the task."""
@@ -210,11 +233,13 @@ async def connect(
     timeout_s: float = 60.0,
     max_connections: int = 100,
     authorization: str | None = None,
+    allowed: AllowedOrigins | None = None,
 ) -> AgentClient:
     """Open a client of the agent at ``url`` speaking ``protocol``.
 
-    ``authorization`` is the ``Authorization`` header of every request (an agent with tokens).
+    ``authorization`` is the ``Authorization`` header of every request (an agent with tokens);
+    with ``allowed``, no request goes to another origin (:mod:`services.green_agent.egress`).
     """
     if protocol == "0.3":
-        return LegacyAgentClient(url, timeout_s, max_connections, authorization)
-    return await SdkAgentClient.connect(url, timeout_s, max_connections, authorization)
+        return LegacyAgentClient(url, timeout_s, max_connections, authorization, allowed)
+    return await SdkAgentClient.connect(url, timeout_s, max_connections, authorization, allowed)

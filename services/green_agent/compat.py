@@ -24,6 +24,7 @@ from collections.abc import Sequence
 
 import httpx
 
+from services.green_agent.egress import AllowedOrigins
 from services.green_agent.evaluator import QueryOutcome
 from services.nfcorpus.dataset import Qrels
 from services.nfcorpus.metrics import ndcg_at_k_retrieved_ideal
@@ -81,12 +82,20 @@ def health_check_url(mcp_server_url: str) -> str:
     return server_base(mcp_server_url) + "/health_check"
 
 
-async def qdrant_calls_total(mcp_server_url: str | None) -> int | None:
-    """The server's ``qdrant_calls_total`` now; None when unnamed, unreachable or silent on it."""
+async def qdrant_calls_total(
+    mcp_server_url: str | None, allowed: AllowedOrigins | None = None
+) -> int | None:
+    """The server's ``qdrant_calls_total`` now; None when unnamed, unreachable or silent on it.
+
+    With ``allowed``, no request goes to another origin (redirects are not followed either).
+    """
     if not mcp_server_url:
         return None
+    hooks = {"request": [allowed.guard]} if allowed is not None else None
     try:
-        async with httpx.AsyncClient(timeout=10) as client:
+        async with httpx.AsyncClient(
+            timeout=10, event_hooks=hooks, follow_redirects=False
+        ) as client:
             answer = await client.post(health_check_url(mcp_server_url), json={})
             answer.raise_for_status()
             value = answer.json().get("qdrant_calls_total")

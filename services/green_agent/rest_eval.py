@@ -8,11 +8,13 @@ agent: the ablation table and the retrieval experiments measure the search itsel
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import time
 from collections.abc import Sequence
 from pathlib import Path
 from statistics import median, quantiles
+from typing import cast, get_args
 
 import httpx
 
@@ -20,6 +22,15 @@ from services.nfcorpus.dataset import Split, load_qrels, load_queries
 from services.nfcorpus.metrics import mean_over_queries
 
 DEPTH = 10
+
+
+def splits_argument(text: str) -> list[Split]:
+    """``--splits dev,test``: the named splits; an unknown one is refused by name."""
+    splits = [s.strip() for s in text.split(",")]
+    unknown = [s for s in splits if s not in get_args(Split)]
+    if unknown:
+        raise argparse.ArgumentTypeError(f"unknown split {unknown[0]!r}")
+    return [cast(Split, s) for s in splits]
 
 
 async def _run_split(

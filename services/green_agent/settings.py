@@ -3,17 +3,23 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import Field
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import Field, ValidationError, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-from services.common.auth import authorization
+from services.common.auth import AuthFields, authorization
+from services.green_agent.egress import LOOPBACK, AllowedOrigins
 from services.nfcorpus.dataset import BEIR_NFCORPUS_MD5, BEIR_NFCORPUS_URL, DEFAULT_DATA_DIR
 
 
-class GreenSettings(BaseSettings):
-    """Configuration of the evaluator, as a CLI or as an A2A server."""
+class GreenSettings(BaseSettings, AuthFields):
+    """Configuration of the evaluator, as a CLI or as an A2A server.
+
+    ``GREEN_AUTH_TOKENS[_FILE]`` are the callers the A2A server accepts;
+    ``GREEN_ALLOWED_ORIGINS`` where the URLs of their requests may point
+    (:mod:`services.green_agent.egress`).
+    """
 
     model_config = SettingsConfigDict(env_prefix="GREEN_", extra="ignore")
 
@@ -43,6 +49,25 @@ class GreenSettings(BaseSettings):
     agent_token_file: Path | None = Field(
         default=None, description="File holding the evaluated agent's token (a mounted Secret)."
     )
+    allowed_origins: Annotated[list[str], NoDecode] = Field(
+        default=list(LOOPBACK),
+        description="Origins the URLs of an assessment request may point to (comma list: "
+        "http://host:port, host:port, host:* for any port, '*' for any origin).",
+    )
+
+    @field_validator("allowed_origins", mode="before")
+    @classmethod
+    def _split(cls, value: object) -> object:
+        if isinstance(value, str):
+            value = value.split(",")
+        if isinstance(value, list | tuple):
+            AllowedOrigins(str(v) for v in value)  # a bad entry stops the start, with its reason
+            return [str(v).strip() for v in value if str(v).strip()]
+        return value
+
+    def origins(self) -> AllowedOrigins:
+        """The parsed allow-list of the A2A server."""
+        return AllowedOrigins(self.allowed_origins)
 
     def agent_authorization(self) -> str | None:
         """The ``Authorization`` header value for the evaluated agent, if a token is set."""
@@ -52,3 +77,16 @@ class GreenSettings(BaseSettings):
     def public_url(self) -> str:
         """The URL the agent card announces."""
         return self.card_url or f"http://{self.host}:{self.port}/"
+
+
+def load_settings(**overrides: Any) -> GreenSettings:
+    """The environment's settings with ``overrides`` (flags); ``ValueError`` names the bad one."""
+    try:
+        return GreenSettings(**overrides)
+    except ValidationError as e:
+        problems = [
+            f"GREEN_{'_'.join(map(str, err['loc'])).upper()}: "
+            + err["msg"].removeprefix("Value error, ")
+            for err in e.errors(include_url=False)
+        ]
+        raise ValueError("; ".join(problems)) from None

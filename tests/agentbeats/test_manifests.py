@@ -23,6 +23,7 @@ import yaml
 
 from devtools.processes import REPO
 from services.green_agent.assessment import ROLE, AssessmentConfig
+from services.green_agent.egress import AllowedOrigins
 
 MANIFESTS = {"purple": REPO / "amber-manifest.json5", "green": REPO / "amber-manifest.green.json5"}
 WORKFLOW = REPO / ".github/workflows/image.yml"
@@ -118,3 +119,34 @@ def test_the_compose_scenario_runs_what_the_manifests_describe() -> None:
             argv = [*_image_entrypoint(), *argv]
         assert argv[: len(expected)] == expected, service
         assert spec["read_only"] is True and spec["cap_drop"] == ["ALL"]
+
+
+def _compose_default(value: str) -> str:
+    """What compose substitutes for ``${VAR:-default}`` when VAR is unset."""
+    return re.sub(r"\$\{\w+:-([^}]*)\}", r"\1", value)
+
+
+def test_compose_publishes_on_loopback_and_the_green_agent_calls_only_its_participant() -> None:
+    services = yaml.safe_load((REPO / "compose.yaml").read_text())["services"]
+    for name, spec in services.items():
+        for port in spec["ports"]:
+            assert _compose_default(port).startswith("127.0.0.1:"), name
+    command = services["retrieval-agent"]["command"]
+    participant = command[command.index("--card-url") + 1]  # the URL its card names
+    allowed = AllowedOrigins(
+        _compose_default(services["green-agent"]["environment"]["GREEN_ALLOWED_ORIGINS"]).split(",")
+    )
+    assert allowed.refusal(participant) is None
+    assert allowed.refusal("http://green-agent:9009/") is not None
+
+
+@pytest.mark.parametrize(
+    "slot_url", ["http://127.0.0.1:20000", "http://c1-retrieval.scenario-x.svc.cluster.local:9009"]
+)
+def test_the_green_manifest_allows_the_slot_and_the_gateways_proxy(slot_url: str) -> None:
+    env = _load("green")["program"]["env"]
+    value = env["GREEN_ALLOWED_ORIGINS"].replace("${slots.retrieval_agent.url}", slot_url)
+    allowed = AllowedOrigins(value.split(","))  # as Amber renders it for docker or Kubernetes
+    for url in (slot_url + "/", f"http://127.0.0.1:41234/{ROLE}"):
+        assert allowed.refusal(url) is None, url
+    assert allowed.refusal("http://169.254.169.254/") is not None

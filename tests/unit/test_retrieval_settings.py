@@ -60,7 +60,7 @@ def test_every_flat_variable_lands_in_its_group(monkeypatch: pytest.MonkeyPatch)
 
 
 def test_every_grouped_variable_is_tested() -> None:
-    # That the README documents each: tests/checks/test_docs_match_code.py, for every variable.
+    # That the README documents each: tests/checks/test_settings_table.py, for every variable.
     assert _grouped_names() <= set(FLAT)
 
 

@@ -74,6 +74,21 @@ post to the card's URL from wherever they run (another namespace, a leaderboard'
 {{- printf "http://%s.%s.svc.%s:%v/" (include "nfcorpus.componentName" (dict "root" . "component" "purple-agent")) .Release.Namespace .Values.clusterDomain .Values.purpleAgent.service.port }}
 {{- end }}
 
+{{/* GREEN_ALLOWED_ORIGINS of a green agent serving assessments beside the release: the release's
+Services (purple agent, MCP server) under each of their names (short, namespaced, .svc, fully
+qualified), on their ports. An assessment naming any other URL fails before a request goes out. */}}
+{{- define "nfcorpus.greenAllowedOrigins" -}}
+{{- $origins := list }}
+{{- range $component, $port := dict "purple-agent" .Values.purpleAgent.service.port "mcp-server" .Values.mcpServer.service.port }}
+{{- $svc := include "nfcorpus.componentName" (dict "root" $ "component" $component) }}
+{{- $ns := $.Release.Namespace }}
+{{- range $name := list $svc (printf "%s.%s" $svc $ns) (printf "%s.%s.svc" $svc $ns) (printf "%s.%s.svc.%s" $svc $ns $.Values.clusterDomain) }}
+{{- $origins = append $origins (printf "%s:%v" $name $port) }}
+{{- end }}
+{{- end }}
+{{- join "," $origins }}
+{{- end }}
+
 {{- define "nfcorpus.mcpUrl" -}}
 {{- printf "http://%s:%v/mcp" (include "nfcorpus.componentName" (dict "root" . "component" "mcp-server")) .Values.mcpServer.service.port }}
 {{- end }}

@@ -1,16 +1,11 @@
-"""The pages say what the code does, checked both ways.
-
-- Every environment variable a settings class or a module of the shipped code (services/,
-  deploy/) reads is a row of the README's settings table, with the default the code has; every
-  variable in the table is read by the code.
-- Every ``python -m`` module, ``make`` target and repository path a page names exists.
-"""
+"""The README's settings table and the code agree, both ways: every environment variable a
+settings class or a module of the shipped code (services/, deploy/) reads is a row of the table,
+with the default the code has, and every variable in the table is read by the code."""
 
 from __future__ import annotations
 
 import ast
 import importlib
-import importlib.util
 import pkgutil
 import re
 from collections import defaultdict
@@ -18,7 +13,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pytest
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 from pydantic_settings import BaseSettings
@@ -27,23 +21,7 @@ import services
 from devtools.processes import REPO
 from services.nfcorpus.dataset import DEFAULT_DATA_DIR
 from services.retrieval.settings import REPO_ROOT, Env
-from tests.checks.test_workflows import make_graph
 
-PAGES = [
-    REPO / "README.md",
-    *sorted((REPO / "docs").glob("*.md")),
-    REPO / "helm" / "nfcorpus-retrieval" / "README.md",
-    REPO / "k8s" / "README.md",
-]
-#: Files whose comments name repository paths, make targets and modules too.
-COMMENTED = [
-    REPO / "Makefile",
-    *sorted((REPO / "mk").glob("*.mk")),
-    *sorted((REPO / "scripts").rglob("*.sh")),
-    *sorted((REPO / ".github" / "workflows").glob("*.yml")),
-    REPO / "Dockerfile",
-    REPO / "compose.yaml",
-]
 PREFIXES = ("RETRIEVAL_", "MCP_", "PURPLE_", "GREEN_", "SERVER_", "OTEL_", "LOG_", "PROMETHEUS_")
 
 
@@ -230,51 +208,3 @@ def test_the_table_parser_splits_rows_that_name_several_variables() -> None:
     }
     assert default_matches("—", "— (authentication off)")
     assert not default_matches("1", "`10`")
-
-
-# --- what pages name ---------------------------------------------------------------------------
-
-
-def _named(pattern: str) -> Iterator[tuple[Path, str]]:
-    for page in PAGES:
-        for match in re.finditer(pattern, page.read_text()):
-            yield page, match.group(1)
-    for path in COMMENTED:
-        for line in path.read_text().splitlines():
-            if line.lstrip().startswith("#"):
-                for match in re.finditer(pattern, line):
-                    yield path, match.group(1)
-
-
-def _where(path: Path) -> str:
-    return str(path.relative_to(REPO))
-
-
-def test_every_python_module_a_page_names_exists() -> None:
-    missing = {
-        f"{_where(page)}: python -m {module}"
-        for page, module in _named(r"python3? -m ([A-Za-z_][\w.]*[A-Za-z_])")
-        if module != "module" and importlib.util.find_spec(module) is None
-    }
-    assert not missing, sorted(missing)
-
-
-def test_every_make_target_a_page_names_exists() -> None:
-    targets = set(make_graph())
-    missing = {
-        f"{_where(page)}: make {target}"
-        for page, target in _named(r"\bmake ([a-z][a-z0-9-]*[a-z0-9])\b")
-        if target not in targets
-    }
-    assert not missing, sorted(missing)
-
-
-@pytest.mark.parametrize("top", ["services", "devtools", "deploy", "tests", "scripts", "docs"])
-def test_every_repository_path_a_page_names_exists(top: str) -> None:
-    pattern = rf"(?<![\w./-])({top}/[\w./-]*\w)"
-    missing = {
-        f"{_where(page)}: {path}"
-        for page, path in _named(pattern)
-        if not any(c in path for c in "*{") and not (REPO / path).exists()
-    }
-    assert not missing, sorted(missing)
