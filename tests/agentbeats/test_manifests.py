@@ -40,27 +40,66 @@ def _load(which: str) -> dict[str, Any]:
     return dict(json5.loads(MANIFESTS[which].read_text()))
 
 
+def amber_problems(manifest: dict[str, Any]) -> list[str]:
+    """What Amber would refuse in ``manifest``; empty when nothing."""
+    problems = []
+    if manifest.get("manifest_version") != "0.1.0":
+        problems.append(f"manifest_version {manifest.get('manifest_version')!r} is not 0.1.0")
+    schema = manifest.get("config_schema", {})
+    try:
+        jsonschema.Draft202012Validator.check_schema(schema)
+    except jsonschema.SchemaError as e:
+        problems.append(f"config_schema is no JSON Schema: {e.message}")
+    if schema.get("type") != "object":
+        problems.append("config_schema is not an object schema")
+    program = manifest.get("program", {})
+    missing = {"image", "entrypoint", "network"} - set(program)
+    if missing:
+        return [*problems, f"program lacks {sorted(missing)}"]
+    env = program.get("env", {})
+    problems += [f"env {k} is not a string" for k, v in env.items() if not isinstance(v, str)]
+    listed = program["network"]["endpoints"]
+    endpoints = {e["name"]: e["port"] for e in listed}
+    if len(endpoints) != len(listed):
+        problems.append("two endpoints share a name")
+    for name, provided in manifest.get("provides", {}).items():
+        if provided.get("kind") != "a2a" or provided.get("endpoint") not in endpoints:
+            problems.append(f"provides {name}: not an a2a capability on a declared endpoint")
+    for export in set(manifest.get("exports", {}).values()) - set(manifest.get("provides", {})):
+        problems.append(f"exports {export}, which it does not provide")
+    slots = set(manifest.get("slots", {}))
+    for value in [program["entrypoint"], *(v for v in env.values() if isinstance(v, str))]:
+        for slot in re.findall(r"\$\{slots\.(\w+)", value):
+            if slot not in slots:
+                problems.append(f"{value} names an undeclared slot")
+        for key in re.findall(r"\$\{config\.(\w+)", value):
+            if key not in schema.get("properties", {}):
+                problems.append(f"{value} names an undeclared config key")
+    return problems
+
+
 @pytest.mark.parametrize("which", sorted(MANIFESTS))
 def test_the_manifest_has_what_amber_requires(which: str) -> None:
-    manifest = _load(which)
-    assert manifest["manifest_version"] == "0.1.0"
-    schema = manifest["config_schema"]
-    jsonschema.Draft202012Validator.check_schema(schema)
-    assert schema["type"] == "object"
-    program = manifest["program"]
-    assert {"image", "entrypoint", "network"} <= set(program)
-    assert all(isinstance(v, str) for v in program.get("env", {}).values())
-    endpoints = {e["name"]: e["port"] for e in program["network"]["endpoints"]}
-    assert len(endpoints) == len(program["network"]["endpoints"])  # names are unique
-    for name, provided in manifest["provides"].items():
-        assert provided["kind"] == "a2a" and provided["endpoint"] in endpoints, name
-    assert set(manifest["exports"].values()) <= set(manifest["provides"])
-    slots = set(manifest.get("slots", {}))
-    for value in [program["entrypoint"], *program.get("env", {}).values()]:
-        for slot in re.findall(r"\$\{slots\.(\w+)", value):
-            assert slot in slots, f"{value} names an undeclared slot"
-        for key in re.findall(r"\$\{config\.(\w+)", value):
-            assert key in schema["properties"], f"{value} names an undeclared config key"
+    assert amber_problems(_load(which)) == []
+
+
+@pytest.mark.parametrize(
+    ("breakage", "problem"),
+    [
+        (lambda m: m.update(manifest_version="0.2"), "manifest_version"),
+        (lambda m: m["config_schema"].update(type=7), "config_schema is no JSON Schema"),
+        (lambda m: m["program"].pop("network"), "program lacks ['network']"),
+        (lambda m: m["program"]["env"].update(X="${slots.nowhere.url}"), "undeclared slot"),
+        (lambda m: m["program"]["env"].update(X="${config.nothing}"), "undeclared config key"),
+        (lambda m: m["exports"].update(extra="nothing"), "exports nothing"),
+        (lambda m: m["provides"]["a2a"].update(endpoint="none"), "provides a2a"),
+    ],
+    ids=["version", "schema", "program", "slot", "config", "export", "endpoint"],
+)
+def test_a_broken_manifest_is_refused(breakage: Any, problem: str) -> None:
+    manifest = _load("green")
+    breakage(manifest)
+    assert any(problem in p for p in amber_problems(manifest)), amber_problems(manifest)
 
 
 @pytest.mark.parametrize("which", sorted(MANIFESTS))
