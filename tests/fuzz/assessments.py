@@ -17,30 +17,29 @@ from services.common.limits import MAX_TOP_K
 from tests.fuzz.payloads import hostile_text, json_values
 
 
-def odd_urls(nobody: str) -> st.SearchStrategy[Any]:
+def odd_url_examples(nobody: str) -> list[str]:
     """URLs of an agent that is not there, or that are no URL: all fail at once, none leaves
     the machine (``nobody`` refuses every connection)."""
     port = nobody.rsplit(":", 1)[1].strip("/")
-    return st.one_of(
-        st.sampled_from(
-            [
-                nobody,
-                f"http://localhost:{port}/",
-                f"https://127.0.0.1:{port}/",
-                f"http://user:secret@127.0.0.1:{port}/a2a?x=1#frag",
-                f"http://127.0.0.1:{port}/" + "x" * 5000,
-                "http://127.0.0.1:99999/",
-                "http://[::1/",
-                "http://",
-                "ftp://127.0.0.1/",
-                "file:///etc/passwd",
-                "javascript:alert(1)",
-                "",
-            ]
-        ),
-        hostile_text,
-        json_values,
-    )
+    return [
+        nobody,
+        f"http://localhost:{port}/",
+        f"https://127.0.0.1:{port}/",
+        f"http://user:secret@127.0.0.1:{port}/a2a?x=1#frag",
+        f"http://127.0.0.1:{port}/" + "x" * 5000,
+        "http://127.0.0.1:99999/",
+        "http://[::1/",
+        "http://",
+        "ftp://127.0.0.1/",
+        "file:///etc/passwd",
+        "javascript:alert(1)",
+        "",
+    ]
+
+
+def odd_urls(nobody: str) -> st.SearchStrategy[Any]:
+    """One of :func:`odd_url_examples`, or any text or JSON value."""
+    return st.one_of(st.sampled_from(odd_url_examples(nobody)), hostile_text, json_values)
 
 
 HUGE = st.integers(min_value=-(2**70), max_value=2**70)

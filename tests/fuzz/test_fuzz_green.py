@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from devtools.processes import ServerProcess
 from tests.conftest import McpServer
 from tests.fuzz.a2a_verdict import check_green
-from tests.fuzz.assessments import assessment_bodies, assessments
+from tests.fuzz.assessments import assessment_bodies, assessments, odd_url_examples
 from tests.fuzz.conftest import assert_alive
 from tests.fuzz.payloads import a2a_bodies, content_types, encode, raw_bodies
 from tests.fuzz.verdict import Tally
@@ -45,6 +45,28 @@ def test_an_assessment_of_the_purple_agent_completes_with_its_report(
         kind = check_green(response, body)
         tally.add("a2a green", kind, response)
         assert kind == "completed task", response.text[:600]
+
+
+def test_every_odd_url_is_answered_as_participant_and_as_search_server(
+    green_process: ServerProcess,
+    purple_process: ServerProcess,
+    client: httpx.Client,
+    tally: Tally,
+    nobody: str,
+) -> None:
+    # Each of the URLs the draw picks from, on purpose: "http://[::1/" as the search server
+    # once made the green agent answer -32603.
+    purple = purple_process.base_url + "/"
+    for url in odd_url_examples(nobody):
+        for agent, server in ((url, None), (purple, url)):
+            config = {
+                "num_queries": 1,
+                **({"mcp_server_url": server} if server is not None else {}),
+            }
+            request = {"participants": {"retrieval_agent": agent}, "config": config}
+            body = v03_body(json.dumps(request))
+            response = client.post(green_process.base_url + "/", json=body)
+            tally.add("a2a green", check_green(response, body), response)
 
 
 @given(data=st.data())
