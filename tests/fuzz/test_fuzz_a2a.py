@@ -18,13 +18,26 @@ from hypothesis import strategies as st
 from devtools.processes import ServerProcess
 from tests.fuzz.a2a_verdict import check_a2a
 from tests.fuzz.conftest import assert_alive
-from tests.fuzz.payloads import a2a_bodies, content_types, encode, raw_bodies
+from tests.fuzz.payloads import a2a_bodies, content_types, encode, raw_bodies, retrieval_bodies
 from tests.fuzz.verdict import Contract, Tally
 from tests.support.purple import v03_body, v10_body
 
 
 @given(request=a2a_bodies())
 def test_the_purple_agent_answers_every_message(
+    purple_process: ServerProcess,
+    client: httpx.Client,
+    tally: Tally,
+    contract: Contract,
+    request: tuple[dict[str, str], Any],
+) -> None:
+    headers, body = request
+    response = client.post(purple_process.base_url + "/", content=encode(body), headers=headers)
+    tally.add("a2a purple", check_a2a(response, body, contract), response)
+
+
+@given(request=retrieval_bodies())
+def test_the_purple_agent_answers_every_retrieval_request(
     purple_process: ServerProcess,
     client: httpx.Client,
     tally: Tally,
