@@ -186,15 +186,24 @@ class LocalCluster:
         replica.process.start()
         self.wait_until_balanced(replica)
 
+    def stats(self, replica: Replica) -> dict[str, str]:
+        """HAProxy's statistics of ``replica``, by CSV column name.
+
+        ``status`` (UP, DOWN...), ``scur`` (requests on it now), ``hrsp_2xx`` (its answers since
+        HAProxy started, across restarts of the replica)...
+        """
+        with urllib.request.urlopen(f"http://127.0.0.1:{self._stats_port}/stats;csv") as stats:
+            header, *rows = csv.reader(stats.read().decode().splitlines())
+        backend = replica.name.split("-")[0]
+        row = next(row for row in rows if row[:2] == [backend, replica.name])
+        return dict(zip([name.removeprefix("# ") for name in header], row, strict=False))
+
     def wait_until_balanced(self, replica: Replica, timeout_s: float = 30.0) -> None:
         """Wait until HAProxy's health checks report ``replica`` UP."""
-        backend = replica.name.split("-")[0]
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
-            stats = urllib.request.urlopen(f"http://127.0.0.1:{self._stats_port}/stats;csv")
-            for row in csv.reader(stats.read().decode().splitlines()):
-                if row[:2] == [backend, replica.name] and row[17] == "UP":  # 17: status
-                    return
+            if self.stats(replica)["status"] == "UP":
+                return
             time.sleep(0.1)
         raise TimeoutError(f"HAProxy did not take {replica.name} back within {timeout_s:g} s")
 

@@ -107,6 +107,10 @@ class LocalPrometheus:
         data = self._get("/api/v1/query", query=expr)
         return list(data["result"])
 
+    def rules(self) -> list[dict[str, Any]]:
+        """Every rule loaded, with its ``health`` and ``lastError`` (``/api/v1/rules``)."""
+        return [rule for group in self._get("/api/v1/rules")["groups"] for rule in group["rules"]]
+
     def exemplars(self, expr: str, since_s: float) -> list[dict[str, Any]]:
         """Exemplars of the series ``expr`` selects over the last ``since_s`` seconds."""
         now = time.time()

@@ -31,7 +31,15 @@ from a2a.server.events import EventQueue
 from a2a.server.tasks import TaskUpdater
 from a2a.types import Message, TaskState
 from a2a.utils.errors import UnsupportedOperationError
-from pydantic import BaseModel, ConfigDict, Field, HttpUrl, ValidationError
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    HttpUrl,
+    TypeAdapter,
+    ValidationError,
+    field_validator,
+)
 
 from services.green_agent.a2a_handler import open_task
 from services.green_agent.client import TransportFailure, connect
@@ -45,6 +53,7 @@ from services.green_agent.settings import GreenSettings
 from services.green_agent.shards import Shard, shard_fields
 
 ROLE = "retrieval_agent"
+_URL = TypeAdapter(HttpUrl)
 
 
 class AssessmentConfig(BaseModel):
@@ -58,6 +67,15 @@ class AssessmentConfig(BaseModel):
     concurrency: int | None = Field(default=None, ge=1, le=256)
     protocol: Literal["1.0", "0.3"] | None = None
     mcp_server_url: str | None = None
+
+    @field_validator("mcp_server_url")
+    @classmethod
+    def _is_a_url(cls, value: str | None) -> str | None:
+        # Checked with the request, as participants are: httpx would raise on "http://[::1/" or
+        # port 99999 only when the run asks the server, and the task end in an internal error.
+        if value:
+            _URL.validate_python(value)
+        return value
 
 
 class AssessmentRequest(BaseModel):

@@ -99,8 +99,8 @@ async def qdrant_calls_total(
             answer = await client.post(health_check_url(mcp_server_url), json={})
             answer.raise_for_status()
             value = answer.json().get("qdrant_calls_total")
-    except (httpx.HTTPError, ValueError, AttributeError):
-        return None
+    except (httpx.HTTPError, httpx.InvalidURL, ValueError, AttributeError):
+        return None  # InvalidURL is no HTTPError: "http://[::1/" would fail the assessment
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 

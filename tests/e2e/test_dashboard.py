@@ -1,9 +1,9 @@
 """The chart's dashboard and rules against a real Prometheus scraping the running stack under load.
 
-Every panel query returns data (except the ones on cluster series, ``CLUSTER_SERIES``), the
-recording rules evaluate, a healthy stack raises no alert, and a request's trace id reaches
-Prometheus as an exemplar on both services' latency histograms: the way from a dashboard's slow
-bucket to the request's trace.
+Every panel query returns data (except the ones on cluster series, ``CLUSTER_SERIES``), every
+recording and alerting rule evaluates, a healthy stack raises no alert (but the latency ones,
+which a slow machine may pend), and a request's trace id reaches Prometheus as an exemplar on
+both services' latency histograms: the way from a dashboard's slow bucket to the request's trace.
 """
 
 from __future__ import annotations
@@ -101,12 +101,19 @@ def test_failures_show_by_reason_and_nothing_alerts(
     by_reason = {r["metric"]["reason"]: float(r["value"][1]) for r in failures}
     assert by_reason["invalid_request"] > 0  # counted, from a series that existed at 0
     assert set(by_reason) >= {"deadline", "mcp_unavailable", "mcp_timeout"}
-    # The caller's mistakes burn no error budget, and a healthy stack is not pending any alert.
+    # The caller's mistakes burn no error budget, and a healthy stack is pending no alert but
+    # the latency ones: whether answers take over 1 s is a figure of the machine (a slow one
+    # pends NfcorpusLatencyBudgetBurn*), every other rule tells what the stack did.
     errors = prometheus.query(
         'nfcorpus:purple_request_errors:ratio_rate5m{namespace="nfcorpus-test"}'
     )
     assert [float(r["value"][1]) for r in errors] == [0.0]
-    assert prometheus.query("ALERTS") == [], prometheus.log()
+    _until(lambda: all(r["health"] != "unknown" for r in prometheus.rules()), "every rule run")
+    broken = [
+        f"{r['name']}: {r.get('lastError')}" for r in prometheus.rules() if r["health"] != "ok"
+    ]
+    assert broken == [], prometheus.log()
+    assert prometheus.query('ALERTS{slo!="latency"}') == [], prometheus.log()
 
 
 def test_a_request_trace_id_is_an_exemplar_of_both_services(

@@ -26,6 +26,7 @@ from services.purple_agent.ranking_policy import Candidate, ServerOrder
 from services.purple_agent.settings import PurpleSettings
 from tests.support.green import CLI_TIMEOUT_S, assess, run_green
 from tests.support.polling import wait_for
+from tests.support.ports import closed_url
 
 
 def test_eval_matches_the_mcp_server_called_directly(
@@ -75,7 +76,8 @@ def test_eval_over_0_3_meets_the_contract(purple_agent: ServerProcess, tmp_path:
 
 
 def test_eval_against_nothing_fails_with_a_clear_error(tmp_path: Path) -> None:
-    run = run_green("eval", "--agent", "http://127.0.0.1:9", "--num-queries", "1")
+    with closed_url("") as nobody:
+        run = run_green("eval", "--agent", nobody, "--num-queries", "1")
     assert run.returncode == 2
     assert run.stderr.startswith("error: ")
 

@@ -16,8 +16,12 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 from devtools.processes import ServerProcess
-from tests.conftest import McpServer
-from tests.fuzz.verdict import Tally
+from services.nfcorpus.dataset import load_corpus
+from tests.conftest import McpServer, SmallIndex
+from tests.fuzz.verdict import Contract, Tally
+from tests.support.ports import closed_url
+
+MCP_HEADERS = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
 
 settings.register_profile(
     "fuzz",
@@ -57,6 +61,23 @@ def green_process(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerPr
         "services.green_agent", ["serve"], ready_path="/healthz", log_path=log
     ) as server:
         yield server
+
+
+@pytest.fixture(scope="session")
+def contract(mcp_server: McpServer, small_index: SmallIndex) -> Contract:
+    """The search tool's output schema as ``tools/list`` publishes it, and the indexed ids."""
+    listing = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+    answer = httpx.post(mcp_server.mcp_url, json=listing, headers=MCP_HEADERS, timeout=30).json()
+    (tool,) = (t for t in answer["result"]["tools"] if t["name"] == "search_nfcorpus")
+    ids = frozenset(doc.doc_id for doc in load_corpus(small_index.settings.data_dir))
+    return Contract(tool["outputSchema"], ids)
+
+
+@pytest.fixture(scope="session")
+def nobody() -> Iterator[str]:
+    """The URL of an agent that refuses every connection: a port closed by construction."""
+    with closed_url() as url:
+        yield url
 
 
 @pytest.fixture(scope="session")

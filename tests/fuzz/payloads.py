@@ -148,3 +148,24 @@ def mcp_bodies(draw: st.DrawFn) -> Any:
     if draw(st.integers(0, 5)) == 0:
         body[draw(st.sampled_from(["jsonrpc", "id", "method", "params"]))] = draw(json_values)
     return body
+
+
+@st.composite
+def retrieval_bodies(draw: st.DrawFn) -> tuple[dict[str, str], Any]:
+    """(headers, ``message/send`` or ``SendMessage`` body) whose envelope is right and whose one
+    part carries a near-valid search payload, as JSON text, a data part or plain text: many
+    are answered, so the contract of a completed answer is read often."""
+    legacy = draw(st.booleans())
+    payload = draw(search_payloads())
+    kind: dict[str, str] = {"kind": "text"} if legacy else {}
+    text = draw(st.one_of(st.just(json.dumps(payload)), plain_queries, hostile_text))
+    data = {"kind": "data", "data": payload} if legacy else {"data": payload}
+    message: dict[str, Any] = {
+        "role": "user" if legacy else "ROLE_USER",
+        "messageId": uuid.uuid4().hex,
+        "parts": [draw(st.sampled_from([{**kind, "text": text}, data]))],
+        **({"kind": "message"} if legacy else {}),
+    }
+    method = "message/send" if legacy else "SendMessage"
+    body = {"jsonrpc": "2.0", "id": draw(st.integers(0, 2**31)), "method": method}
+    return ({} if legacy else {"A2A-Version": "1.0"}), {**body, "params": {"message": message}}

@@ -1,7 +1,8 @@
 """Hostile requests against the MCP server: ``POST /search_nfcorpus`` and the MCP tool.
 
-Both answer every request with a result, a 4xx or an error that says what was wrong, apply the
-same validation rules, and are still alive afterwards.
+Both answer every request with a result (read in full: the tool's output schema, ``top_k``
+unique indexed ids), a 4xx or an error that says what was wrong, apply the same validation
+rules, and are still alive afterwards.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.conftest import McpServer
-from tests.fuzz.conftest import assert_alive
+from tests.fuzz.conftest import MCP_HEADERS, assert_alive
 from tests.fuzz.payloads import (
     content_types,
     deep_json,
@@ -22,50 +23,58 @@ from tests.fuzz.payloads import (
     raw_bodies,
     search_payloads,
 )
-from tests.fuzz.verdict import Tally, check_mcp, check_rest
-
-MCP_HEADERS = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
+from tests.fuzz.verdict import Contract, Tally, check_mcp, check_rest
 
 
 @given(payload=search_payloads())
 def test_rest_answers_every_payload(
-    mcp_server: McpServer, client: httpx.Client, tally: Tally, payload: Any
+    mcp_server: McpServer, client: httpx.Client, tally: Tally, contract: Contract, payload: Any
 ) -> None:
     response = client.post(
         mcp_server.base_url + "/search_nfcorpus",
         content=encode(payload),
         headers={"content-type": "application/json"},
     )
-    tally.add("rest", check_rest(response, payload), response)
+    tally.add("rest", check_rest(response, payload, contract), response)
 
 
 @given(body=raw_bodies, content_type=content_types)
 def test_rest_answers_every_body(
-    mcp_server: McpServer, client: httpx.Client, tally: Tally, body: bytes, content_type: str
+    mcp_server: McpServer,
+    client: httpx.Client,
+    tally: Tally,
+    contract: Contract,
+    body: bytes,
+    content_type: str,
 ) -> None:
     response = client.post(
         mcp_server.base_url + "/search_nfcorpus",
         content=body,
         headers={"content-type": content_type},
     )
-    tally.add("rest", check_rest(response, body), response)
+    tally.add("rest", check_rest(response, body, contract), response)
 
 
 @given(body=mcp_bodies())
 def test_mcp_answers_every_tool_call(
-    mcp_server: McpServer, client: httpx.Client, tally: Tally, body: Any
+    mcp_server: McpServer, client: httpx.Client, tally: Tally, contract: Contract, body: Any
 ) -> None:
     response = client.post(mcp_server.mcp_url, content=encode(body), headers=MCP_HEADERS)
-    tally.add("mcp", check_mcp(response, body), response)
+    tally.add("mcp", check_mcp(response, body, contract), response)
 
 
 @given(body=st.one_of(raw_bodies, deep_json.map(str.encode)), content_type=content_types)
 def test_mcp_answers_every_body(
-    mcp_server: McpServer, client: httpx.Client, tally: Tally, body: bytes, content_type: str
+    mcp_server: McpServer,
+    client: httpx.Client,
+    tally: Tally,
+    contract: Contract,
+    body: bytes,
+    content_type: str,
 ) -> None:
     headers = {**MCP_HEADERS, "content-type": content_type}
     response = client.post(mcp_server.mcp_url, content=body, headers=headers)
-    tally.add("mcp", check_mcp(response, body), response)
+    tally.add("mcp", check_mcp(response, body, contract), response)
 
 
 @given(payload=search_payloads())
@@ -78,6 +87,20 @@ def test_rest_and_the_tool_accept_and_refuse_the_same_arguments(
     tool = client.post(mcp_server.mcp_url, content=encode(call), headers=MCP_HEADERS).json()
     tool_ok = "result" in tool and not tool["result"].get("isError")
     assert (rest.status_code == 200) == tool_ok, (payload, rest.text[:300], str(tool)[:300])
+
+
+def test_a_search_answer_is_read_in_full(
+    mcp_server: McpServer, client: httpx.Client, tally: Tally, contract: Contract
+) -> None:
+    # The verdicts' "ok" branches, reached on purpose rather than left to the draw.
+    payload = {"query": "vitamin D and bone health", "top_k": 7}
+    rest = client.post(mcp_server.base_url + "/search_nfcorpus", json=payload)
+    assert check_rest(rest, payload, contract) == "ok"
+    call = {"jsonrpc": "2.0", "id": 3, "method": "tools/call"}
+    call["params"] = {"name": "search_nfcorpus", "arguments": payload}
+    tool = client.post(mcp_server.mcp_url, content=encode(call), headers=MCP_HEADERS)
+    assert check_mcp(tool, call, contract) == "ok"
+    tally.add("mcp", "ok", tool)
 
 
 def test_the_server_survived(mcp_server: McpServer) -> None:

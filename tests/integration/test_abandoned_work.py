@@ -7,11 +7,12 @@ started and never runs the others (``outcome="abandoned"``).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import re
 import signal
-from collections.abc import Iterator
+from collections import Counter
+from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import httpx
 import pytest
@@ -22,6 +23,10 @@ from tests.conftest import SmallIndex
 from tests.support.purple import ThreadedServer, v03_body
 
 BURST = 24
+CALLERS = 8
+HANG_S = 30.0  # bound of every wait: only a hang takes this long
+BUDGET_S = 55.0  # the purple agent's deadline and MCP timeout: longer than any wait here
+SOCKET_STATES = {"01": "open", "08": "closed"}  # ESTABLISHED, CLOSE_WAIT (the peer sent FIN)
 MCP_HEADERS = {"accept": "application/json, text/event-stream"}
 
 
@@ -86,12 +91,37 @@ def _recorded(server: ServerProcess, route: str) -> float:
     return sum(float(n) for n in re.findall(pattern, text))
 
 
+async def _until(condition: Callable[[], bool], what: str) -> None:
+    """Poll ``condition`` (yielding to the callers' tasks) with a bound that only catches a hang."""
+    try:
+        async with asyncio.timeout(HANG_S):
+            while True:  # polled: what a frozen server or the kernel shows has no event
+                if condition():
+                    return
+                await asyncio.sleep(0.02)
+    except TimeoutError:
+        raise AssertionError(f"no {what} after {HANG_S:g} s") from None
+
+
 async def _until_recorded(server: ServerProcess, route: str, count: float) -> None:
-    async with asyncio.timeout(60):
-        while True:  # polled: the server's metrics are the only signal it gives
-            if _recorded(server, route) >= count:
-                return
-            await asyncio.sleep(0.05)
+    # Polled: the server's metrics are the only signal it gives.
+    await _until(lambda: _recorded(server, route) >= count, f"{count:g} requests to {route}")
+
+
+def _held(port: int) -> Counter[str]:
+    """Connections to the server on ``port`` that hold request bytes it has not read, by state
+    (``open``; ``closed``: the client has hung up), accepted or still in its listen queue.
+
+    The kernel's view (``/proc/net/tcp``): a frozen server can tell nothing itself.
+    """
+    local = f"0100007F:{port:04X}"  # 127.0.0.1, as /proc writes it
+    held: Counter[str] = Counter()
+    for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
+        fields = line.split()
+        unread = int(fields[4].split(":")[1], 16)
+        if fields[1] == local and unread and fields[3] in SOCKET_STATES:
+            held[SOCKET_STATES[fields[3]]] += 1
+    return held
 
 
 @pytest.mark.parametrize("via", ["rest", "tool"])
@@ -128,28 +158,52 @@ async def test_searches_of_callers_that_hung_up_are_not_run(
 async def test_a_purple_agent_whose_caller_hung_up_stops_calling_mcp(
     one_thread_mcp: ServerProcess,
 ) -> None:
-    # The MCP server is frozen while the callers give up: without cancellation the agent would
-    # wait for it (and retry), and the server would run every search once it thaws.
-    settings = PurpleSettings(mcp_url=one_thread_mcp.base_url + "/mcp", deadline_s=10)
-    before = _searches(one_thread_mcp, "tool")
+    # The MCP server is frozen until every call of the agent has reached it and every caller has
+    # hung up: without cancellation the agent would keep waiting on those connections, and the
+    # server would run every search once it thaws. Its budget outlasts every wait of the test,
+    # so nothing but the callers' going can end its calls in time.
+    port = one_thread_mcp.port
+    settings = PurpleSettings(mcp_url=f"{one_thread_mcp.base_url}/mcp", deadline_s=BUDGET_S)
+    settings = settings.model_copy(update={"mcp_timeout_s": BUDGET_S})
     with ThreadedServer(settings) as purple:
-
-        async def give_up(client: httpx.AsyncClient, i: int) -> None:
-            body = v03_body(f'{{"query": "fish oil and the heart {i}", "top_k": 10}}')
-            with contextlib.suppress(httpx.TimeoutException):
-                await client.post(purple.url + "/", json=body)
-
+        async with httpx.AsyncClient(timeout=30) as client:  # found the server's kind already
+            warm = await client.post(purple.url + "/", json=v03_body('{"query": "soy"}'))
+        assert warm.json()["result"]["status"]["state"] == "completed", warm.text
+        before = _searches(one_thread_mcp, "tool")
+        abandoned_before = _requests(one_thread_mcp, "/mcp", "abandoned")
+        recorded_before = _recorded(one_thread_mcp, "/mcp")
+        await _until(lambda: not _held(port), "quiet MCP server")  # it reads what it was sent
         one_thread_mcp.signal(signal.SIGSTOP)
         try:
-            async with httpx.AsyncClient(timeout=1.0) as client:
-                await asyncio.gather(*(give_up(client, i) for i in range(8)))
+            async with httpx.AsyncClient(timeout=HANG_S) as client:
+                callers = [
+                    asyncio.create_task(
+                        client.post(
+                            purple.url + "/",
+                            json=v03_body(f'{{"query": "fish oil and the heart {i}"}}'),
+                        )
+                    )
+                    for i in range(CALLERS)
+                ]
+                await _until(
+                    lambda: _held(port) == Counter(open=CALLERS),
+                    "tool call of every caller at the frozen MCP server",
+                )
+                assert not any(c.done() for c in callers), "a caller was answered while frozen"
+                for caller in callers:  # they hang up: their connections close
+                    caller.cancel()
+                await asyncio.gather(*callers, return_exceptions=True)
+            await _until(
+                lambda: _held(port) == Counter(closed=CALLERS),
+                "hang-up of the agent on every tool call",
+            )
         finally:
             one_thread_mcp.signal(signal.SIGCONT)
-        # What is asserted is that nothing runs: a wait, not a poll. On a slower machine a late
-        # search would make this pass wrongly, never fail wrongly.
-        await asyncio.sleep(2)
-        after = _searches(one_thread_mcp, "tool")
+        await _until_recorded(one_thread_mcp, "/mcp", recorded_before + CALLERS)
+        ran = _searches(one_thread_mcp, "tool").get("ok", 0) - before.get("ok", 0)
+        abandoned = _requests(one_thread_mcp, "/mcp", "abandoned") - abandoned_before
         async with httpx.AsyncClient() as client:
             ready = (await client.get(purple.url + "/readyz")).status_code
-    assert after.get("ok", 0) - before.get("ok", 0) == 0
+    # As above: at most the first search starts before its disconnect is read.
+    assert ran <= 2 and abandoned >= CALLERS - ran, (ran, abandoned)
     assert ready == 200

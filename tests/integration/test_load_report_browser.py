@@ -1,7 +1,8 @@
 """The load report's HTML page, from a real load run, opened in a real headless Chromium.
 
 The green agent's CLI (a subprocess) loads the purple agent in front of the real MCP server for a
-few seconds; a few of its test queries are over the length limit, so the page has failures too.
+few seconds, and on until the agent has refused the few test queries made over the length limit,
+so the page has failures too.
 Chromium then renders the page: its DOM must hold the charts and the numbers of the JSON report,
 and its screenshot must be the window's size and far from blank.
 """
@@ -11,20 +12,26 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import struct
 import subprocess
+import sys
+import time
 from html import escape
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
+from devtools.processes import REPO
 from services.common.limits import MAX_QUERY_CHARS
 from services.green_agent.load_html import HISTOGRAM_TITLE, LATENCY_TITLE, THROUGHPUT_TITLE
 from services.green_agent.workload import query_pool
 from services.nfcorpus.dataset import load_queries
 from tests.conftest import SmallIndex
-from tests.support.green import run_green
+from tests.support.green import CLI_TIMEOUT_S
+from tests.support.polling import wait_for
 from tests.support.purple import ThreadedServer
 
 CHROMIUM = shutil.which("chromium")
@@ -34,9 +41,10 @@ pytestmark = pytest.mark.skipif(
 WIDTH, HEIGHT = 1200, 1800
 BROWSER_TIMEOUT_S = 60
 SEED = 42
-# Positions in the run's (seeded) query order that get an over-long text: early, so even a slow
-# machine sends them within the duration, and spread, so the failures are not one burst.
+# Positions in the run's (seeded) query order that get an over-long text: spread, so the
+# failures are not one burst; the run lasts until they are answered.
 INVALID_AT = (1, 4, 7)
+CHART_S = 4.0  # and at least this long: the charts have one point a second
 
 
 def _data_dir_with_invalid_queries(small_index: SmallIndex, target: Path) -> int:
@@ -92,18 +100,47 @@ def _png_size(path: Path) -> tuple[int, int]:
     return width, height
 
 
+def _invalid_answered(purple: ThreadedServer) -> float:
+    """Requests the agent has refused as invalid so far."""
+    metrics = httpx.get(purple.url + "/metrics").text
+    prefix = 'purple_request_failures_total{reason="invalid_request"} '
+    return sum(
+        float(line.removeprefix(prefix)) for line in metrics.splitlines() if line.startswith(prefix)
+    )
+
+
 @pytest.fixture(scope="module")
 def load_run(
     purple: ThreadedServer, small_index: SmallIndex, tmp_path_factory: pytest.TempPathFactory
 ) -> tuple[Path, dict[str, Any]]:
-    """The HTML page and JSON report of a 4 s closed-loop run at concurrency 2."""
+    """The HTML page and JSON report of a closed-loop run at concurrency 2, stopped (SIGTERM)
+    once it has lasted a few seconds and the agent has refused every invalid query, however
+    many requests the machine managed by then."""
     root = tmp_path_factory.mktemp("load-report")
     invalid = _data_dir_with_invalid_queries(small_index, root / "data")
     html, out = root / "load.html", root / "load.json"
-    args = ["--agent", purple.url, "--concurrency", "2", "--duration", "4", "--seed", str(SEED)]
+    args = ["--agent", purple.url, "--concurrency", "2", "--duration", "3600", "--seed", str(SEED)]
     files = ["--data-dir", str(root / "data"), "--out", str(out), "--html", str(html)]
-    run = run_green("load", *args, *files)
-    assert run.returncode == 0, run.stdout + run.stderr
+    command = [sys.executable, "-m", "services.green_agent", "load", *args, *files]
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    before = _invalid_answered(purple)  # the agent's counters are the process's: count from here
+
+    def refused(count: int) -> bool:
+        return _invalid_answered(purple) >= before + count
+
+    with subprocess.Popen(command, cwd=REPO, env=env, stdout=subprocess.DEVNULL) as load:
+        try:
+            wait_for(lambda: refused(1), timeout_s=CLI_TIMEOUT_S, what="the load's first answers")
+            started = time.monotonic()
+            wait_for(
+                lambda: refused(invalid) and time.monotonic() - started >= CHART_S,
+                timeout_s=CLI_TIMEOUT_S + CHART_S,
+                what="answers to every invalid query",
+            )
+            load.send_signal(signal.SIGTERM)
+            assert load.wait(timeout=CLI_TIMEOUT_S) == 0
+        finally:
+            load.kill()
     report = json.loads(out.read_text())
     assert report["errors"] >= invalid and report["ok"] > 0, report["error_samples"]
     return html, report

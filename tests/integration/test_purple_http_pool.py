@@ -11,6 +11,7 @@ from collections.abc import AsyncIterator
 import pytest
 
 from services.purple_agent.search._pool import ConnectFailed, ConnectionBroken, OriginPool
+from tests.support.ports import closed_url
 
 
 class _Server:
@@ -107,9 +108,10 @@ async def test_a_caller_that_gives_up_closes_its_connection(server: _Server) -> 
 
 
 async def test_failures_say_whether_anything_was_sent(server: _Server) -> None:
-    pool = OriginPool("http://127.0.0.1:1", max_connections=1)
-    with pytest.raises(ConnectFailed):
-        await _echo(pool, "/", b"x")
+    with closed_url("") as nobody:
+        pool = OriginPool(nobody, max_connections=1)
+        with pytest.raises(ConnectFailed):
+            await _echo(pool, "/", b"x")
     pool = OriginPool(server.url, max_connections=1)
     try:
         with pytest.raises(ConnectionBroken):

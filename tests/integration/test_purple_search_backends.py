@@ -18,6 +18,7 @@ from services.purple_agent.search import McpCallError, SearchClient, probes
 from services.purple_agent.settings import PurpleSettings
 from tests.conftest import McpServer
 from tests.support.mcp_toy import search_app, serve_app, serving
+from tests.support.ports import closed_url
 from tests.support.purple import ThreadedServer, v03_body
 from tests.support.seed_rest import fixed_hits, forwarding_to, seed_rest_app
 
@@ -145,13 +146,14 @@ async def test_a_server_replaced_by_another_kind_is_found_again() -> None:
 
 
 async def test_nothing_listening_is_unready_and_unavailable() -> None:
-    client = _client("http://127.0.0.1:9", retries=0)
-    try:
-        ready, detail = await client.ready(2)
-        with pytest.raises(McpCallError) as failed:
-            await _ids(client, "q")
-    finally:
-        await client.aclose()
+    with closed_url("") as nobody:
+        client = _client(nobody, retries=0)
+        try:
+            ready, detail = await client.ready(2)
+            with pytest.raises(McpCallError) as failed:
+                await _ids(client, "q")
+        finally:
+            await client.aclose()
     assert not ready and "unreachable" in detail
     assert failed.value.reason == "mcp_unavailable"
 

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from tests.k8s.rendering import load_query_script
+from tests.support.ports import closed_url
 
 Answer = Callable[[dict[str, Any]], dict[str, Any]]
 
@@ -113,8 +114,8 @@ def test_rejects_answers_that_break_the_contract(agent, doc_ids: list[Any], mess
 
 
 def test_gives_up_when_no_card_is_served() -> None:
-    with pytest.raises(SystemExit, match="no agent card"):
-        a2a_query.wait_for_card("http://127.0.0.1:9/", wait_s=0)
+    with closed_url() as nobody, pytest.raises(SystemExit, match="no agent card"):
+        a2a_query.wait_for_card(nobody, wait_s=0)
 
 
 def test_reads_the_a2a_1_0_shape_too() -> None:

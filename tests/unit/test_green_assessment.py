@@ -57,9 +57,26 @@ def test_a_data_part_with_float_numbers_parses() -> None:
             '{"participants": {"retrieval_agent": "http://x/"}, "config": {"top_k": 0}}',
             "invalid assessment request: config.top_k: Input should be greater than or equal to 1",
         ),
+        (  # the fuzzer's: httpx raised on it only when the run asked the server (-32603)
+            '{"participants": {"retrieval_agent": "http://x/"}, '
+            '"config": {"mcp_server_url": "http://127.0.0.1:99999/"}}',
+            "invalid assessment request: config.mcp_server_url: Input should be a valid URL",
+        ),
+        (
+            '{"participants": {"retrieval_agent": "http://x/"}, '
+            '"config": {"mcp_server_url": "http://[::1/"}}',
+            "invalid assessment request: config.mcp_server_url: Input should be a valid URL",
+        ),
     ],
 )
 def test_bad_requests_say_what_is_wrong(text: str, message: str) -> None:
     with pytest.raises(ValueError) as error:
         parse_assessment(_msg(new_text_part(text)))
     assert str(error.value).startswith(message)
+
+
+def test_the_search_server_may_be_named_by_base_url_or_mcp_endpoint_or_not_at_all() -> None:
+    for server in ("http://mcp-server:8000", "http://127.0.0.1:8000/mcp", "", None):
+        config = {"mcp_server_url": server}
+        payload = {"participants": {"retrieval_agent": "http://x/"}, "config": config}
+        assert parse_assessment(_msg(new_data_part(payload))).config.mcp_server_url == server

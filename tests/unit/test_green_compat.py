@@ -6,7 +6,12 @@ import math
 
 import pytest
 
-from services.green_agent.compat import health_check_url, leaderboard_keys, query_figures
+from services.green_agent.compat import (
+    health_check_url,
+    leaderboard_keys,
+    qdrant_calls_total,
+    query_figures,
+)
 from services.green_agent.contract import Reply, ReplyPart, loose_doc_ids
 from services.green_agent.evaluator import QueryOutcome
 
@@ -78,3 +83,10 @@ def test_the_health_check_is_found_from_a_base_url_or_the_mcp_endpoint() -> None
         "http://mcp:8000/mcp/",
     ):
         assert health_check_url(url) == "http://mcp:8000/health_check"
+
+
+@pytest.mark.parametrize("url", ["http://[::1/", "http://", "", "javascript:alert(1)", "ftp://x/"])
+async def test_a_server_url_that_is_no_url_counts_no_calls(url: str) -> None:
+    # Nothing is sent: the URL fails before any connection (the fuzzer's "http://[::1/" once
+    # made the green agent answer -32603).
+    assert await qdrant_calls_total(url) is None

@@ -7,24 +7,26 @@ import pytest
 from services.green_agent.client import LegacyAgentClient
 from services.green_agent.evaluator import QueryOutcome
 from services.green_agent.load import build_load_report, run_load
+from tests.support.ports import closed_url
 
 
 @pytest.mark.parametrize(("concurrency", "rate"), [(None, None), (2, 5.0)])
 async def test_exactly_one_pace_is_required(concurrency: int | None, rate: float | None) -> None:
-    client = LegacyAgentClient("http://127.0.0.1:9", timeout_s=1, max_connections=1)
-    try:
-        with pytest.raises(ValueError, match="exactly one of concurrency or rate"):
-            await run_load(
-                client,
-                [("q", "text")],
-                frozenset(),
-                top_k=5,
-                duration_s=1,
-                concurrency=concurrency,
-                rate=rate,
-            )
-    finally:
-        await client.aclose()
+    with closed_url("") as nobody:  # refused before any request: nobody is ever asked
+        client = LegacyAgentClient(nobody, timeout_s=1, max_connections=1)
+        try:
+            with pytest.raises(ValueError, match="exactly one of concurrency or rate"):
+                await run_load(
+                    client,
+                    [("q", "text")],
+                    frozenset(),
+                    top_k=5,
+                    duration_s=1,
+                    concurrency=concurrency,
+                    rate=rate,
+                )
+        finally:
+            await client.aclose()
 
 
 def test_report_counts_errors_and_times_successes_only() -> None:

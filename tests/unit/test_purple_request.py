@@ -20,6 +20,7 @@ from services.common.limits import MAX_QUERY_CHARS
 from services.purple_agent.agent import EXPECTED, AgentFailure, parse_message
 from services.purple_agent.app import create_app
 from services.purple_agent.settings import PurpleSettings
+from tests.support.ports import closed_url
 
 
 def _msg(*parts: Part) -> Message:
@@ -126,11 +127,12 @@ def test_parse_message_rejects_a_bad_data_part_and_no_parts() -> None:
 
 @pytest.fixture(scope="module")
 async def purple() -> AsyncIterator[httpx.AsyncClient]:
-    # Port 9 (discard) on loopback is closed: nothing here may reach an MCP server.
-    app = create_app(PurpleSettings(mcp_url="http://127.0.0.1:9/mcp", deadline_s=5))
-    transport = httpx.ASGITransport(app=app)
-    async with httpx.AsyncClient(transport=transport, base_url="http://purple") as client:
-        yield client
+    # A port known closed: nothing here may reach an MCP server.
+    with closed_url("/mcp") as nobody:
+        app = create_app(PurpleSettings(mcp_url=nobody, deadline_s=5))
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://purple") as client:
+            yield client
 
 
 async def _send_v1(client: httpx.AsyncClient, parts: list[dict[str, object]]) -> dict[str, Any]:
