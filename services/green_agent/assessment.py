@@ -23,7 +23,7 @@ import asyncio
 import json
 from dataclasses import dataclass
 from functools import cache
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from a2a.helpers import get_data_parts, get_text_parts, new_data_part, new_text_part
 from a2a.server.agent_execution import AgentExecutor, RequestContext
@@ -31,15 +31,7 @@ from a2a.server.events import EventQueue
 from a2a.server.tasks import TaskUpdater
 from a2a.types import Message, TaskState
 from a2a.utils.errors import UnsupportedOperationError
-from pydantic import (
-    BaseModel,
-    ConfigDict,
-    Field,
-    HttpUrl,
-    TypeAdapter,
-    ValidationError,
-    field_validator,
-)
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, HttpUrl, ValidationError
 
 from services.green_agent.a2a_handler import open_task
 from services.green_agent.client import TransportFailure, connect
@@ -53,7 +45,14 @@ from services.green_agent.settings import GreenSettings
 from services.green_agent.shards import Shard, shard_fields
 
 ROLE = "retrieval_agent"
-_URL = TypeAdapter(HttpUrl)
+
+
+def _a_url(value: str) -> str:
+    # Checked with the request, as participants are: httpx would raise on "http://[::1/" or
+    # port 99999 only when the run asks the server, and the task end in an internal error.
+    if value:  # "" names no server, as None does
+        HttpUrl(value)
+    return value
 
 
 class AssessmentConfig(BaseModel):
@@ -66,16 +65,7 @@ class AssessmentConfig(BaseModel):
     random_seed: int = 42
     concurrency: int | None = Field(default=None, ge=1, le=256)
     protocol: Literal["1.0", "0.3"] | None = None
-    mcp_server_url: str | None = None
-
-    @field_validator("mcp_server_url")
-    @classmethod
-    def _is_a_url(cls, value: str | None) -> str | None:
-        # Checked with the request, as participants are: httpx would raise on "http://[::1/" or
-        # port 99999 only when the run asks the server, and the task end in an internal error.
-        if value:
-            _URL.validate_python(value)
-        return value
+    mcp_server_url: Annotated[str, AfterValidator(_a_url)] | None = None
 
 
 class AssessmentRequest(BaseModel):
