@@ -129,8 +129,10 @@ def record(
         "commit": _commit(),
     }
     path.write_text(json.dumps(figures, indent=2, sort_keys=True) + "\n")
-    for page in stale(figures, pages, strict=False):
-        page.write_text(render(page.read_text(), figures, strict=False))
+    for page in pages:
+        text = page.read_text()
+        if (quoted := render(text, figures, strict=False)) != text:
+            page.write_text(quoted)
 
 
 def _image(report: dict[str, Any]) -> dict[str, Any]:

@@ -63,7 +63,8 @@ class RepoCopy:
         return self.run("bash", "scripts/k8s/lint.sh", *steps)
 
 
-def _tracked_files() -> list[str]:
+def tracked_files() -> list[str]:
+    """The files git tracks or would track (not ignored), as they are in the work tree."""
     listed = subprocess.run(
         ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
         cwd=REPO,
@@ -79,7 +80,7 @@ def repo_copy(tmp_path: Path) -> RepoCopy:
         if not tool.exists():
             pytest.fail(f"{tool} is missing: run 'make install tools-k8s'", pytrace=False)
     root = tmp_path / "repo"
-    for name in _tracked_files():
+    for name in tracked_files():
         target = root / name
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(REPO / name, target)

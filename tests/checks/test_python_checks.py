@@ -8,7 +8,7 @@ import subprocess
 import tomllib
 
 from devtools.processes import REPO
-from tests.checks.conftest import VENV, RepoCopy, failed
+from tests.checks.conftest import VENV, RepoCopy, failed, tracked_files
 
 BUILD = "services/retrieval/build/broken_on_purpose.py"
 
@@ -37,11 +37,7 @@ def test_a_type_error_fails_lint(repo_copy: RepoCopy) -> None:
 
 
 def test_every_python_file_the_project_ships_is_linted_and_type_checked() -> None:
-    tracked = set(
-        subprocess.run(
-            ["git", "ls-files", "*.py"], cwd=REPO, capture_output=True, text=True, check=True
-        ).stdout.split()
-    )
+    tracked = {name for name in tracked_files() if name.endswith(".py")}
     shown = subprocess.run(
         [str(VENV / "bin" / "ruff"), "check", "--show-files", "."],
         cwd=REPO,
