@@ -25,7 +25,9 @@ ALLOWED = {
     "green_agent": {"common", "nfcorpus", "telemetry"},
     "telemetry": set(),
 }
-MAX_LINES = 250
+# Modules are sized by cohesion: one that grows past this is doing several things (sprawl), not
+# one thing thoroughly.
+MAX_LINES = 400
 # Every folder of Python code: the servers, the tests, and the two folders of tooling.
 PYTHON_FOLDERS = ("services", "tests", "deploy", "devtools")
 
@@ -151,7 +153,7 @@ def test_no_import_cycles_between_service_modules() -> None:
     assert cycles == []
 
 
-def test_no_module_is_over_250_lines() -> None:
+def test_no_module_sprawls() -> None:
     long = {
         str(path.relative_to(REPO)): n
         for folder in PYTHON_FOLDERS
