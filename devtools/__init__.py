@@ -1,8 +1,9 @@
-"""Development tooling: what the tests, benchmarks and scripts use and no server imports.
+"""Development tooling, each module run with ``python -m``.
 
-- ``processes``: our servers started as subprocesses on free loopback ports, and the repository's
-  paths and environment for them;
-- ``cluster``: replicas of the servers behind HAProxy, a stand-in for Kubernetes Services;
-- ``prometheus``: a Prometheus server from Debian's package scraping them;
-- ``dashboard``: the Grafana dashboard's queries evaluated against it.
+``make run`` (``stack``), benchmarks (``bench``), quality reports and the rankings digest
+(``eval``), the ranker lab (``lab``), the dashboard's view of a load run (``observe``), faults
+under load (``reliability``) and the headline figures the pages quote (``figures``).
+
+No server imports it; it starts servers through the harness (``harness``) and never imports the
+tests.
 """

@@ -31,7 +31,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from devtools.processes import REPO
+from harness.processes import REPO
 
 FIGURES = REPO / "docs" / "figures.json"
 PAGES = (

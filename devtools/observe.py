@@ -1,7 +1,7 @@
 """``make observe``: one load run on the full index, as the dashboard and the load report show it.
 
 Starts the MCP server and the purple agent, a real Prometheus scraping both each second with the
-chart's rules (``devtools.prometheus``), and the green agent's load for ``--duration``
+chart's rules (``harness.prometheus``), and the green agent's load for ``--duration``
 seconds over every NFCorpus query (so the server encodes and searches rather than answering from
 its result cache; the report states the hit ratio), with one invalid request (the caller's
 mistake) every few seconds. Then it asks
@@ -24,9 +24,9 @@ from pathlib import Path
 
 import httpx
 
-from devtools.dashboard import PanelValue, panel_values
-from devtools.processes import BASE_ENV, REPO, ServerProcess
-from devtools.prometheus import LocalPrometheus
+from harness.dashboard import PanelValue, panel_values
+from harness.processes import BASE_ENV, REPO, ServerProcess
+from harness.prometheus import LocalPrometheus
 from services.green_agent.load import LoadReport
 from services.green_agent.render import workload_line
 

@@ -19,8 +19,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from devtools.cluster import LocalCluster
-from devtools.processes import REPO
+from harness.local_cluster import LocalCluster
+from harness.processes import REPO
 from services.green_agent.report import percentile
 
 RESTARTS = 20

@@ -16,7 +16,7 @@ import subprocess
 import sys
 import time
 
-from devtools.processes import BASE_ENV, REPO, ServerProcess, port_in_use
+from harness.processes import BASE_ENV, REPO, ServerProcess, port_in_use
 
 # What an a2a-sdk 0.3 green agent sends (message/send, the request as JSON text).
 A2A_EXAMPLE = json.dumps(

@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from devtools.processes import ServerProcess, free_port
+from harness.processes import ServerProcess, free_port
 from services.green_agent.client import AgentClient, connect
 from services.green_agent.dataset import load_test_set
 from services.green_agent.evaluator import QueryOutcome, ask_and_check

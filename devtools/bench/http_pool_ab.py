@@ -27,7 +27,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from devtools.bench.profile_purple import _measure
-from devtools.processes import ServerProcess, free_port
+from harness.processes import ServerProcess, free_port
 from services.purple_agent.search._pool import (
     ConnectFailed,
     ConnectionBroken,

@@ -26,7 +26,7 @@ from mcp import Client
 from devtools.bench.a2a_agents import BENCH_ENV, measure_a2a
 from devtools.bench.a2a_report import a2a_tables, ratios
 from devtools.eval.rankings import DEPTH, digest, test_rankings
-from devtools.processes import ServerProcess
+from harness.processes import ServerProcess
 from services.nfcorpus.dataset import load_qrels, load_queries
 from services.retrieval.encoders.dense import OnnxMiniLM
 from services.retrieval.query.pipeline import RankingPipeline

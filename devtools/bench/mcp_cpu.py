@@ -33,7 +33,7 @@ from pathlib import Path
 import httpx
 from mcp import Client
 
-from devtools.processes import ServerProcess
+from harness.processes import ServerProcess
 from services.nfcorpus.dataset import load_qrels, load_queries
 from services.retrieval.encoders.dense import OnnxMiniLM
 from services.retrieval.query.pipeline import RankingPipeline

@@ -23,7 +23,7 @@ from typing import Any
 import httpx
 
 from devtools.bench.a2a_agents import BENCH_ENV, TOP_K, mcp_server, our_agent
-from devtools.processes import REPO, ServerProcess, free_port
+from harness.processes import REPO, ServerProcess, free_port
 from services.green_agent.client import connect
 from services.green_agent.dataset import load_test_set
 from services.green_agent.evaluator import ask_and_check
@@ -102,7 +102,7 @@ def measure_gunicorn(workers: int, texts: list[str], n: int) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as scratch:
         env = {**BENCH_ENV, "PROMETHEUS_MULTIPROC_DIR": scratch, "TMPDIR": scratch}
         cmd = [
-            sys.executable, "-m", "gunicorn", "--config", str(REPO / "deploy/gunicorn.conf.py"),
+            sys.executable, "-m", "gunicorn", "--config", str(REPO / "services/gunicorn.conf.py"),
             "--workers", str(workers), "--bind", f"127.0.0.1:{port}", "services.mcp_server.asgi:app",
         ]  # fmt: skip
         with ServerProcess(cmd, port, env=env, log_path=Path(scratch) / "log") as pod:

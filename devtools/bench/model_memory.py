@@ -25,7 +25,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from devtools.processes import BASE_ENV, REPO
+from harness.processes import BASE_ENV, REPO
 
 _PROBE = """
 import json, sys

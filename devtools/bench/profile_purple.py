@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from devtools.processes import ServerProcess, free_port
+from harness.processes import ServerProcess, free_port
 
 if TYPE_CHECKING:
     from services.green_agent.client import AgentClient, Protocol_

@@ -1,7 +1,7 @@
 """The purple agent over each search backend, scored on the same test queries through A2A.
 
 Starts our MCP server on the built index and, in this process, a server that speaks only the
-seed's REST wire (``tests/support/seed_rest.py``) over our server's REST search. Then, for each
+seed's REST wire (``harness/fakes/seed_rest.py``) over our server's REST search. Then, for each
 way of naming the search server (our MCP endpoint, our base URL, the REST-only server's base
 URL), a purple agent is started with that ``--mcp-url`` and evaluated over 0.3 like a green
 agent of the seed: NDCG@5/@10, failures and the backend its ``/readyz`` names. Writes
@@ -20,14 +20,14 @@ from typing import Any
 
 import httpx
 
-from devtools.processes import ServerProcess
+from harness.fakes.mcp_toy import serve_app
+from harness.fakes.seed_rest import forwarding_to, seed_rest_app
+from harness.processes import ServerProcess
 from services.green_agent.client import connect
 from services.green_agent.dataset import load_test_set, sample_query_ids
 from services.green_agent.evaluator import evaluate
 from services.green_agent.report import build_report
 from services.nfcorpus.dataset import DEFAULT_DATA_DIR
-from tests.support.mcp_toy import serve_app
-from tests.support.seed_rest import forwarding_to, seed_rest_app
 
 
 async def _score(name: str, url: str, args: argparse.Namespace) -> dict[str, Any]:

@@ -23,7 +23,7 @@ from typing import Any
 
 from devtools.eval.doc_sections import replace_section
 from devtools.figures import record
-from devtools.processes import BASE_ENV, REPO, ServerProcess
+from harness.processes import BASE_ENV, REPO, ServerProcess
 from services.green_agent.rest_eval import evaluate_rest
 from services.nfcorpus.dataset import DEFAULT_DATA_DIR, Split
 
@@ -63,9 +63,9 @@ def _a2a() -> dict[str, Any]:
 
 
 def main() -> None:
-    subprocess.run([PY, "-m", "services.retrieval.build.index"],
+    subprocess.run([PY, "-m", "services.retrieval.indexing.index"],
                    env={**os.environ, **BASE_ENV, **HONEST}, cwd=REPO, check=True)  # fmt: skip
-    subprocess.run([PY, "-m", "services.retrieval.build.index"], env={**os.environ, **BASE_ENV},
+    subprocess.run([PY, "-m", "services.retrieval.indexing.index"], env={**os.environ, **BASE_ENV},
                    cwd=REPO, check=True)  # fmt: skip
     rows = []
     for label, env in STAGES:

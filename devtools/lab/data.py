@@ -25,8 +25,8 @@ import numpy as np
 import numpy.typing as npt
 
 from devtools.eval.quality import HONEST, QUALITY_STORE
-from devtools.processes import REPO
-from services.nfcorpus.dataset import Qrels, Split, load_qrels, load_queries
+from harness.processes import REPO
+from services.nfcorpus.dataset import Split, load_qrels, load_queries
 from services.nfcorpus.metrics import ndcg_at_k
 from services.retrieval.encoders.dense import OnnxMiniLM
 from services.retrieval.query.features import FEATURES
@@ -63,7 +63,7 @@ def _settings() -> RetrievalSettings:
 
 
 def _build_index() -> None:
-    cmd = [sys.executable, "-m", "services.retrieval.build.index"]
+    cmd = [sys.executable, "-m", "services.retrieval.indexing.index"]
     subprocess.run(cmd, env={**os.environ, **HONEST}, cwd=REPO, check=True)
 
 
@@ -134,8 +134,3 @@ def ndcg(queries: list[Query], scores: list[npt.NDArray[np.float64]]) -> tuple[f
         at5.append(ndcg_at_k(ranked, q.judged, 5))
         at10.append(ndcg_at_k(ranked, q.judged, 10))
     return float(np.mean(at5)), float(np.mean(at10))
-
-
-def qrels_of(queries: list[Query]) -> Qrels:
-    """The judgements of ``queries``, as a qrels mapping."""
-    return {q.query_id: q.judged for q in queries}

@@ -18,8 +18,8 @@ import numpy.typing as npt
 from devtools.lab.data import Lab, ndcg
 from devtools.lab.features import Extra, query_vectors
 from services.nfcorpus.dataset import corpus_fingerprint, load_corpus
-from services.retrieval.build.vector_cache import cached_vectors
 from services.retrieval.encoders.dense import OnnxMiniLM
+from services.retrieval.indexing.vector_cache import cached_vectors
 from services.retrieval.query.judgements import Judgements
 from services.retrieval.query.nudged import GAMMA, NudgedDocs, unit
 from services.retrieval.settings import RetrievalSettings

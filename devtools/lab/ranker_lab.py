@@ -18,7 +18,7 @@ from devtools.eval.doc_sections import replace_section
 from devtools.lab.data import load
 from devtools.lab.evaluation import SEEDS
 from devtools.lab.experiments import EXPERIMENTS
-from devtools.processes import REPO
+from harness.processes import REPO
 
 
 def _cell(m: Any) -> str:

@@ -21,11 +21,14 @@ import jsonschema  # type: ignore[import-untyped]  # no stubs
 import pytest
 import yaml
 
-from devtools.processes import REPO
+from harness.processes import REPO
 from services.green_agent.assessment import ROLE, AssessmentConfig
 from services.green_agent.egress import AllowedOrigins
 
-MANIFESTS = {"purple": REPO / "amber-manifest.json5", "green": REPO / "amber-manifest.green.json5"}
+MANIFESTS = {
+    "purple": REPO / "amber-manifest.json5",
+    "green": REPO / "agentbeats/amber-manifest.green.json5",
+}
 WORKFLOW = REPO / ".github/workflows/image.yml"
 
 
@@ -146,7 +149,7 @@ def test_the_workflow_builds_for_amd64_and_publishes_latest_and_semver() -> None
 
 
 def test_the_compose_scenario_runs_what_the_manifests_describe() -> None:
-    services = yaml.safe_load((REPO / "compose.yaml").read_text())["services"]
+    services = yaml.safe_load((REPO / "agentbeats/compose.yaml").read_text())["services"]
     for service, which in (("green-agent", "green"), ("retrieval-agent", "purple")):
         spec, program = services[service], _load(which)["program"]
         default = re.fullmatch(r"\$\{NFCORPUS_IMAGE:-(.+)\}", spec["image"])
@@ -166,7 +169,7 @@ def _compose_default(value: str) -> str:
 
 
 def test_compose_publishes_on_loopback_and_the_green_agent_calls_only_its_participant() -> None:
-    services = yaml.safe_load((REPO / "compose.yaml").read_text())["services"]
+    services = yaml.safe_load((REPO / "agentbeats/compose.yaml").read_text())["services"]
     for name, spec in services.items():
         for port in spec["ports"]:
             assert _compose_default(port).startswith("127.0.0.1:"), name

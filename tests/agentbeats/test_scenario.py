@@ -19,11 +19,11 @@ import pytest
 from a2a.helpers import get_data_parts
 from a2a.types import TaskState
 
-from devtools.processes import REPO, ServerProcess, free_port
-from tests.conftest import SmallIndex
+from harness.processes import REPO, ServerProcess, free_port
 from tests.support.green import assess
+from tests.support.small_index import SmallIndex
 
-SCENARIO = tomllib.loads((REPO / "scenario.toml").read_text())
+SCENARIO = tomllib.loads((REPO / "agentbeats/scenario.toml").read_text())
 
 
 def _with_free_ports(text: str, ports: dict[str, str]) -> str:

@@ -2,7 +2,7 @@
 
 Every test works on a copy of the repository (the files git tracks or would track, as they are
 in the work tree now), breaks one thing in it and runs the very command CI runs there:
-``scripts/lint.sh`` (make lint) or ``scripts/k8s/lint.sh`` (make lint-k8s) with the project's own
+``scripts/lint/python.sh`` (make lint) or ``scripts/lint/artefacts.sh`` (make lint-k8s) with the project's own
 virtual environment and tools.
 """
 
@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from devtools.processes import REPO
+from harness.processes import REPO
 
 TOOLS = REPO / ".tools"
 VENV = REPO / ".venv"
@@ -45,7 +45,7 @@ class RepoCopy:
         cache = REPO / ".mypy_cache"
         if cache.is_dir() and not (self.root / ".mypy_cache").exists():
             shutil.copytree(cache, self.root / ".mypy_cache")
-        return self.run("bash", "scripts/lint.sh")
+        return self.run("bash", "scripts/lint/python.sh")
 
     def run(self, *command: str) -> subprocess.CompletedProcess[str]:
         env = {
@@ -60,7 +60,7 @@ class RepoCopy:
 
     def lint_k8s(self, *steps: str) -> subprocess.CompletedProcess[str]:
         """make lint-k8s's script, limited to ``steps`` (all of them when none)."""
-        return self.run("bash", "scripts/k8s/lint.sh", *steps)
+        return self.run("bash", "scripts/lint/artefacts.sh", *steps)
 
 
 def tracked_files() -> list[str]:

@@ -1,4 +1,4 @@
-"""make lint-k8s (scripts/k8s/lint.sh) fails, step by step, on a broken chart, a stale k8s/, an
+"""make lint-k8s (scripts/lint/artefacts.sh) fails, step by step, on a broken chart, a stale k8s/, an
 invalid manifest, an insecure pod, a bad Dockerfile or shell script, a bad workflow, a bad
 compose file and a chart changed without a new version."""
 
@@ -34,7 +34,7 @@ spec:
 
 def _render(repo: RepoCopy) -> None:
     """Re-render k8s/base as a developer would after changing the chart (make render-k8s)."""
-    run = repo.run("bash", "scripts/k8s/render.sh")
+    run = repo.run("bash", "scripts/chart/render.sh")
     assert run.returncode == 0, run.stdout + run.stderr
 
 
@@ -121,7 +121,7 @@ def test_a_bad_workflow_fails(repo_copy: RepoCopy, workflow: str, complaint: str
 
 
 def test_a_compose_file_against_its_schema_fails(repo_copy: RepoCopy) -> None:
-    repo_copy.edit("compose.yaml", "services:", "broken_on_purpose: 1\nservices:")
+    repo_copy.edit("agentbeats/compose.yaml", "services:", "broken_on_purpose: 1\nservices:")
     run = repo_copy.lint_k8s("compose")
     assert failed(run, "compose.yaml"), run.stdout + run.stderr
 

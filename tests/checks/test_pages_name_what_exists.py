@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from devtools.processes import REPO
+from harness.processes import REPO
 from tests.checks.test_workflows import make_graph
 
 PAGES = [
@@ -22,11 +22,10 @@ PAGES = [
 #: Files whose comments name repository paths, make targets and modules too.
 COMMENTED = [
     REPO / "Makefile",
-    *sorted((REPO / "mk").glob("*.mk")),
     *sorted((REPO / "scripts").rglob("*.sh")),
     *sorted((REPO / ".github" / "workflows").glob("*.yml")),
     REPO / "Dockerfile",
-    REPO / "compose.yaml",
+    REPO / "agentbeats/compose.yaml",
 ]
 
 

@@ -1,5 +1,5 @@
-"""make lint (scripts/lint.sh) fails on a lint error, a formatting error or a type error, in any
-Python file of the repository: services/retrieval/build/ included, whose name once made ruff skip
+"""make lint (scripts/lint/python.sh) fails on a lint error, a formatting error or a type error, in any
+Python file of the repository: services/retrieval/indexing/ included, whose name once made ruff skip
 it (``extend-exclude = ["build"]`` excludes every folder of that name)."""
 
 from __future__ import annotations
@@ -7,10 +7,10 @@ from __future__ import annotations
 import subprocess
 import tomllib
 
-from devtools.processes import REPO
+from harness.processes import REPO
 from tests.checks.conftest import VENV, RepoCopy, failed, tracked_files
 
-BUILD = "services/retrieval/build/broken_on_purpose.py"
+BUILD = "services/retrieval/indexing/broken_on_purpose.py"
 
 
 def test_the_unbroken_copy_passes(repo_copy: RepoCopy) -> None:

@@ -1,5 +1,5 @@
 """The README's settings table and the code agree, both ways: every environment variable a
-settings class or a module of the shipped code (services/, deploy/) reads is a row of the table,
+settings class or a module of the shipped code (services/) reads is a row of the table,
 with the default the code has, and every variable in the table is read by the code."""
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from pydantic.fields import FieldInfo
 from pydantic_settings import BaseSettings
 
 import services
-from devtools.processes import REPO
+from harness.processes import REPO
 from services.nfcorpus.dataset import DEFAULT_DATA_DIR
 from services.retrieval.settings import REPO_ROOT, Env
 
@@ -105,9 +105,9 @@ def _reads(tree: ast.AST) -> Iterator[tuple[str, object]]:
 
 
 def module_variables() -> dict[str, set[str]]:
-    """Variable -> the defaults the modules of services/ and deploy/ read it with."""
+    """Variable -> the defaults the modules of services/ read it with."""
     found: dict[str, set[str]] = defaultdict(set)
-    for path in [*(REPO / "services").rglob("*.py"), *(REPO / "deploy").rglob("*.py")]:
+    for path in (REPO / "services").rglob("*.py"):
         for name, default in _reads(ast.parse(path.read_text())):
             if name.startswith(PREFIXES):
                 found[name].add(render_default(default))

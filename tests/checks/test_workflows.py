@@ -10,7 +10,7 @@ from pathlib import Path
 
 import yaml
 
-from devtools.processes import REPO
+from harness.processes import REPO
 
 RULE = re.compile(r"^([A-Za-z0-9_.-]+(?: [A-Za-z0-9_.-]+)*)\s*:(?![=:])([^#]*)")
 

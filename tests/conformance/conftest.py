@@ -17,7 +17,7 @@ from typing import Any
 import httpx
 import pytest
 
-from devtools.processes import ServerProcess
+from harness.processes import ServerProcess
 from services.green_agent.dataset import TestSet, fetch_test_set
 from services.green_agent.settings import GreenSettings
 

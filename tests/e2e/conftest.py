@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from devtools.processes import ServerProcess
+from harness.processes import ServerProcess
 
 
 @pytest.fixture(scope="session")

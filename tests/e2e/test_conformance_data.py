@@ -14,7 +14,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from devtools.processes import REPO, ServerProcess
+from harness.processes import REPO, ServerProcess
 from services.nfcorpus.dataset import DEFAULT_DATA_DIR, has_corpus
 from tests.support.archive import serve_archive, zip_folder
 

@@ -18,9 +18,9 @@ from typing import Any
 import httpx
 import pytest
 
-from devtools.dashboard import panel_values
-from devtools.processes import ServerProcess
-from devtools.prometheus import LocalPrometheus
+from harness.dashboard import panel_values
+from harness.processes import ServerProcess
+from harness.prometheus import LocalPrometheus
 from tests.support.green import run_green
 from tests.support.purple import v03_body
 

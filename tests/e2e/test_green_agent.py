@@ -18,7 +18,7 @@ import pytest
 from a2a.helpers import get_data_parts, get_text_parts
 from a2a.types import TaskState
 
-from devtools.processes import REPO, ServerProcess
+from harness.processes import REPO, ServerProcess
 from services.green_agent.dataset import load_test_set
 from services.nfcorpus.dataset import DEFAULT_DATA_DIR
 from services.nfcorpus.metrics import ndcg_at_k

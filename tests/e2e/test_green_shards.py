@@ -12,7 +12,7 @@ from typing import Any
 import httpx
 from a2a.helpers import get_data_parts
 
-from devtools.processes import ServerProcess
+from harness.processes import ServerProcess
 from tests.support.green import assess
 
 SHARDS = 4

@@ -18,13 +18,13 @@ from typing import Any
 import httpx
 import pytest
 
-from devtools.processes import ServerProcess
+from harness.processes import ServerProcess
 from services.green_agent.client import connect
 from services.green_agent.dataset import TestSet
 from services.green_agent.evaluator import evaluate
 from services.nfcorpus.dataset import load_corpus, load_qrels, load_queries
 from services.nfcorpus.metrics import ndcg_at_k
-from tests.conftest import SmallIndex
+from tests.support.small_index import SmallIndex
 
 SERVED_FLOOR = 0.50
 LEARNED_GAIN = 0.10  # what the ranker, the votes and feedback add over the hybrid stage

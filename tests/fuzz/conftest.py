@@ -15,11 +15,11 @@ import httpx
 import pytest
 from hypothesis import HealthCheck, settings
 
-from devtools.processes import ServerProcess
+from harness.processes import McpServer, ServerProcess
 from services.nfcorpus.dataset import load_corpus
-from tests.conftest import McpServer, SmallIndex
 from tests.fuzz.verdict import Contract, Tally
 from tests.support.ports import closed_url
+from tests.support.small_index import SmallIndex
 
 MCP_HEADERS = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
 

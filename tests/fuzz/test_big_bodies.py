@@ -15,8 +15,7 @@ import time
 
 import pytest
 
-from devtools.processes import ServerProcess
-from tests.conftest import McpServer
+from harness.processes import McpServer, ServerProcess
 from tests.fuzz.verdict import Tally
 
 HUNDRED_MB = 100_000_000

@@ -15,7 +15,7 @@ import httpx
 from hypothesis import given
 from hypothesis import strategies as st
 
-from devtools.processes import ServerProcess
+from harness.processes import ServerProcess
 from tests.fuzz.a2a_verdict import check_a2a
 from tests.fuzz.conftest import assert_alive
 from tests.fuzz.payloads import a2a_bodies, content_types, encode, raw_bodies, retrieval_bodies

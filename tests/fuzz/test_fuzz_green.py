@@ -16,8 +16,7 @@ import httpx
 from hypothesis import given
 from hypothesis import strategies as st
 
-from devtools.processes import ServerProcess
-from tests.conftest import McpServer
+from harness.processes import McpServer, ServerProcess
 from tests.fuzz.a2a_verdict import check_green
 from tests.fuzz.assessments import assessment_bodies, assessments, odd_url_examples
 from tests.fuzz.conftest import assert_alive

@@ -13,7 +13,7 @@ import httpx
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tests.conftest import McpServer
+from harness.processes import McpServer
 from tests.fuzz.conftest import MCP_HEADERS, assert_alive
 from tests.fuzz.payloads import (
     content_types,

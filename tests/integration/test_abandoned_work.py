@@ -17,10 +17,10 @@ from pathlib import Path
 import httpx
 import pytest
 
-from devtools.processes import ServerProcess
+from harness.processes import ServerProcess
 from services.purple_agent.settings import PurpleSettings
-from tests.conftest import SmallIndex
 from tests.support.purple import ThreadedServer, v03_body
+from tests.support.small_index import SmallIndex
 
 BURST = 24
 CALLERS = 8

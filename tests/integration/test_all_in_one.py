@@ -17,9 +17,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from devtools.processes import BASE_ENV, REPO, ServerProcess, free_port, port_in_use
-from tests.conftest import McpServer, SmallIndex
+from harness.processes import BASE_ENV, REPO, McpServer, ServerProcess, free_port, port_in_use
 from tests.support.purple import v03_body
+from tests.support.small_index import SmallIndex
 
 
 def _children(pid: int) -> list[int]:

@@ -10,12 +10,12 @@ from typing import Any
 import httpx
 import pytest
 
-from devtools.processes import ServerProcess
+from harness.processes import ServerProcess
 from services.green_agent.client import Protocol_, TransportFailure, connect
 from services.green_agent.settings import GreenSettings
 from services.purple_agent.settings import PurpleSettings
-from tests.conftest import SmallIndex
 from tests.support.purple import ThreadedServer, v03_body
+from tests.support.small_index import SmallIndex
 
 AGENT_TOKEN = "purple-agent-token-0123456789"
 ALICE, BOB = "alice-token-0123456789", "bob-token-0123456789"

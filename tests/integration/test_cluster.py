@@ -20,11 +20,11 @@ from typing import Any
 
 import pytest
 
-from devtools.cluster import DRAIN_S, LocalCluster, Replica
-from devtools.processes import BASE_ENV, REPO
+from harness.local_cluster import DRAIN_S, LocalCluster, Replica
+from harness.processes import BASE_ENV, REPO
 from services.common.limits import HARD_DEADLINE_S
-from tests.conftest import SmallIndex
 from tests.support.polling import wait_for
+from tests.support.small_index import SmallIndex
 
 HANG_S = 120.0  # bound of every wait: far over what a replica's start or drain takes
 

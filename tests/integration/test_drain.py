@@ -12,9 +12,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from devtools.processes import REPO, ServerProcess, free_port
-from tests.conftest import SmallIndex
+from harness.processes import REPO, ServerProcess, free_port
 from tests.support.polling import wait_for
+from tests.support.small_index import SmallIndex
 
 DRAIN_S = 5.0  # long enough for a loaded machine to see the drain before the stop
 HANG_S = 60.0  # only a server that never handles SIGTERM takes this long
@@ -27,7 +27,7 @@ def _uvicorn(env: dict[str, str], tmp_path: Path) -> ServerProcess:
 def _gunicorn(env: dict[str, str], tmp_path: Path) -> ServerProcess:
     port = free_port()
     cmd = [
-        sys.executable, "-m", "gunicorn", "--config", str(REPO / "deploy/gunicorn.conf.py"),
+        sys.executable, "-m", "gunicorn", "--config", str(REPO / "services/gunicorn.conf.py"),
         "--workers", "1", "--bind", f"127.0.0.1:{port}", "services.mcp_server.asgi:app",
     ]  # fmt: skip
     env = {**env, "PROMETHEUS_MULTIPROC_DIR": str(tmp_path / "metrics")}

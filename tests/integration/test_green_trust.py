@@ -20,10 +20,9 @@ import httpx
 import pytest
 from a2a.server.request_handlers.response_helpers import agent_card_to_dict
 
-from devtools.processes import ServerProcess
+from harness.processes import McpServer, ServerProcess
 from services.green_agent.card import build_card
 from services.purple_agent.settings import PurpleSettings
-from tests.conftest import McpServer
 from tests.support.purple import ThreadedServer, v03_body
 
 CALLER = "assessor-token-0123456789"  # what the green agent accepts from its callers

@@ -12,8 +12,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from devtools.processes import REPO, ServerProcess, free_port
-from tests.conftest import SmallIndex
+from harness.processes import REPO, ServerProcess, free_port
+from tests.support.small_index import SmallIndex
 
 
 @pytest.fixture(scope="module")
@@ -30,7 +30,7 @@ def gunicorn_mcp(
         "TMPDIR": str(scratch),
     }
     cmd = [
-        sys.executable, "-m", "gunicorn", "--config", str(REPO / "deploy/gunicorn.conf.py"),
+        sys.executable, "-m", "gunicorn", "--config", str(REPO / "services/gunicorn.conf.py"),
         "--workers", "2", "--bind", f"127.0.0.1:{port}", "services.mcp_server.asgi:app",
     ]  # fmt: skip
     server = ServerProcess(cmd, port, env=env, log_path=tmp_path / "gunicorn.log")

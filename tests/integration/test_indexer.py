@@ -7,11 +7,11 @@ from typing import Any, Literal
 import numpy as np
 import pytest
 
-from devtools.processes import REPO
+from harness.processes import REPO
 from services.nfcorpus.dataset import load_qrels, load_queries
-from services.retrieval.build.index import build_index
-from services.retrieval.build.training import load_training_data
 from services.retrieval.encoders.dense import OnnxMiniLM
+from services.retrieval.indexing.index import build_index
+from services.retrieval.indexing.training import load_training_data
 from services.retrieval.query import ranker
 from services.retrieval.query.collection_names import knn_collection, ranker_collection
 from services.retrieval.query.pipeline import RankingPipeline
@@ -20,7 +20,7 @@ from services.retrieval.settings import ExperimentSettings, RetrievalSettings, S
 from services.retrieval.store import open_store
 from services.retrieval.store.base import Store
 from services.retrieval.types import CollectionSpec
-from tests.support.dataset import make_subset
+from tests.support.small_index import make_subset
 
 DOCS = 30
 
@@ -115,7 +115,7 @@ def test_cli_runs_twice_without_duplicates(tmp_path: Path) -> None:
         "RETRIEVAL_CACHE_DIR": str(tmp_path / "cache"),
         "RETRIEVAL_MODE": "zero-shot",
     }
-    cmd = [sys.executable, "-m", "services.retrieval.build.index", "--max-docs", "12"]
+    cmd = [sys.executable, "-m", "services.retrieval.indexing.index", "--max-docs", "12"]
     first = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300, check=True)
     second = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300, check=True)
     assert "12 documents, built" in first.stdout

@@ -21,9 +21,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from devtools.processes import ServerProcess
-from tests.conftest import SmallIndex
+from harness.processes import ServerProcess
 from tests.support.purple import v03_body
+from tests.support.small_index import SmallIndex
 
 REQUESTS = 2000
 CACHE_ENTRIES, CACHE_BYTES = 32, 256 * 1024  # small, so the load passes them many times over

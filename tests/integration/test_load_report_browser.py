@@ -24,15 +24,15 @@ from typing import Any
 import httpx
 import pytest
 
-from devtools.processes import REPO
+from harness.processes import REPO
 from services.common.limits import MAX_QUERY_CHARS
 from services.green_agent.load_html import HISTOGRAM_TITLE, LATENCY_TITLE, THROUGHPUT_TITLE
 from services.green_agent.workload import query_pool
 from services.nfcorpus.dataset import load_queries
-from tests.conftest import SmallIndex
 from tests.support.green import CLI_TIMEOUT_S
 from tests.support.polling import wait_for
 from tests.support.purple import ThreadedServer
+from tests.support.small_index import SmallIndex
 
 CHROMIUM = shutil.which("chromium")
 pytestmark = pytest.mark.skipif(

@@ -6,8 +6,9 @@ import httpx
 import pytest
 from mcp import Client
 
+from harness.processes import McpServer
 from services.nfcorpus.dataset import load_corpus, load_queries
-from tests.conftest import McpServer, SmallIndex
+from tests.support.small_index import SmallIndex
 
 
 async def test_lists_the_tool_with_schemas(mcp_server: McpServer) -> None:

@@ -11,7 +11,7 @@ import onnx
 import onnxruntime
 import pytest
 
-from devtools.processes import BASE_ENV, REPO
+from harness.processes import BASE_ENV, REPO
 from services.nfcorpus.dataset import load_corpus, load_queries
 from services.retrieval.encoders import onnx_model
 from services.retrieval.encoders.dense import OnnxMiniLM

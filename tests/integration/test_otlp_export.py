@@ -11,10 +11,10 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from devtools.processes import ServerProcess
-from tests.conftest import SmallIndex
+from harness.processes import ServerProcess
 from tests.support.otlp import OtlpReceiver
 from tests.support.purple import v03_body
+from tests.support.small_index import SmallIndex
 
 TRACE_ID = "4bf92f3577b34da6a3ce929d0e0e4736"
 CALLER_SPAN = "00f067aa0ba902b7"

@@ -4,14 +4,14 @@ from pathlib import Path
 
 import numpy as np
 
-from services.retrieval.build.index import build_index
 from services.retrieval.encoders.dense import OnnxMiniLM
+from services.retrieval.indexing.index import build_index
 from services.retrieval.query.features import FEATURES
 from services.retrieval.query.hybrid import HybridSearcher
 from services.retrieval.query.pipeline import RankingPipeline
 from services.retrieval.settings import RetrievalSettings, StoreSettings
 from services.retrieval.store import open_store
-from tests.conftest import SmallIndex
+from tests.support.small_index import SmallIndex
 
 QUERY = "Does green tea protect against prostate cancer?"
 

@@ -10,9 +10,9 @@ from collections.abc import Iterator
 
 import pytest
 
+from harness.fakes.mcp_toy import GARBAGE, Recorder, search_app, serving
 from services.purple_agent.search import SearchClient
 from services.purple_agent.search._errors import McpCallError
-from tests.support.mcp_toy import GARBAGE, Recorder, search_app, serving
 
 
 @pytest.fixture(params=[True, False], ids=["json", "sse"])

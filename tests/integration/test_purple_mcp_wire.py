@@ -11,10 +11,10 @@ from typing import Any
 
 from mcp import Client
 
-from devtools.processes import REPO
+from harness.fakes.mcp_toy import Seen, search_app, serving
+from harness.processes import REPO
 from services.purple_agent.search import SearchClient
 from services.purple_agent.search._mcp_wire import CLIENT_INFO
-from tests.support.mcp_toy import Seen, search_app, serving
 
 #: What a server may read of a request besides its body.
 HEADERS = ("accept", "content-type", "mcp-protocol-version", "mcp-method", "mcp-name")

@@ -13,14 +13,13 @@ import time
 import httpx
 import pytest
 
-from devtools.processes import free_port
+from harness.fakes.mcp_toy import search_app, serve_app, serving
+from harness.fakes.seed_rest import fixed_hits, forwarding_to, seed_rest_app
+from harness.processes import McpServer, free_port
 from services.purple_agent.search import McpCallError, SearchClient, probes
 from services.purple_agent.settings import PurpleSettings
-from tests.conftest import McpServer
-from tests.support.mcp_toy import search_app, serve_app, serving
 from tests.support.ports import closed_url
 from tests.support.purple import ThreadedServer, v03_body
-from tests.support.seed_rest import fixed_hits, forwarding_to, seed_rest_app
 
 QUERIES = ["vitamin D and bone health", "statins breast cancer", "green tea"]
 HITS = [{"doc_id": f"MED-{i}", "score": 1.0 / i, "title": "t", "text": "x"} for i in range(1, 9)]

@@ -8,9 +8,8 @@ import json
 
 import httpx
 
-from devtools.processes import free_port
+from harness.processes import McpServer, free_port
 from services.purple_agent.settings import PurpleSettings
-from tests.conftest import McpServer
 from tests.support.purple import ThreadedServer, v03_body
 from tests.support.tracing import collected_spans, finished
 

@@ -18,7 +18,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from devtools.processes import BASE_ENV, REPO
+from harness.processes import BASE_ENV, REPO
 from services.nfcorpus.dataset import load_queries
 from services.retrieval.encoders.dense import OnnxMiniLM
 from services.retrieval.query.collection_names import ranker_collection
@@ -26,7 +26,7 @@ from services.retrieval.query.pipeline import RankingPipeline
 from services.retrieval.query.version_records import load_ranker
 from services.retrieval.settings import RetrievalSettings, StoreSettings
 from services.retrieval.store import open_store
-from tests.conftest import SmallIndex
+from tests.support.small_index import SmallIndex
 
 TRAIN_QUERIES = "200"  # enough for a model with real splits, and for ties among duplicates
 
@@ -42,7 +42,7 @@ def _build(data_dir: Path, edge: Path, hash_seed: str, cache: Path | None) -> No
     }
     if cache is not None:
         env["RETRIEVAL_CACHE_DIR"] = str(cache)
-    command = [sys.executable, "-m", "services.retrieval.build.index"]
+    command = [sys.executable, "-m", "services.retrieval.indexing.index"]
     subprocess.run(command, env=env, cwd=REPO, check=True, capture_output=True, timeout=600)
 
 

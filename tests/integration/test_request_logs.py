@@ -18,9 +18,9 @@ from typing import Any
 import httpx
 import pytest
 
-from devtools.processes import ServerProcess
-from tests.conftest import SmallIndex
+from harness.processes import ServerProcess
 from tests.support.purple import v03_body
+from tests.support.small_index import SmallIndex
 
 # The purple agent and its log, the MCP server's log and the MCP server.
 Logged = tuple[ServerProcess, Path, Path, ServerProcess]

@@ -15,9 +15,9 @@ import httpx
 import pytest
 from mcp import Client
 
-from devtools.processes import ServerProcess
+from harness.processes import ServerProcess
 from services.nfcorpus.dataset import load_queries
-from tests.conftest import SmallIndex
+from tests.support.small_index import SmallIndex
 
 
 def _server(small_index: SmallIndex, tmp: pytest.TempPathFactory, entries: int) -> ServerProcess:

@@ -12,7 +12,7 @@ from services.mcp_server.service import SearchService
 from services.retrieval.query.pipeline import RankingPipeline
 from services.retrieval.store import open_store
 from services.retrieval.store.counting import CountingStore
-from tests.conftest import SmallIndex
+from tests.support.small_index import SmallIndex
 from tests.support.tracing import collected_spans
 
 

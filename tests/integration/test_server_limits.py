@@ -14,7 +14,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from devtools.processes import ServerProcess
+from harness.processes import ServerProcess
 
 HEAD_TIMEOUT_S = 0.5
 PATIENCE_S = 15.0  # how long a test waits for the server to act: 30 head deadlines

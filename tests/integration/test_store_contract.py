@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from devtools.processes import REPO
+from harness.processes import REPO
 from services.retrieval.store.base import Fusion, Store, StoreError
 from services.retrieval.store.copies import owner_tag
 from services.retrieval.store.counting import CountingStore

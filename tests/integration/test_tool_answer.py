@@ -21,7 +21,7 @@ from services.mcp_server.tools import TOOL_NAME, SearchServer
 from services.retrieval.query.pipeline import RankingPipeline
 from services.retrieval.store import open_store
 from services.retrieval.store.counting import CountingStore
-from tests.conftest import SmallIndex
+from tests.support.small_index import SmallIndex
 
 
 @pytest.fixture(scope="module")

@@ -13,7 +13,7 @@ import httpx
 from a2a.client import A2ACardResolver, ClientConfig, create_client
 from a2a.types import Message, Part, Role, SendMessageRequest, StreamResponse
 
-from devtools.processes import REPO
+from harness.processes import REPO
 
 CLI_TIMEOUT_S = 120
 

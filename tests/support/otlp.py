@@ -15,7 +15,7 @@ from typing import Any
 import grpc
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2, trace_service_pb2_grpc
 
-from devtools.processes import free_port
+from harness.processes import free_port
 
 
 @dataclass(frozen=True)

@@ -1,19 +1,23 @@
-"""The folder tree is the architecture: imports flow one way, and modules stay small.
+"""The folder tree is the architecture: each room one purpose, imports flow one way, modules
+sized by cohesion.
 
 agent -> MCP server -> store: the purple agent reaches retrieval only over MCP; the evaluator
 (green agent) depends on the benchmark (``services.nfcorpus``), never on the system it evaluates;
-the shared frame and the benchmark depend on no server.
+the shared frame and the benchmark depend on no server. Between the rooms of Python code: what
+ships (``services``) imports none of the others, the test harness only what ships, the
+development tooling the harness too, and only the tests import the tests.
 """
 
 from __future__ import annotations
 
 import ast
+import subprocess
 from functools import cache
 from pathlib import Path
 
 import pytest
 
-from devtools.processes import REPO
+from harness.processes import REPO
 
 # What each package may import from the others (telemetry is shared by all).
 ALLOWED = {
@@ -28,8 +32,18 @@ ALLOWED = {
 # Modules are sized by cohesion: one that grows past this is doing several things (sprawl), not
 # one thing thoroughly.
 MAX_LINES = 400
-# Every folder of Python code: the servers, the tests, and the two folders of tooling.
-PYTHON_FOLDERS = ("services", "tests", "deploy", "devtools")
+# The rooms of Python code and the ones each may import besides itself.
+ROOMS: dict[str, set[str]] = {
+    "services": set(),
+    "harness": {"services"},
+    "devtools": {"services", "harness"},
+    "tests": {"services", "harness", "devtools"},
+}
+PYTHON_FOLDERS = tuple(ROOMS)
+# Tracked top-level entries the README's tree does not list: the page itself and two dotfiles.
+UNLISTED = {"README.md", ".gitignore", ".dockerignore"}
+# The tree's first column is this wide; a top-level entry starts at its first character.
+TREE_COLUMN = 29
 
 # Inside retrieval/, what each layer may import besides itself: the shared vocabulary at the
 # bottom, then the store (talks to Qdrant, knows nothing of ranking) and the encoders, then
@@ -41,7 +55,7 @@ LAYERS: dict[str, set[str]] = {
     "store": {"types", "settings"},
     "encoders": BOTTOM,
     "query": BOTTOM | {"store", "encoders"},
-    "build": BOTTOM | {"store", "encoders", "query"},
+    "indexing": BOTTOM | {"store", "encoders", "query"},
 }
 
 
@@ -178,13 +192,55 @@ def test_no_module_reaches_into_an_sdk_private_module() -> None:
     assert reached == {}
 
 
-def test_no_server_imports_development_or_deployment_tooling() -> None:
-    tooling = ("devtools", "deploy", "tests", "scripts")
-    reaching = {
-        str(path.relative_to(REPO)): sorted(n for n in _imports(path) if n.split(".")[0] in tooling)
-        for path in sorted((REPO / "services").rglob("*.py"))
+def _room_crossings(root: Path, room: str) -> dict[str, list[str]]:
+    """The modules of ``root/room`` importing a room they may not, with the rooms reached."""
+    reaching = {}
+    for path in sorted((root / room).rglob("*.py")):
+        wrong = {n.split(".")[0] for n in _imports(path)} & set(ROOMS) - ROOMS[room] - {room}
+        if wrong:
+            reaching[str(path.relative_to(root))] = sorted(wrong)
+    return reaching
+
+
+@pytest.mark.parametrize("room", sorted(ROOMS))
+def test_rooms_depend_one_way(room: str) -> None:
+    assert _room_crossings(REPO, room) == {}
+
+
+def test_a_harness_importing_the_tests_is_caught(tmp_path: Path) -> None:
+    (tmp_path / "harness").mkdir()
+    (tmp_path / "harness" / "helper.py").write_text("from tests.support import ports\n")
+    assert _room_crossings(tmp_path, "harness") == {"harness/helper.py": ["tests"]}
+
+
+def _tree_entries(readme: str) -> set[str]:
+    """The top-level entries the README's tree names (its unindented first column)."""
+    block = readme.split("The tree is the architecture", 1)[1].split("```", 2)[1]
+    return {
+        name.rstrip("/")
+        for line in block.splitlines()
+        if line and not line[0].isspace()
+        for name in line[:TREE_COLUMN].split()
+        if name != "..."
     }
-    assert {k: v for k, v in reaching.items() if v} == {}
+
+
+def test_the_readme_tree_names_every_top_level_entry() -> None:
+    tracked = subprocess.run(
+        ["git", "ls-files"], cwd=REPO, capture_output=True, text=True, check=True
+    ).stdout.split()
+    top = {path.split("/", 1)[0] for path in tracked} - UNLISTED
+    assert _tree_entries((REPO / "README.md").read_text()) == top
+
+
+def test_a_tree_line_is_read_as_its_entries() -> None:
+    readme = (
+        "The tree is the architecture:\n\n```\n"
+        "helm/ k8s/                   the chart; its render\n"
+        "  sub/                       not top level\n"
+        "stack.py ...                 more\n```\n"
+    )
+    assert _tree_entries(readme) == {"helm", "k8s", "stack.py"}
 
 
 def test_tooling_is_packaged_not_scripted() -> None:
@@ -217,7 +273,7 @@ def test_tooling_reads_no_private_attribute_of_the_services() -> None:
     # outside breaks silently when the service changes (``self``/``cls`` are a class's own).
     reads = sorted(
         f"{path.relative_to(REPO)}:{node.lineno}"
-        for folder in ("devtools", "deploy")
+        for folder in ("devtools", "harness")
         for path in (REPO / folder).rglob("*.py")
         for node in ast.walk(_tree(path))
         if isinstance(node, ast.Attribute)

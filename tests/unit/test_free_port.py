@@ -8,8 +8,8 @@ import socket
 
 import pytest
 
-from devtools import processes
-from devtools.processes import free_port
+from harness import processes
+from harness.processes import free_port
 from tests.support.ports import closed_port
 
 

@@ -8,7 +8,7 @@ import os
 import subprocess
 import sys
 
-from devtools.processes import REPO
+from harness.processes import REPO
 from services.telemetry.logging import JsonFormatter
 
 

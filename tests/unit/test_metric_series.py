@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from devtools.processes import REPO
+from harness.processes import REPO
 from services.purple_agent.metrics import (
     FAILURE_REASONS,
     MCP_OUTCOMES,

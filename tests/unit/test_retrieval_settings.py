@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from services.retrieval.build.versions import supervised_config
 from services.retrieval.encoders.sparse import Bm25Params
+from services.retrieval.indexing.versions import supervised_config
 from services.retrieval.query import bm25_table, lexical_votes
 from services.retrieval.settings import Env, RetrievalSettings, StoreSettings
 

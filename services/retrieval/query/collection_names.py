@@ -2,7 +2,7 @@
 
 A version is three collections sharing one name: the documents ``<alias>-<hash>``, the voting
 training queries ``<alias>-<hash>-knn`` and the ranker ``<alias>-<hash>-ranker``. The hash is
-computed at index time (:mod:`services.retrieval.build.versions`); the service reads the alias and
+computed at index time (:mod:`services.retrieval.indexing.versions`); the service reads the alias and
 finds the other two collections by these names.
 """
 

@@ -7,7 +7,7 @@
   :mod:`services.retrieval.query.nudged`);
 - the ranker: one point whose payload holds the LightGBM model text and how it was trained.
 
-Collection names and vector specs come from :mod:`services.retrieval.build.versions`.
+Collection names and vector specs come from :mod:`services.retrieval.indexing.versions`.
 """
 
 from __future__ import annotations

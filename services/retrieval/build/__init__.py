@@ -1,5 +1,0 @@
-"""Index time: encode the corpus, train the ranker, and write one versioned index.
-
-``python -m services.retrieval.build.index`` runs it (:mod:`.index`). It uses the query-time
-code below it to compute the ranker's training features exactly as they are served.
-"""
