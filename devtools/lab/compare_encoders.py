@@ -18,7 +18,7 @@ import torch
 from transformers import AutoModel, AutoTokenizer
 
 from services.nfcorpus.dataset import load_corpus, load_qrels, load_queries
-from services.nfcorpus.metrics import mean_over_queries
+from services.nfcorpus.measures import mean_over_queries
 from services.retrieval.encoders.dense import MAX_TOKENS, Matrix, OnnxMiniLM, mean_pool
 from services.retrieval.settings import RetrievalSettings
 from services.retrieval.text import document_text

@@ -27,7 +27,7 @@ import numpy.typing as npt
 from devtools.eval.quality import HONEST, QUALITY_STORE
 from harness.processes import REPO
 from services.nfcorpus.dataset import Split, load_qrels, load_queries
-from services.nfcorpus.metrics import ndcg_at_k
+from services.nfcorpus.measures import ndcg_at_k
 from services.retrieval.encoders.dense import OnnxMiniLM
 from services.retrieval.query.features import FEATURES
 from services.retrieval.query.pipeline import RankingPipeline

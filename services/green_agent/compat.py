@@ -9,7 +9,7 @@ its own fuller figures, with the values that evaluator computes, so it can stand
 - it reads a reply as a 0.3 client does (status text and every artifact part joined, then
   ``json.loads``) and scores whatever ``doc_ids`` that yields, ``[]`` when nothing parses;
 - at cutoff ``k`` = the request's ``top_k``: NDCG with the ideal taken from the retrieved list
-  (:func:`~services.nfcorpus.metrics.ndcg_at_k_retrieved_ideal`), reciprocal rank of the first
+  (:func:`~services.nfcorpus.measures.ndcg_at_k_retrieved_ideal`), reciprocal rank of the first
   relevant id, precision as the relevant share of the ids returned (not of ``k``), recall as the
   share of the relevant documents found; a query that got no reply at all scores 0;
 - a communication is successful when a reply arrived, whatever it held;
@@ -27,7 +27,7 @@ import httpx
 from services.green_agent.egress import AllowedOrigins
 from services.green_agent.evaluator import QueryOutcome
 from services.nfcorpus.dataset import Qrels
-from services.nfcorpus.metrics import ndcg_at_k_retrieved_ideal
+from services.nfcorpus.measures import ndcg_at_k_retrieved_ideal
 
 
 def _relevant(judged: dict[str, int]) -> set[str]:

@@ -1,6 +1,6 @@
 """Evaluation report: ranking metrics, their spread, latency, throughput and every failure.
 
-Ranking metrics use the standard trec_eval definitions from :mod:`services.nfcorpus.metrics`
+Ranking metrics use the standard trec_eval definitions from :mod:`services.nfcorpus.measures`
 and are means over *every sampled query*: a query without a valid reply scores 0, as a missing
 run does in trec_eval. ``agentbeats_ndcg@k`` is the AgentBeats evaluator's variant, whose ideal
 DCG comes from the retrieved list only; it is reported apart because it is never lower.
@@ -17,7 +17,7 @@ from pydantic import BaseModel
 
 from services.green_agent.evaluator import QueryOutcome
 from services.nfcorpus.dataset import Qrels
-from services.nfcorpus.metrics import ndcg_at_k_retrieved_ideal, per_query
+from services.nfcorpus.measures import ndcg_at_k_retrieved_ideal, per_query
 
 CUTOFFS = (5, 10)
 

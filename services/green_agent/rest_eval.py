@@ -19,7 +19,7 @@ from typing import cast, get_args
 import httpx
 
 from services.nfcorpus.dataset import Split, load_qrels, load_queries
-from services.nfcorpus.metrics import mean_over_queries
+from services.nfcorpus.measures import mean_over_queries
 
 DEPTH = 10
 

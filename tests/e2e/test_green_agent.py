@@ -21,7 +21,7 @@ from a2a.types import TaskState
 from harness.processes import REPO, ServerProcess
 from services.green_agent.dataset import load_test_set
 from services.nfcorpus.dataset import DEFAULT_DATA_DIR
-from services.nfcorpus.metrics import ndcg_at_k
+from services.nfcorpus.measures import ndcg_at_k
 from services.purple_agent.ranking_policy import Candidate, ServerOrder
 from services.purple_agent.settings import PurpleSettings
 from tests.support.green import CLI_TIMEOUT_S, assess, run_green

@@ -23,7 +23,7 @@ from services.green_agent.client import connect
 from services.green_agent.dataset import TestSet
 from services.green_agent.evaluator import evaluate
 from services.nfcorpus.dataset import load_corpus, load_qrels, load_queries
-from services.nfcorpus.metrics import ndcg_at_k
+from services.nfcorpus.measures import ndcg_at_k
 from tests.support.small_index import SmallIndex
 
 SERVED_FLOOR = 0.50

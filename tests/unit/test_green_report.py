@@ -9,7 +9,7 @@ import pytrec_eval
 
 from services.green_agent.evaluator import QueryOutcome
 from services.green_agent.report import build_report, latency_stats, percentile, spread
-from services.nfcorpus import metrics
+from services.nfcorpus import measures
 
 QRELS = {
     "q1": {"MED-1": 2, "MED-2": 1, "MED-3": 1},
@@ -43,12 +43,12 @@ def test_ndcg_at_5_by_hand_and_by_pytrec_eval() -> None:
     assert report.metrics["ndcg@5"] == pytest.approx(sum(trec) / 3)
 
 
-def test_metrics_agree_with_the_nfcorpus_metrics_module() -> None:
+def test_metrics_agree_with_the_nfcorpus_measures() -> None:
     report = _report()
     run = {o.query_id: o.doc_ids for o in OUTCOMES if o.doc_ids}
     for k in (5, 10):
         for name in ("ndcg", "precision", "recall"):
-            expected = metrics.mean_over_queries(run, QRELS, name, k)
+            expected = measures.mean_over_queries(run, QRELS, name, k)
             assert report.metrics[f"{name}@{k}"] == pytest.approx(expected)
     assert report.metrics["mrr"] == pytest.approx((1.0 + 0 + 0) / 3)
 

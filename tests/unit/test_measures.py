@@ -3,7 +3,7 @@ import random
 import pytest
 import pytrec_eval
 
-from services.nfcorpus.metrics import (
+from services.nfcorpus.measures import (
     mean_over_queries,
     ndcg_at_k,
     ndcg_at_k_retrieved_ideal,
