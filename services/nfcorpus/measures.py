@@ -1,5 +1,6 @@
-"""Ranking measures with the standard trec_eval definitions (trec_eval calls them measures;
-in this repository, "metrics" are what Prometheus scrapes).
+"""Ranking measures with the standard trec_eval definitions.
+
+trec_eval calls them measures; in this repository, "metrics" are what Prometheus scrapes.
 
 NDCG@k uses the qrel grade as gain with a log2 discount, and the ideal DCG from *all* judged
 documents of the query (not only the retrieved ones). :func:`ndcg_at_k_retrieved_ideal` is the
