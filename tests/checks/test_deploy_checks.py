@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-from tests.checks.conftest import TOOLS, RepoCopy, failed
+from tests.checks.repo_copy import TOOLS, RepoCopy, failed
 
 TEMPLATES = "helm/nfcorpus-retrieval/templates"
 CONFIGMAP = """apiVersion: v1

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from harness.processes import REPO
-from tests.checks.test_workflows import make_graph
+from tests.checks.makefile import make_graph
 
 PAGES = [
     REPO / "README.md",

@@ -8,7 +8,7 @@ import subprocess
 import tomllib
 
 from harness.processes import REPO
-from tests.checks.conftest import VENV, RepoCopy, failed, tracked_files
+from tests.checks.repo_copy import VENV, RepoCopy, failed, tracked_files
 
 BUILD = "services/retrieval/indexing/broken_on_purpose.py"
 

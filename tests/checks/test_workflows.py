@@ -4,48 +4,13 @@ distribution's packages), and nothing else."""
 
 from __future__ import annotations
 
-import re
 import shlex
 from pathlib import Path
 
 import yaml
 
 from harness.processes import REPO
-
-RULE = re.compile(r"^([A-Za-z0-9_.-]+(?: [A-Za-z0-9_.-]+)*)\s*:(?![=:])([^#]*)")
-
-
-def make_graph(root: Path = REPO) -> dict[str, set[str]]:
-    """Target -> the targets it runs: its prerequisites and the ``$(MAKE)`` calls of its recipe."""
-    graph: dict[str, set[str]] = {}
-    for makefile in [root / "Makefile", *sorted((root / "mk").glob("*.mk"))]:
-        current: list[str] = []
-        for line in makefile.read_text().splitlines():
-            if line.startswith("\t"):
-                if "$(MAKE)" in line:
-                    called = line.split("$(MAKE)", 1)[1].split()
-                    for target in current:
-                        graph[target] |= {w for w in called if not w.startswith(("-", "$"))}
-                continue
-            match = RULE.match(line)
-            if match is None or line.startswith((".", "export")):
-                current = [] if line.strip() and not line.startswith("#") else current
-                continue
-            current = match.group(1).split()
-            needs = {w for w in match.group(2).split() if not w.startswith("$")}
-            for target in current:
-                graph.setdefault(target, set()).update(needs)
-    return graph
-
-
-def reachable(graph: dict[str, set[str]], start: str) -> set[str]:
-    seen, todo = set(), [start]
-    while todo:
-        target = todo.pop()
-        if target not in seen:
-            seen.add(target)
-            todo.extend(graph.get(target, ()))
-    return seen
+from tests.checks.makefile import make_graph, reachable
 
 
 def workflow_problems(text: str, allowed: set[str]) -> list[str]:
@@ -103,7 +68,6 @@ jobs:
 
 
 def test_the_makefile_graph_follows_prerequisites_and_sub_makes(tmp_path: Path) -> None:
-    (tmp_path / "mk").mkdir()
     (tmp_path / "Makefile").write_text(
         "test: lint  ## the suite\n\t$(PY) -m pytest\n\t$(MAKE) --no-print-directory image\n"
         "lint: $(STAMP)\n\truff check .\nimage: base\n\tbuild\nother:\n\techo\n"

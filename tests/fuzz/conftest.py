@@ -17,11 +17,10 @@ from hypothesis import HealthCheck, settings
 
 from harness.processes import McpServer, ServerProcess
 from services.nfcorpus.dataset import load_corpus
+from tests.fuzz.payloads import MCP_HEADERS
 from tests.fuzz.verdict import Contract, Tally
 from tests.support.ports import closed_url
 from tests.support.small_index import SmallIndex
-
-MCP_HEADERS = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
 
 settings.register_profile(
     "fuzz",
@@ -84,10 +83,3 @@ def nobody() -> Iterator[str]:
 def client() -> Iterator[httpx.Client]:
     with httpx.Client(timeout=30) as http:
         yield http
-
-
-def assert_alive(*servers: ServerProcess) -> None:
-    """No crash: each server still runs and answers its liveness probe."""
-    for server in servers:
-        assert server.running, f"{server.base_url} exited"
-        assert httpx.get(server.base_url + "/healthz", timeout=5).status_code == 200

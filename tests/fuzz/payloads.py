@@ -14,6 +14,9 @@ from typing import Any
 
 from hypothesis import strategies as st
 
+#: The headers of every MCP request over streamable HTTP.
+MCP_HEADERS = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
+
 # Text as attackers send it: any code point, lone surrogates included (JSON escapes them).
 hostile_text = st.text(
     st.characters(min_codepoint=0, max_codepoint=0x10FFFF, exclude_categories=()), max_size=40

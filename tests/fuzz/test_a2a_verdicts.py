@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from tests.fuzz.a2a_verdict import check_a2a, check_green
-from tests.fuzz.test_verdicts import CONTRACT, Edit, edited
+from tests.fuzz.hand_made import CONTRACT, Edit, edited
 from tests.support.purple import v03_body, v10_body
 
 SEARCH = {"query": "soy", "top_k": 3}

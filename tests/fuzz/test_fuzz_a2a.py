@@ -17,9 +17,8 @@ from hypothesis import strategies as st
 
 from harness.processes import ServerProcess
 from tests.fuzz.a2a_verdict import check_a2a
-from tests.fuzz.conftest import assert_alive
 from tests.fuzz.payloads import a2a_bodies, content_types, encode, raw_bodies, retrieval_bodies
-from tests.fuzz.verdict import Contract, Tally
+from tests.fuzz.verdict import Contract, Tally, assert_alive
 from tests.support.purple import v03_body, v10_body
 
 

@@ -19,9 +19,8 @@ from hypothesis import strategies as st
 from harness.processes import McpServer, ServerProcess
 from tests.fuzz.a2a_verdict import check_green
 from tests.fuzz.assessments import assessment_bodies, assessments, odd_url_examples
-from tests.fuzz.conftest import assert_alive
 from tests.fuzz.payloads import a2a_bodies, content_types, encode, raw_bodies
-from tests.fuzz.verdict import Tally
+from tests.fuzz.verdict import Tally, assert_alive
 from tests.support.purple import v03_body, v10_body
 
 

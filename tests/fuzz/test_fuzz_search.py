@@ -14,8 +14,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from harness.processes import McpServer
-from tests.fuzz.conftest import MCP_HEADERS, assert_alive
 from tests.fuzz.payloads import (
+    MCP_HEADERS,
     content_types,
     deep_json,
     encode,
@@ -23,7 +23,7 @@ from tests.fuzz.payloads import (
     raw_bodies,
     search_payloads,
 )
-from tests.fuzz.verdict import Contract, Tally, check_mcp, check_rest
+from tests.fuzz.verdict import Contract, Tally, assert_alive, check_mcp, check_rest
 
 
 @given(payload=search_payloads())

@@ -7,35 +7,13 @@ cannot fail would pass every answer. The A2A verdicts' turn is in ``test_a2a_ver
 
 from __future__ import annotations
 
-import copy
 import json
-from collections.abc import Callable
 from typing import Any
 
-import httpx
 import pytest
 
-from services.mcp_server.schemas import SearchResponse
-from tests.fuzz.verdict import Contract, check_mcp, check_rest
-
-CONTRACT = Contract(SearchResponse.model_json_schema(), frozenset(f"MED-{i}" for i in range(1, 9)))
-SEARCH = {"query": "soy", "top_k": 3}
-CALL = {
-    "jsonrpc": "2.0",
-    "id": 7,
-    "method": "tools/call",
-    "params": {"name": "search_nfcorpus", "arguments": SEARCH},
-}
-Edit = Callable[[dict[str, Any]], object]
-SCHEMA = "off the output schema"
-
-
-def edited(answer: dict[str, Any], edit: Edit | None = None) -> httpx.Response:
-    """A 200 carrying ``answer`` after ``edit``."""
-    answer = copy.deepcopy(answer)
-    if edit is not None:
-        edit(answer)
-    return httpx.Response(200, json=answer)
+from tests.fuzz.hand_made import CALL, CONTRACT, SCHEMA, SEARCH, Edit, edited
+from tests.fuzz.verdict import check_mcp, check_rest
 
 
 def _hits(*numbers: int) -> dict[str, Any]:

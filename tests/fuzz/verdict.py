@@ -23,6 +23,7 @@ import jsonschema  # type: ignore[import-untyped]  # no stubs; comes with the MC
 import mcp_types
 from pydantic import BaseModel, ValidationError
 
+from harness.processes import ServerProcess
 from services.common.limits import MAX_TOP_K
 
 INTERNAL_ERROR = -32603
@@ -244,3 +245,10 @@ def check_mcp(response: httpx.Response, request: Any, contract: Contract) -> str
     if len(texts) != 1 or json.loads(texts[0]) != structured:
         fail("the text block is not the structured content as JSON", request, response)
     return "ok"
+
+
+def assert_alive(*servers: ServerProcess) -> None:
+    """No crash: each server still runs and answers its liveness probe."""
+    for server in servers:
+        assert server.running, f"{server.base_url} exited"
+        assert httpx.get(server.base_url + "/healthz", timeout=5).status_code == 200

@@ -5,7 +5,7 @@ from pathlib import Path
 
 from services.retrieval.store.edge import EdgeStore
 from services.retrieval.types import CollectionSpec, VectorQuery, point_id
-from tests.integration.test_store_contract import POINTS
+from tests.support.toy_points import POINTS
 
 
 def test_edge_shards_keep_dense_vectors_cold_and_no_wal(tmp_path: Path) -> None:

@@ -19,23 +19,12 @@ from services.retrieval.store.counting import CountingStore
 from services.retrieval.store.edge import EdgeStore
 from services.retrieval.store.server import ServerStore
 from services.retrieval.types import (
-    CollectionSpec,
     Hit,
-    Point,
     SparseVector,
     VectorQuery,
     point_id,
 )
-
-SPEC = CollectionSpec(dense_size=4)
-POINTS = [
-    Point(point_id(d), dense, {"doc_id": d, "title": f"t{d[1]}", "text": f"x{d[1]}"}, sparse)
-    for d, dense, sparse in (
-        ("D1", [1, 0, 0, 0], SparseVector([7], [2.0])),
-        ("D2", [0, 1, 0, 0], SparseVector([7, 9], [1.0, 1.0])),
-        ("D3", [0.9, 0.1, 0, 0], SparseVector([9], [3.0])),
-    )
-]
+from tests.support.toy_points import POINTS, SPEC
 
 
 @pytest.fixture(params=["edge", "server-memory", "server-path", "counting"])

@@ -213,6 +213,21 @@ def test_a_harness_importing_the_tests_is_caught(tmp_path: Path) -> None:
     assert _room_crossings(tmp_path, "harness") == {"harness/helper.py": ["tests"]}
 
 
+def test_tests_share_helpers_through_modules_not_conftest_or_test_files() -> None:
+    # pytest loads conftest.py and test files itself; importing one runs it a second time under
+    # another name, and hides from a reader where a helper lives.
+    reaching = {
+        str(path.relative_to(REPO)): sorted(
+            n
+            for n in _imports(path)
+            if n.startswith("tests.")
+            and any(p == "conftest" or p.startswith("test_") for p in n.split("."))
+        )
+        for path in sorted((REPO / "tests").rglob("*.py"))
+    }
+    assert {k: v for k, v in reaching.items() if v} == {}
+
+
 def _tree_entries(readme: str) -> set[str]:
     """The top-level entries the README's tree names (its unindented first column)."""
     block = readme.split("The tree is the architecture", 1)[1].split("```", 2)[1]
