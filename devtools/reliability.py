@@ -21,7 +21,7 @@ from typing import Any
 
 from devtools.cluster import LocalCluster
 from devtools.processes import REPO
-from services.green_agent.report import percentile
+from services.green_agent.eval_report import percentile
 
 RESTARTS = 20
 

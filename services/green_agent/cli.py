@@ -26,17 +26,17 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from services.common.server import serve
-from services.green_agent.app import create_app
+from services.green_agent.a2a_server import create_app
 from services.green_agent.client import Protocol_, TransportFailure, connect
 from services.green_agent.dataset import fetch_test_set, sample_query_ids
+from services.green_agent.eval_report import build_report, eval_tables
 from services.green_agent.evaluator import QueryOutcome, evaluate
-from services.green_agent.load import build_load_report, run_load, stopped_by_signals
+from services.green_agent.load import QueryPool, query_pool, run_load, stopped_by_signals
 from services.green_agent.load_html import write_load_html
-from services.green_agent.render import eval_tables, load_table
-from services.green_agent.report import build_report
+from services.green_agent.load_report import build_load_report, load_table
+from services.green_agent.mcp_counters import cache_effect, cache_lookups
 from services.green_agent.rest_eval import evaluate_rest, splits_argument, table
 from services.green_agent.settings import GreenSettings, load_settings
-from services.green_agent.workload import QueryPool, cache_effect, cache_lookups, query_pool
 from services.telemetry.logging import setup_logging
 from services.telemetry.tracing import setup_tracing
 
