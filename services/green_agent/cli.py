@@ -2,14 +2,15 @@
 
 ``eval`` exits 1 when any query failed (unreachable agent, failed task or broken contract), so it
 can gate a pipeline; ``load`` exits 0 whatever the error count (read the report), and SIGTERM or
-Ctrl-C ends it early with its report. ``load --html
-PATH`` also writes the report as one self-contained HTML page (throughput and latency over time,
-latency histogram, failures), e.g. ``load --agent URL --duration 30 --concurrency 4 --html
-load.html``. ``rest`` scores an MCP server's ``POST /search_nfcorpus`` directly, on whole splits.
+Ctrl-C ends it early with its report. ``load --html PATH`` also writes the report as one
+self-contained HTML page (throughput and latency over time, latency histogram, failures), e.g.
+``load --agent URL --duration 30 --concurrency 4 --html load.html``. ``rest`` scores an MCP
+server's ``POST /search_nfcorpus`` directly, on whole splits.
 
 ``eval``, ``load`` and ``rest`` call the URLs a person typed on the command line: they send the
-token to that agent and follow its card as they always have. ``GREEN_ALLOWED_ORIGINS`` binds
-``serve``, whose URLs come in requests from whoever reaches it (:mod:`.egress`).
+token to that agent and follow the URL its card names, unchecked, since that person chose the
+agent. ``GREEN_ALLOWED_ORIGINS`` binds ``serve``, whose URLs come in requests from whoever
+reaches it (:mod:`services.green_agent.egress`).
 """
 
 from __future__ import annotations

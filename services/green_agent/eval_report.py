@@ -6,8 +6,9 @@ report (:mod:`services.green_agent.load_report`).
 
 Ranking metrics use the standard trec_eval definitions from :mod:`services.nfcorpus.metrics`
 and are means over *every sampled query*: a query without a valid reply scores 0, as a missing
-run does in trec_eval. ``agentbeats_ndcg@k`` is the AgentBeats evaluator's variant, whose ideal
-DCG comes from the retrieved list only; it is reported apart because it is never lower.
+run does in trec_eval. ``agentbeats_ndcg@k`` is the public (AgentBeats) evaluator's variant,
+whose ideal DCG comes from the retrieved list only; it is reported apart because it is never
+lower.
 """
 
 from __future__ import annotations
