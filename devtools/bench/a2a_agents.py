@@ -23,9 +23,9 @@ from typing import Any
 from harness.processes import ServerProcess, free_port
 from services.green_agent.client import AgentClient, connect
 from services.green_agent.dataset import load_test_set
+from services.green_agent.eval_report import latency_stats
 from services.green_agent.evaluator import QueryOutcome, ask_and_check
 from services.green_agent.load import run_load
-from services.green_agent.report import latency_stats
 from services.mcp_server.settings import McpServerSettings
 
 SATURATION_CONCURRENCY = 16

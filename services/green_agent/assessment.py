@@ -1,7 +1,4 @@
-"""The evaluator as an A2A agent: one assessment per task.
-
-It takes an AgentBeats assessment request, streams progress, and ends with one ``results``
-artifact (a text summary and the report as data).
+"""The AgentBeats assessment: its request, a sharded run's slices, its result's leaderboard keys.
 
 Request (message text or data part)::
 
@@ -9,42 +6,112 @@ Request (message text or data part)::
      "config": {"num_queries": 50, "top_k": 5, "random_seed": 42}}
 
 ``config`` may also set ``concurrency``, ``protocol`` (``"1.0"`` or ``"0.3"``), the public
-evaluator's ``mcp_server_url`` (its vector search calls are counted over the run) and a shard of
-a sharded run (:mod:`services.green_agent.shards`). The result's data part holds the public
-evaluator's leaderboard keys (:mod:`services.green_agent.compat`) beside our full report.
+evaluator's ``mcp_server_url`` (its vector search calls are counted over the run:
+:mod:`services.green_agent.mcp_counters`) and a shard of a sharded run. Every URL of the request
+must be on an allowed origin (:mod:`services.green_agent.egress`), or the task fails saying which
+and why before any request goes out.
 
-Every URL of the request must be on an allowed origin (:mod:`services.green_agent.egress`), or
-the task fails saying which and why before any request goes out.
+Shards: an AgentBeats leaderboard that shards a run sends every green agent instance the same
+request with ``shard_index`` and ``num_shards`` (and ``num_instances``, the instances running at
+once) in its config, or in an ``assessment_config`` object beside it. Every shard draws the same
+seeded sample, then keeps every ``num_shards``-th query from its index on: the slices are
+disjoint, their union is the unsharded run's sample, and their sizes differ by at most one.
+
+Result: AgentBeats leaderboards written for the public NFCorpus evaluator read eight keys of its
+result's data part: ``mean_ndcg_at_k``, ``mean_mrr_at_k``, ``mean_precision_at_k``,
+``mean_recall_at_k`` (each rounded to 2 places), ``execution_time_seconds``, ``total_queries``,
+``successful_communications`` and ``vector_search_calls_total``. Our result carries them beside
+our full report, with the values that evaluator computes, so it can stand in for it:
+
+- it reads a reply as a 0.3 client does (status text and every artifact part joined, then
+  ``json.loads``) and scores whatever ``doc_ids`` that yields, ``[]`` when nothing parses;
+- at cutoff ``k`` = the request's ``top_k``: NDCG with the ideal taken from the retrieved list
+  (:func:`~services.nfcorpus.measures.ndcg_at_k_retrieved_ideal`), reciprocal rank of the first
+  relevant id, precision as the relevant share of the ids returned (not of ``k``), recall as the
+  share of the relevant documents found; a query that got no reply at all scores 0;
+- a communication is successful when a reply arrived, whatever it held;
+- ``vector_search_calls_total`` is the difference of the MCP server's ``qdrant_calls_total``
+  (``POST /health_check``) before and after the run, 0 when no server was named or it did not say.
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
+import statistics
+from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import cache
 from typing import Annotated, Any, Literal
 
-from a2a.helpers import get_data_parts, get_text_parts, new_data_part, new_text_part
-from a2a.server.agent_execution import AgentExecutor, RequestContext
-from a2a.server.events import EventQueue
-from a2a.server.tasks import TaskUpdater
-from a2a.types import Message, TaskState
-from a2a.utils.errors import UnsupportedOperationError
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, HttpUrl, ValidationError
+from a2a.helpers import get_data_parts, get_text_parts
+from a2a.types import Message
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    HttpUrl,
+    ValidationError,
+    model_validator,
+)
 
-from services.green_agent.a2a_handler import open_task
-from services.green_agent.client import TransportFailure, connect
-from services.green_agent.compat import calls_between, leaderboard_keys, qdrant_calls_total
-from services.green_agent.dataset import TestSet, fetch_test_set, sample_query_ids
+from services.green_agent.dataset import TestSet, sample_query_ids
 from services.green_agent.egress import AllowedOrigins
-from services.green_agent.evaluator import QueryOutcome, evaluate
-from services.green_agent.render import eval_summary
-from services.green_agent.report import build_report
-from services.green_agent.settings import GreenSettings
-from services.green_agent.shards import Shard, shard_fields
+from services.green_agent.evaluator import QueryOutcome
+from services.nfcorpus.dataset import Qrels
+from services.nfcorpus.measures import ndcg_at_k_retrieved_ideal
 
 ROLE = "retrieval_agent"
+SHARD_KEYS = ("shard_index", "num_shards", "num_instances")
+
+
+class Shard(BaseModel):
+    """Which slice of a run one assessment evaluates (all of it when no shard is named)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    shard_index: int | None = Field(default=None, ge=0)
+    num_shards: int | None = Field(default=None, ge=1)
+    num_instances: int | None = Field(default=None, ge=1)
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Shard:
+        if self.shard_index is not None and self.count is None:
+            raise ValueError("shard_index needs num_shards (or num_instances)")
+        if self.shard_index is None and self.num_shards not in (None, 1):
+            raise ValueError("num_shards needs shard_index")
+        index, count = self.shard_index, self.count
+        if index is not None and count is not None and index >= count:
+            raise ValueError(f"shard_index must be below {count}, got {index}")
+        return self
+
+    @property
+    def count(self) -> int | None:
+        """How many shards the run has: ``num_shards``, else ``num_instances``."""
+        return self.num_shards if self.num_shards is not None else self.num_instances
+
+    def slice(self, query_ids: Sequence[str]) -> list[str]:
+        """The queries of the run's sample this shard evaluates, in the sample's order."""
+        if self.shard_index is None or self.count is None:
+            return list(query_ids)
+        return list(query_ids[self.shard_index :: self.count])
+
+    def describe(self) -> dict[str, int] | None:
+        """The shard for the report, or None for an unsharded run."""
+        if self.shard_index is None or self.count is None:
+            return None
+        return {"shard_index": self.shard_index, "num_shards": self.count}
+
+
+def shard_fields(payload: Any) -> dict[str, Any]:
+    """The shard keys of a request: from ``config``, overridden by ``assessment_config``."""
+    if not isinstance(payload, dict):
+        return {}
+    fields: dict[str, Any] = {}
+    for where in ("config", "assessment_config"):
+        section = payload.get(where)
+        if isinstance(section, dict):
+            fields |= {k: section[k] for k in SHARD_KEYS if k in section}
+    return fields
 
 
 def _a_url(value: str) -> str:
@@ -119,124 +186,64 @@ class Assessment:
     query_ids: list[str]
     shard: Shard
 
+    @classmethod
+    def resolve(
+        cls, request: AssessmentRequest, test_set: TestSet, protocol: Literal["1.0", "0.3"]
+    ) -> Assessment:
+        """The request's sample of test queries (its shard's slice) and whom to ask them.
 
-def _say(updater: TaskUpdater, text: str) -> Message:
-    return updater.new_agent_message([new_text_part(text)])
+        ``protocol`` is the evaluator's own, for a request that names none.
 
+        Raises:
+            ValueError: the sample cannot be drawn, or the shard's slice of it is empty.
 
-class AssessmentExecutor(AgentExecutor):
-    """Runs one evaluation per assessment request: parse, run, report."""
-
-    def __init__(self, settings: GreenSettings) -> None:
-        self._settings = settings
-        self._allowed = settings.origins()
-
-    @cache  # noqa: B019 - one executor per process; the test set is read once
-    def _test_set(self) -> TestSet:
-        s = self._settings
-        return fetch_test_set(s.data_dir, s.download_url, s.download_md5)
-
-    async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
-        """Evaluate the named agent, reporting progress as status updates."""
-        updater = await open_task(context, event_queue)
-        try:
-            assessment = await self._parse(context.message)
-        except ValueError as e:
-            await updater.failed(_say(updater, str(e)))
-            return
-        agent, queries = assessment.agent, len(assessment.query_ids)
-        shard = assessment.shard.describe()
-        of_shard = f" (shard {shard['shard_index']} of {shard['num_shards']})" if shard else ""
-        await updater.start_work(
-            _say(updater, f"evaluating {agent} on {queries} test queries{of_shard}")
-        )
-        server = assessment.config.mcp_server_url
-        calls_before = await qdrant_calls_total(server, self._allowed)
-        try:
-            outcomes, wall_s = await self._run(assessment, updater)
-        except TransportFailure as e:
-            await updater.failed(_say(updater, f"cannot reach {agent}: {e}"))
-            return
-        calls = calls_between(calls_before, await qdrant_calls_total(server, self._allowed))
-        await self._report(assessment, outcomes, wall_s, calls, updater)
-
-    async def _parse(self, message: Message | None) -> Assessment:
-        """The request and its sample of test queries; ``ValueError`` says what is wrong."""
-        request = parse_assessment(message)
-        check_destinations(request, self._allowed)
-        test_set = await asyncio.to_thread(self._test_set)  # the first call reads the files
+        """
         config = request.config
         sample = sample_query_ids(test_set.query_ids, config.num_queries, config.random_seed)
         query_ids = request.shard.slice(sample)
         if not query_ids:
             raise ValueError(f"shard {request.shard.describe()} of {len(sample)} queries is empty")
         agent = str(request.participants[ROLE])
-        protocol = config.protocol or self._settings.protocol
-        return Assessment(agent, protocol, config, test_set, query_ids, request.shard)
+        return cls(agent, config.protocol or protocol, config, test_set, query_ids, request.shard)
 
-    async def _run(
-        self, assessment: Assessment, updater: TaskUpdater
-    ) -> tuple[list[QueryOutcome], float]:
-        """Ask every sampled query, with a status update every tenth of the way."""
-        a = assessment
-        settings = self._settings
-        client = await connect(
-            a.agent,
-            a.protocol,
-            settings.timeout_s,
-            authorization=settings.agent_authorization(),
-            allowed=self._allowed,
-        )
-        done = 0
-        step = max(1, len(a.query_ids) // 10)
 
-        async def progress(_: QueryOutcome) -> None:
-            nonlocal done
-            done += 1
-            if done % step == 0 and done < len(a.query_ids):
-                message = _say(updater, f"{done}/{len(a.query_ids)} queries done")
-                await updater.update_status(TaskState.TASK_STATE_WORKING, message)
+def _relevant(judged: dict[str, int]) -> set[str]:
+    return {d for d, grade in judged.items() if grade > 0}
 
-        try:
-            return await evaluate(
-                client,
-                a.test_set,
-                a.query_ids,
-                a.config.top_k,
-                a.config.concurrency or self._settings.concurrency,
-                legacy=a.protocol == "0.3",
-                on_result=progress,
-            )
-        finally:
-            await client.aclose()
 
-    async def _report(
-        self,
-        assessment: Assessment,
-        outcomes: list[QueryOutcome],
-        wall_s: float,
-        vector_search_calls: int | None,
-        updater: TaskUpdater,
-    ) -> None:
-        """Complete the task with one ``results`` artifact: a text summary and the report."""
-        a = assessment
-        report = build_report(
-            outcomes,
-            a.test_set.qrels,
-            agent=a.agent,
-            protocol=a.protocol,
-            top_k=a.config.top_k,
-            seed=a.config.random_seed,
-            wall_s=wall_s,
-        )
-        keys = leaderboard_keys(
-            outcomes, a.test_set.qrels, a.config.top_k, wall_s, vector_search_calls
-        )
-        data = {**keys, **report.model_dump(mode="json"), "shard": a.shard.describe()}
-        parts = [new_text_part(eval_summary(report)), new_data_part(data)]
-        await updater.add_artifact(parts, name="results")
-        await updater.complete()
+def query_figures(ranked: Sequence[str], judged: dict[str, int], k: int) -> dict[str, float]:
+    """NDCG, MRR, precision and recall at ``k`` of one answer, as that evaluator defines them."""
+    top, relevant = list(ranked[:k]), _relevant(judged)
+    found = len(set(top) & relevant)
+    first = next((rank for rank, d in enumerate(top, 1) if d in relevant), None)
+    return {
+        "ndcg": ndcg_at_k_retrieved_ideal(top, judged, k) if judged else 0.0,
+        "mrr": 1.0 / first if first is not None and judged else 0.0,
+        "precision": found / len(top) if top else 0.0,
+        "recall": found / len(relevant) if relevant else 0.0,
+    }
 
-    async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
-        """Refuse: an evaluation runs to its end."""
-        raise UnsupportedOperationError(message="cancel is not supported")
+
+def leaderboard_keys(
+    outcomes: Sequence[QueryOutcome],
+    qrels: Qrels,
+    top_k: int,
+    wall_s: float,
+    vector_search_calls: int | None,
+) -> dict[str, float | int]:
+    """The eight keys of the public evaluator's result, from our outcomes of one run."""
+    per = [query_figures(o.loose_doc_ids or [], qrels.get(o.query_id, {}), top_k) for o in outcomes]
+
+    def mean(name: str) -> float:
+        return round(statistics.fmean(f[name] for f in per), 2) if per else 0.0
+
+    return {
+        "mean_ndcg_at_k": mean("ndcg"),
+        "mean_mrr_at_k": mean("mrr"),
+        "mean_precision_at_k": mean("precision"),
+        "mean_recall_at_k": mean("recall"),
+        "execution_time_seconds": round(wall_s, 2),
+        "total_queries": len(outcomes),
+        "successful_communications": sum(o.loose_doc_ids is not None for o in outcomes),
+        "vector_search_calls_total": vector_search_calls or 0,
+    }

@@ -2,14 +2,15 @@
 
 ``eval`` exits 1 when any query failed (unreachable agent, failed task or broken contract), so it
 can gate a pipeline; ``load`` exits 0 whatever the error count (read the report), and SIGTERM or
-Ctrl-C ends it early with its report. ``load --html
-PATH`` also writes the report as one self-contained HTML page (throughput and latency over time,
-latency histogram, failures), e.g. ``load --agent URL --duration 30 --concurrency 4 --html
-load.html``. ``rest`` scores an MCP server's ``POST /search_nfcorpus`` directly, on whole splits.
+Ctrl-C ends it early with its report. ``load --html PATH`` also writes the report as one
+self-contained HTML page (throughput and latency over time, latency histogram, failures), e.g.
+``load --agent URL --duration 30 --concurrency 4 --html load.html``. ``rest`` scores an MCP
+server's ``POST /search_nfcorpus`` directly, on whole splits.
 
 ``eval``, ``load`` and ``rest`` call the URLs a person typed on the command line: they send the
-token to that agent and follow its card as they always have. ``GREEN_ALLOWED_ORIGINS`` binds
-``serve``, whose URLs come in requests from whoever reaches it (:mod:`.egress`).
+token to that agent and follow the URL its card names, unchecked, since that person chose the
+agent. ``GREEN_ALLOWED_ORIGINS`` binds ``serve``, whose URLs come in requests from whoever
+reaches it (:mod:`services.green_agent.egress`).
 """
 
 from __future__ import annotations
@@ -26,17 +27,17 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from services.common.server import serve
-from services.green_agent.app import create_app
+from services.green_agent.a2a_server import create_app
 from services.green_agent.client import Protocol_, TransportFailure, connect
 from services.green_agent.dataset import fetch_test_set, sample_query_ids
+from services.green_agent.eval_report import build_report, eval_tables
 from services.green_agent.evaluator import QueryOutcome, evaluate
-from services.green_agent.load import build_load_report, run_load, stopped_by_signals
+from services.green_agent.load import QueryPool, query_pool, run_load, stopped_by_signals
 from services.green_agent.load_html import write_load_html
-from services.green_agent.render import eval_tables, load_table
-from services.green_agent.report import build_report
+from services.green_agent.load_report import build_load_report, load_table
+from services.green_agent.mcp_counters import cache_effect, cache_lookups
 from services.green_agent.rest_eval import evaluate_rest, splits_argument, table
 from services.green_agent.settings import GreenSettings, load_settings
-from services.green_agent.workload import QueryPool, cache_effect, cache_lookups, query_pool
 from services.telemetry.logging import setup_logging
 from services.telemetry.tracing import setup_tracing
 

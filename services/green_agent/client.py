@@ -19,7 +19,7 @@ from a2a.client.client import Client
 from a2a.helpers import get_data_parts
 from a2a.types import Message, Part, Role, SendMessageRequest, Task, TaskState
 
-from services.green_agent.contract import Reply, ReplyPart
+from services.green_agent.answer_contract import Reply, ReplyPart
 from services.green_agent.egress import AllowedOrigins, refused_in
 from services.telemetry.tracing import inject_headers
 

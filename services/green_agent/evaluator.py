@@ -7,8 +7,8 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
+from services.green_agent.answer_contract import ContractViolation, check_reply, loose_doc_ids
 from services.green_agent.client import AgentClient, TransportFailure
-from services.green_agent.contract import ContractViolation, check_reply, loose_doc_ids
 from services.green_agent.dataset import TestSet
 from services.telemetry.tracing import tracer
 
@@ -27,7 +27,7 @@ class QueryOutcome:
     # ``time.perf_counter()`` when the query was sent: only differences between outcomes of one
     # process mean anything (a load report's timeline); 0.0 where nobody timed the start.
     started_s: float = 0.0
-    # What a lenient evaluator reads from the reply (contract.loose_doc_ids); None: no reply.
+    # What a lenient evaluator reads from the reply (answer_contract.loose_doc_ids); None: no reply.
     loose_doc_ids: list[str] | None = None
 
     @property

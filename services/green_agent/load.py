@@ -7,6 +7,14 @@ than as unbounded memory. Both stop starting requests after ``duration_s``, or e
 ``stop`` event is set (the CLI sets it on SIGTERM and SIGINT, so a run around an operation of
 unknown length still ends with its report), and wait at most the client timeout for those in
 flight; the run always ends by itself.
+
+Its workload. A load that repeats the test queries measures the result cache, not the service:
+after the first round every answer is a cache hit and no query is encoded or searched. The load
+therefore draws from every NFCorpus query (train, dev and test; the README's Load section says
+how many distinct texts that is) in a seeded order, repeats only once the pool is used up, and
+says how many it repeated; with the MCP server named, it reads the server's cache lookups before
+and after the run (:mod:`services.green_agent.mcp_counters`) and reports the hit ratio the run
+caused (:mod:`services.green_agent.load_report`).
 """
 
 from __future__ import annotations
@@ -14,61 +22,31 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
+import random
 import signal
 import time
-from collections import Counter
 from collections.abc import Iterator, Sequence
-
-from pydantic import BaseModel
+from pathlib import Path
+from typing import Literal
 
 from services.green_agent.client import AgentClient
 from services.green_agent.evaluator import QueryOutcome, ask_and_check
-from services.green_agent.report import LatencyStats, latency_stats
-from services.green_agent.timeline import (
-    LatencyBin,
-    TimelinePoint,
-    build_timeline,
-    latency_histogram,
-)
-from services.green_agent.workload import CacheEffect
+from services.nfcorpus.dataset import load_queries
+
+QueryPool = Literal["all", "test"]
 
 
-class LoadReport(BaseModel):
-    """What one load run measured.
-
-    ``timeline`` has one point per ``timeline_bucket_s`` of the run (see
-    :mod:`services.green_agent.timeline`), ``latency_histogram`` counts the answers between the
-    services' Prometheus bucket edges.
-    """
-
-    agent: str
-    protocol: str
-    mode: str
-    concurrency: int | None
-    target_rate: float | None
-    duration_s: float
-    wall_s: float
-    requests: int
-    ok: int
-    errors: int
-    dropped: int
-    throughput_rps: float
-    latency: LatencyStats
-    error_latency: LatencyStats
-    errors_by_reason: dict[str, int]
-    error_samples: list[str]
-    timeline_bucket_s: float
-    timeline: list[TimelinePoint]
-    latency_histogram: list[LatencyBin]
-    # The workload (services.green_agent.workload): which queries, how many asked again, and
-    # how much of the run the MCP server's result cache answered (None: its metrics unread).
-    query_pool: str = "test"
-    pool_size: int = 0
-    distinct_queries: int = 0
-    repeats: int = 0
-    result_cache: CacheEffect | None = None
-    # Ended by a signal before ``duration_s`` had passed (``wall_s`` is how long it ran).
-    stopped_early: bool = False
+def query_pool(
+    data_dir: Path, pool: QueryPool, test_queries: dict[str, str], seed: int
+) -> list[tuple[str, str]]:
+    """(id, text) of every distinct query text of ``pool``, in a seeded order."""
+    queries = load_queries(data_dir) if pool == "all" else test_queries
+    by_text: dict[str, str] = {}
+    for query_id in sorted(queries):  # the first id of a text that several ids share
+        by_text.setdefault(queries[query_id], query_id)
+    distinct = sorted((query_id, text) for text, query_id in by_text.items())
+    random.Random(seed).shuffle(distinct)
+    return distinct
 
 
 class _Run:
@@ -185,52 +163,3 @@ async def _sleep_unless(stop: asyncio.Event, seconds: float) -> None:
     if seconds > 0:
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(stop.wait(), seconds)
-
-
-def build_load_report(
-    outcomes: Sequence[QueryOutcome],
-    dropped: int,
-    wall_s: float,
-    *,
-    agent: str,
-    protocol: str,
-    duration_s: float,
-    concurrency: int | None,
-    rate: float | None,
-    query_pool: str = "test",
-    pool_size: int = 0,
-    result_cache: CacheEffect | None = None,
-    stopped_early: bool = False,
-) -> LoadReport:
-    """Summarise a load run: latency of the answers, and apart how fast the failures came."""
-    ok = [o for o in outcomes if o.ok]
-    bucket_s, timeline = build_timeline(outcomes, wall_s)
-    errors = [o for o in outcomes if not o.ok]
-    samples = list(dict.fromkeys(f"{o.reason}: {o.error}" for o in errors))[:10]
-    return LoadReport(
-        agent=agent,
-        protocol=protocol,
-        mode="closed-loop" if concurrency is not None else "open-loop",
-        concurrency=concurrency,
-        target_rate=rate,
-        duration_s=duration_s,
-        wall_s=wall_s,
-        requests=len(outcomes),
-        ok=len(ok),
-        errors=len(errors),
-        dropped=dropped,
-        throughput_rps=len(ok) / wall_s if wall_s > 0 else 0.0,
-        latency=latency_stats([o.latency_s for o in ok]),
-        error_latency=latency_stats([o.latency_s for o in errors]),
-        errors_by_reason=dict(Counter(o.reason or "unknown" for o in errors)),
-        error_samples=samples,
-        timeline_bucket_s=bucket_s,
-        timeline=timeline,
-        latency_histogram=latency_histogram([o.latency_s for o in ok]),
-        query_pool=query_pool,
-        pool_size=pool_size,
-        distinct_queries=len({o.query_id for o in outcomes}),
-        repeats=len(outcomes) - len({o.query_id for o in outcomes}),
-        result_cache=result_cache,
-        stopped_early=stopped_early,
-    )

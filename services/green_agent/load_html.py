@@ -1,8 +1,9 @@
 """The load report as one self-contained HTML page, for a person to read.
 
-Inline CSS and inline SVG only (:mod:`services.green_agent.svg`): no script, font, style sheet or
-image is fetched, so the file can be mailed, archived as a CI artifact and opened offline. Every
-text from the run is escaped: agent URLs, reasons and error messages come from remote servers.
+Inline CSS and inline SVG only (:mod:`services.green_agent.svg_charts`): no script, font, style
+sheet or image is fetched, so the file can be mailed, archived as a CI artifact and opened
+offline. Every text from the run is escaped: agent URLs, reasons and error messages come from
+remote servers.
 """
 
 from __future__ import annotations
@@ -10,10 +11,8 @@ from __future__ import annotations
 from html import escape
 from pathlib import Path
 
-from services.green_agent.load import LoadReport
-from services.green_agent.render import workload_line
-from services.green_agent.svg import Series, bar_chart, label, line_chart
-from services.green_agent.timeline import LatencyBin
+from services.green_agent.load_report import LatencyBin, LoadReport, workload_line
+from services.green_agent.svg_charts import Series, bar_chart, label, line_chart
 
 GREEN, RED, BLUE, AMBER, PURPLE = "#16a34a", "#dc2626", "#2563eb", "#d97706", "#7c3aed"
 THROUGHPUT_TITLE = "Throughput over time"

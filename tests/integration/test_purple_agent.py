@@ -13,8 +13,8 @@ import httpx
 import pytest
 
 from harness.processes import McpServer
+from services.green_agent.answer_contract import check_reply, legacy_concatenation
 from services.green_agent.client import SdkAgentClient, reply_from_v03_result
-from services.green_agent.contract import check_reply, legacy_concatenation
 from services.green_agent.dataset import TestSet, load_test_set
 from services.green_agent.evaluator import evaluate
 from services.nfcorpus.dataset import DEFAULT_DATA_DIR

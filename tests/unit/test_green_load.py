@@ -6,7 +6,8 @@ import pytest
 
 from services.green_agent.client import LegacyAgentClient
 from services.green_agent.evaluator import QueryOutcome
-from services.green_agent.load import build_load_report, run_load
+from services.green_agent.load import run_load
+from services.green_agent.load_report import build_load_report
 from tests.support.ports import closed_url
 
 

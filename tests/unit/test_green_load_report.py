@@ -7,13 +7,18 @@ import re
 import pytest
 
 from services.green_agent.cli import _parser
+from services.green_agent.eval_report import latency_stats
 from services.green_agent.evaluator import QueryOutcome
-from services.green_agent.load import LoadReport, build_load_report
 from services.green_agent.load_html import render_load_html
-from services.green_agent.report import latency_stats
+from services.green_agent.load_report import (
+    LoadReport,
+    bucket_width,
+    build_load_report,
+    build_timeline,
+    latency_histogram,
+)
 from services.green_agent.settings import GreenSettings
-from services.green_agent.svg import nice_ticks
-from services.green_agent.timeline import bucket_width, build_timeline, latency_histogram
+from services.green_agent.svg_charts import nice_ticks
 from services.telemetry.metrics import LATENCY_BUCKETS
 
 T0 = 1000.0  # a perf_counter reading: only differences from the first start matter

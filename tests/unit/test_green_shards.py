@@ -6,9 +6,8 @@ import pytest
 from a2a.helpers import new_text_part
 from a2a.types import Message, Role
 
-from services.green_agent.assessment import parse_assessment
+from services.green_agent.assessment import Shard, parse_assessment
 from services.green_agent.dataset import sample_query_ids
-from services.green_agent.shards import Shard
 
 IDS = [f"PLAIN-{i}" for i in range(323)]
 

@@ -1,9 +1,14 @@
 """Evaluation report: ranking metrics, their spread, latency, throughput and every failure.
 
+The report is JSON for machines (``eval --out``, the A2A result's data part), rich tables for the
+terminal and a few lines of text for the A2A result. Its latency figures are shared with the load
+report (:mod:`services.green_agent.load_report`).
+
 Ranking metrics use the standard trec_eval definitions from :mod:`services.nfcorpus.measures`
 and are means over *every sampled query*: a query without a valid reply scores 0, as a missing
-run does in trec_eval. ``agentbeats_ndcg@k`` is the AgentBeats evaluator's variant, whose ideal
-DCG comes from the retrieved list only; it is reported apart because it is never lower.
+run does in trec_eval. ``agentbeats_ndcg@k`` is the public (AgentBeats) evaluator's variant,
+whose ideal DCG comes from the retrieved list only; it is reported apart because it is never
+lower.
 """
 
 from __future__ import annotations
@@ -14,12 +19,15 @@ from collections import Counter
 from collections.abc import Sequence
 
 from pydantic import BaseModel
+from rich.console import Group
+from rich.table import Table
 
 from services.green_agent.evaluator import QueryOutcome
 from services.nfcorpus.dataset import Qrels
 from services.nfcorpus.measures import ndcg_at_k_retrieved_ideal, per_query
 
 CUTOFFS = (5, 10)
+_HEADLINE = ("ndcg@5", "ndcg@10", "mrr", "precision@5", "recall@5", "precision@10", "recall@10")
 
 
 class LatencyStats(BaseModel):
@@ -190,3 +198,68 @@ def build_report(
             for o in outcomes
         ],
     )
+
+
+def milliseconds(seconds: float) -> str:
+    """``seconds`` in milliseconds, one decimal: ``"12.3 ms"``."""
+    return f"{seconds * 1000:.1f} ms"
+
+
+def eval_tables(report: EvalReport) -> Group:
+    """Metrics, latency and failures of an evaluation run as rich tables."""
+    title = (
+        f"{report.agent} (A2A {report.protocol}): {report.answered}/{report.num_queries} "
+        f"queries answered, top_k={report.top_k}, seed={report.seed}"
+    )
+    metrics = Table(title=title)
+    for column in ("metric", "mean", "median", "std", "min", "max"):
+        metrics.add_column(column, justify="left" if column == "metric" else "right")
+    for name in _HEADLINE:
+        row = [name, f"{report.metrics.get(name, 0.0):.4f}"]
+        spread = report.ndcg_spread.get(name)
+        cells = [spread.median, spread.std, spread.min, spread.max] if spread else []
+        metrics.add_row(*row, *(f"{v:.4f}" for v in cells))
+    for k in (5, 10):
+        name = f"agentbeats_ndcg@{k}"
+        metrics.add_row(f"{name} (retrieved ideal)", f"{report.metrics.get(name, 0.0):.4f}")
+    timing = Table(title="latency and throughput")
+    for column in ("p50", "p95", "p99", "max", "throughput", "wall"):
+        timing.add_column(column, justify="right")
+    lat = report.latency
+    timing.add_row(
+        milliseconds(lat.p50_s),
+        milliseconds(lat.p95_s),
+        milliseconds(lat.p99_s),
+        milliseconds(lat.max_s),
+        f"{report.throughput_qps:.1f} q/s",
+        f"{report.wall_s:.1f} s",
+    )
+    parts: list[Table] = [metrics, timing]
+    if report.failures:
+        failures = Table(title=f"{report.failed} failures")
+        for column in ("query", "reason", "message"):
+            failures.add_column(column)
+        for f in report.failures[:20]:
+            failures.add_row(f.query_id, f.reason, f.message[:120])
+        parts.append(failures)
+    return Group(*parts)
+
+
+def eval_summary(report: EvalReport) -> str:
+    """Summarise an evaluation run in a few lines (the text part of the A2A results)."""
+    m, lat = report.metrics, report.latency
+    lines = [
+        f"Evaluated {report.agent} on {report.num_queries} NFCorpus test queries "
+        f"(top_k={report.top_k}, seed={report.seed}): {report.answered} answered, "
+        f"{report.failed} failed.",
+        f"NDCG@5 {m.get('ndcg@5', 0.0):.4f}, NDCG@10 {m.get('ndcg@10', 0.0):.4f}, "
+        f"MRR {m.get('mrr', 0.0):.4f} (trec_eval definitions; AgentBeats retrieved-ideal "
+        f"NDCG@5 {m.get('agentbeats_ndcg@5', 0.0):.4f}).",
+        f"Latency p50 {milliseconds(lat.p50_s)}, p95 {milliseconds(lat.p95_s)}, "
+        f"p99 {milliseconds(lat.p99_s)}; {report.throughput_qps:.1f} queries/s.",
+    ]
+    if report.failures_by_reason:
+        reasons = ", ".join(f"{r}: {n}" for r, n in sorted(report.failures_by_reason.items()))
+        lines.append(f"Failures by reason: {reasons}.")
+    lines.extend(report.notes[2:])
+    return "\n".join(lines)

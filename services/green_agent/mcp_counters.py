@@ -1,0 +1,90 @@
+"""What the evaluator reads of the MCP server behind the agent, before and after a run.
+
+Two counters, each read twice and differenced: the server's vector searches
+(``qdrant_calls_total`` of ``POST /health_check``), which the public evaluator reports as
+``vector_search_calls_total`` (:mod:`services.green_agent.assessment`), and its result-cache
+lookups by result (``mcp_result_cache_lookups_total`` of ``GET /metrics``), whose hit ratio a
+load run reports (:mod:`services.green_agent.load`). A server that is not named, not reachable
+or silent on a counter gives None, never an error: the run goes on without that figure.
+"""
+
+from __future__ import annotations
+
+import re
+
+import httpx
+from pydantic import BaseModel
+
+from services.green_agent.egress import AllowedOrigins
+
+_LOOKUP = re.compile(r'^mcp_result_cache_lookups_total\{result="(hit|miss)"\} (\S+)$', re.M)
+
+
+def server_base(mcp_server_url: str) -> str:
+    """The base URL of a server named by its base URL or by its MCP endpoint."""
+    return mcp_server_url.rstrip("/").removesuffix("/mcp").rstrip("/")
+
+
+def health_check_url(mcp_server_url: str) -> str:
+    """``POST /health_check`` of the server at a base URL or at its MCP endpoint."""
+    return server_base(mcp_server_url) + "/health_check"
+
+
+async def qdrant_calls_total(
+    mcp_server_url: str | None, allowed: AllowedOrigins | None = None
+) -> int | None:
+    """The server's ``qdrant_calls_total`` now; None when unnamed, unreachable or silent on it.
+
+    With ``allowed``, no request goes to another origin (redirects are not followed either).
+    """
+    if not mcp_server_url:
+        return None
+    hooks = {"request": [allowed.guard]} if allowed is not None else None
+    try:
+        async with httpx.AsyncClient(
+            timeout=10, event_hooks=hooks, follow_redirects=False
+        ) as client:
+            answer = await client.post(health_check_url(mcp_server_url), json={})
+            answer.raise_for_status()
+            value = answer.json().get("qdrant_calls_total")
+    except (httpx.HTTPError, httpx.InvalidURL, ValueError, AttributeError):
+        return None  # InvalidURL is no HTTPError: "http://[::1/" would fail the assessment
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def calls_between(before: int | None, after: int | None) -> int | None:
+    """Vector searches the server counted during the run (None when either count is missing)."""
+    return None if before is None or after is None else max(0, after - before)
+
+
+class CacheEffect(BaseModel):
+    """The MCP server's result-cache lookups during one run (all its clients counted)."""
+
+    lookups: int
+    hits: int
+    hit_ratio: float | None  # None when nothing was looked up (cache off)
+
+
+async def cache_lookups(mcp_url: str | None) -> dict[str, float] | None:
+    """The server's cache lookups by result now; None when unnamed or unreachable."""
+    if not mcp_url:
+        return None
+    try:
+        async with httpx.AsyncClient(timeout=10) as client:
+            answer = await client.get(server_base(mcp_url) + "/metrics")
+            answer.raise_for_status()
+    except httpx.HTTPError:
+        return None
+    found = {result: float(value) for result, value in _LOOKUP.findall(answer.text)}
+    return found if found else None
+
+
+def cache_effect(
+    before: dict[str, float] | None, after: dict[str, float] | None
+) -> CacheEffect | None:
+    """The lookups between two readings (None when either is missing)."""
+    if before is None or after is None:
+        return None
+    hits = int(after.get("hit", 0) - before.get("hit", 0))
+    lookups = hits + int(after.get("miss", 0) - before.get("miss", 0))
+    return CacheEffect(lookups=lookups, hits=hits, hit_ratio=hits / lookups if lookups else None)
