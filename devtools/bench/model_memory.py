@@ -8,8 +8,8 @@ two probes, each in a fresh process:
   point; the MB depend on the allocator and on transparent huge pages.
 - ``word_table``: MB of the weights file resident after those queries, in a model built for the
   probe (so no other process has read its pages). It depends on the kernel's fault-around, the
-  file system and the page cache: 3 to 5 MB where ``MADV_RANDOM`` holds, the whole 11.7 MB table
-  where faults bring in their neighbours anyway.
+  file system and the page cache: a few pages where ``MADV_RANDOM`` holds, the whole table where
+  faults bring in their neighbours anyway.
 
 The tests assert the mechanisms (int8 table kept, file mapped, mappings advised random); this
 script says what they bought on the machine it runs on.

@@ -69,7 +69,7 @@ def card_routes(card: AgentCard) -> list[BaseRoute]:
 
     The same bytes and ETag as the SDK's card route (the 1.0 card with the 0.3 fields merged in,
     a weak ETag over its sorted JSON, 304 when ``If-None-Match`` names it), but that route
-    converts and renders the card on every request (0.3 ms of CPU, measured), and a 0.3 green
+    converts and renders the card on every request, a cost per query, since a 0.3 green
     agent fetches the card before every query. Our cards do not change while the process runs.
     """
     rendered = agent_card_to_dict(card)
