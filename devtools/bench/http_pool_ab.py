@@ -7,8 +7,8 @@ interface served by an ``httpx.AsyncClient`` and by an ``httpx2.AsyncClient`` (t
 MCP SDK brings). Each agent answers the same dev queries at concurrency 1 and 16, as
 :mod:`.profile_purple` measures them; the figures are the purple process's CPU per answered query
 and its resident memory after the run. Medians over the rounds and the ratios to our own pool go to
-``reports/http_pool.json``. Issue 21 asked for this measurement: a well-kept library's pool
-unless ours saves at least a fifth of the process's CPU or memory.
+``reports/http_pool.json``. The rule it serves: a well-kept library's pool unless ours saves at
+least a fifth of the process's CPU or memory.
 """
 
 from __future__ import annotations

@@ -27,7 +27,7 @@ from harness.processes import ServerProcess
 from services.common.limits import MAX_TOP_K
 
 INTERNAL_ERROR = -32603
-# Messages that do not say what was wrong: what the servers used to answer to bad input.
+# Messages that do not say what was wrong: what a web framework answers to bad input by default.
 VAGUE = re.compile(
     r"^(internal (server )?error|invalid request parameters|retrieval failed|error|"
     r"bad request|unprocessable entity)\.?$",

@@ -9,7 +9,7 @@ from tests.support.toy_points import POINTS
 
 
 def test_edge_shards_keep_dense_vectors_cold_and_no_wal(tmp_path: Path) -> None:
-    # Memory (issue 11): the dense vectors stay memory-mapped instead of resident, and there is
+    # For memory: the dense vectors stay memory-mapped instead of resident, and there is
     # no write-ahead log; what upsert wrote is durable all the same (it flushes).
     writer = EdgeStore(tmp_path)
     writer.create_collection("c", CollectionSpec(dense_size=4))

@@ -1,5 +1,5 @@
 """Two builds of the same data in two fresh processes store the same model and serve the same
-ranking (issue 12).
+ranking.
 
 Each build runs the indexer CLI in its own process with its own hash seed, into its own store.
 Before points were stored one operation each, the engine numbered the points of a batch in an
