@@ -6,8 +6,7 @@
 NFCorpus test queries round-robin through the purple agent at ``--concurrency``, and reads them
 again. ``--gunicorn 2`` also measures an MCP pod of that many gunicorn workers: the total PSS of
 master and workers (``/proc/<pid>/smaps_rollup``) after start and after the queries. Writes
-``--out`` as JSON and prints a table; docs/performance.md keeps
-the figures of each change.
+``--out`` as JSON and prints a table; docs/performance.md keeps the figures of each change.
 """
 
 from __future__ import annotations
