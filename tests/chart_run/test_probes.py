@@ -9,7 +9,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import httpx
 import pytest
 
-from harness.chart_run.probes import ProbeTally, http_probe
+from harness.chart_run.kubelet import ProbeTally, http_probe
 from harness.chart_run.spec import Probe
 from harness.processes import free_port
 
