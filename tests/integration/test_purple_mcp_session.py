@@ -11,7 +11,7 @@ from collections.abc import Iterator
 import pytest
 
 from services.purple_agent.search import SearchClient
-from services.purple_agent.search._errors import McpCallError
+from services.purple_agent.search.backend import McpCallError
 from tests.support.mcp_toy import GARBAGE, Recorder, search_app, serving
 
 

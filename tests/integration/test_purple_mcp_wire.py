@@ -13,7 +13,7 @@ from mcp import Client
 
 from devtools.processes import REPO
 from services.purple_agent.search import SearchClient
-from services.purple_agent.search._mcp_wire import CLIENT_INFO
+from services.purple_agent.search.mcp_backend import CLIENT_INFO
 from tests.support.mcp_toy import Seen, search_app, serving
 
 #: What a server may read of a request besides its body.

@@ -7,8 +7,7 @@ from typing import Any
 
 import pytest
 
-from services.purple_agent.search._errors import BadAnswer, ToolFailed
-from services.purple_agent.search._hits import read_hits
+from services.purple_agent.search.backend import BadAnswer, ToolFailed, read_hits
 
 
 def _hit(doc_id: Any, score: Any = 1.0, **extra: Any) -> dict[str, Any]:
