@@ -12,6 +12,7 @@ from typing import Any
 from mcp import Client
 
 from devtools.processes import REPO
+from services.purple_agent.ranking_policy import Candidate
 from services.purple_agent.search import SearchClient
 from services.purple_agent.search.mcp_backend import CLIENT_INFO
 from tests.support.mcp_toy import Seen, search_app, serving
@@ -55,8 +56,8 @@ async def test_the_plain_requests_are_the_sdks() -> None:
         assert _comparable(ours) == _comparable(theirs)
     assert app.posts[0].body["params"]["_meta"]["io.modelcontextprotocol/clientInfo"] == CLIENT_INFO
     assert expected.structured_content is not None
-    assert [h.model_dump() for h in hits] == [
-        {**hit, "title": "", "text": ""} for hit in expected.structured_content["results"]
+    assert hits == [
+        Candidate(hit["doc_id"], hit["score"]) for hit in expected.structured_content["results"]
     ]
 
 

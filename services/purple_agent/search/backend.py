@@ -5,9 +5,10 @@ A backend (:class:`Backend`) is one way of calling the search, found by discover
 seed's REST wire (:mod:`.rest_backend`).
 
 **The answer.** MCP (``structuredContent``, or the JSON of its text content) and REST (the body)
-both carry ``{"results": [{"doc_id", "score", "title", "text"}, ...]}``; the seed's REST server
-adds keys of its own (``qdrant_calls``), which are ignored, and reports a failure inside an HTTP
-200 as ``{"error": "...", "results": []}``. Every backend's answer is read by :func:`read_hits`.
+both carry ``{"results": [{"doc_id", "score", "title", "text"}, ...]}``, of which the agent reads
+the ids and scores; the seed's REST server adds keys of its own (``qdrant_calls``), which are
+ignored, and reports a failure inside an HTTP 200 as ``{"error": "...", "results": []}``. Every
+backend's answer is read by :func:`read_hits`.
 What the agent cannot use is repaired where it can be (a malformed hit, an id that is no
 NFCorpus id, a duplicate: dropped and counted) and is a failure with the reason where it cannot
 (no results list, an error, nothing usable at all).
@@ -24,12 +25,13 @@ be searching.
 from __future__ import annotations
 
 import math
+import re
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from services.purple_agent.metrics import SEARCH_BACKENDS
-from services.purple_agent.ranking_policy import Candidate, is_valid_doc_id
+from services.purple_agent.ranking_policy import Candidate
 from services.purple_agent.search.http_pool import ConnectFailed, ConnectionBroken
 
 #: The backends, the ``backend`` label of ``purple_search_backend``.
@@ -71,7 +73,14 @@ def not_here(status: int) -> bool:
     return 400 <= status < 500 and status not in (401, 403, 429)
 
 
+#: Every NFCorpus document id has this form; anything else from the server is dropped.
+DOC_ID_PATTERN = re.compile(r"MED-\d+")
 _MAX_SHOWN = 160
+
+
+def is_valid_doc_id(doc_id: str) -> bool:
+    """Whether ``doc_id`` has the form of a corpus id (``MED-<n>``)."""
+    return DOC_ID_PATTERN.fullmatch(doc_id) is not None
 
 
 @dataclass(slots=True)
@@ -93,10 +102,6 @@ def _score(value: object) -> float | None:
     return float(value) if math.isfinite(value) else None
 
 
-def _text(value: object) -> str:
-    return value if isinstance(value, str) else ""
-
-
 def read_hits(answer: object) -> Hits:
     """The candidates of a search answer (see the module docstring).
 
@@ -114,6 +119,9 @@ def read_hits(answer: object) -> Hits:
     if not isinstance(results, list):
         found = "no" if results is None else f"a {type(results).__name__} as its"
         raise BadAnswer(f"the answer has {found} results list")
+    # The one check of the ids, here where the answer is read rather than in the ranking policy:
+    # each drop is counted by kind (purple_search_repairs_total) and logged by the client, an
+    # answer with nothing usable fails with the reason, and any policy ranks valid, unique ids.
     hits = Hits([])
     seen: set[str] = set()
     for hit in results:
@@ -126,20 +134,11 @@ def read_hits(answer: object) -> Hits:
             hits.dropped["duplicate"] += 1
         else:
             seen.add(doc_id)
-            hits.candidates.append(_candidate(doc_id, hit))
+            hits.candidates.append(Candidate(doc_id, _score(hit.get("score"))))
     if results and not hits.candidates:
         what = ", ".join(f"{n} {kind.replace('_', ' ')}" for kind, n in hits.dropped.items())
         raise BadAnswer(f"none of its {len(results)} hits is usable ({what})")
     return hits
-
-
-def _candidate(doc_id: str, hit: dict[str, Any]) -> Candidate:
-    return Candidate(
-        doc_id=doc_id,
-        score=_score(hit.get("score")),
-        title=_text(hit.get("title")),
-        text=_text(hit.get("text")),
-    )
 
 
 class McpCallError(Exception):
