@@ -2,8 +2,8 @@
 
 :class:`SearchClient` (:mod:`.client`) discovers the backend: MCP streamable HTTP of the
 2026-07-28 protocol spoken by our own client (:mod:`.mcp_backend` over the keep-alive connections
-of :mod:`.http_pool`, measured in ``docs/performance.md``: the agent's RSS 97 -> 70 MB and CPU
-4.0 -> 3.2 ms per query against the MCP SDK's client), the handshake era through the MCP SDK
+of :mod:`.http_pool`; it spares the agent the MCP SDK's memory and its per-call validation, as
+measured in ``docs/performance.md``), the handshake era through the MCP SDK
 (:mod:`.sdk_fallback`), or the seed's REST wire (:mod:`.rest_backend`). Every backend's answer is
 read the same way and every failure is an :class:`McpCallError` with a reason label
 (:mod:`.backend`).

@@ -12,9 +12,9 @@ request whose ``params._meta`` carries the protocol version, the client's identi
 capabilities, with the version and the method (and a tool's name) repeated in headers. That is
 all the agent has to say: ``server/discover`` and ``tools/list`` once, then one ``tools/call``
 per query. The MCP SDK (``mcp`` and its protocol models ``mcp_types``) would cost every agent
-process about 43 MB and each call a typed session's validation; it stays for the servers this
-client does not speak to. ``tests/integration/test_purple_mcp_wire.py`` checks these requests
-against the SDK client's.
+process the memory of its modules and each call a typed session's validation (the figures are in
+``docs/performance.md``); it stays for the servers this client does not speak to.
+``tests/integration/test_purple_mcp_wire.py`` checks these requests against the SDK client's.
 
 Each call stands alone: a broken connection fails that call only, and a cancelled call closes
 its own connection, which tells the server its caller has gone. An answer may come as JSON or as
@@ -68,7 +68,7 @@ WITHOUT_TEXT = {"include_text": False}
 #: Makes (or hands back) the SDK's route to an endpoint.
 FallbackFactory = Callable[[str], "SdkFallback"]
 
-#: The one protocol version of the sessionless era this client speaks (the SDK's too, for now).
+#: The one protocol version of the sessionless era this client speaks.
 PROTOCOL_VERSION = "2026-07-28"
 _VERSION_KEY = "io.modelcontextprotocol/protocolVersion"
 _CLIENT_INFO_KEY = "io.modelcontextprotocol/clientInfo"
@@ -240,7 +240,7 @@ async def _message_events(chunks: AsyncIterator[bytes]) -> AsyncIterator[str]:
 
 
 def offers_include_text(tool: dict[str, Any] | None) -> bool:
-    """Whether the search tool offers ``include_text`` (servers before it reject the argument)."""
+    """Whether the search tool offers ``include_text`` (servers without it reject the argument)."""
     schema = (tool or {}).get("inputSchema")
     properties = schema.get("properties") if isinstance(schema, dict) else None
     return isinstance(properties, dict) and "include_text" in properties
