@@ -2,7 +2,7 @@
 
 ``python -m devtools.bench.http_pool_ab [--rounds 3] [--queries 200]`` starts one MCP server
 (result cache off), then, round after round, the purple agent three times: with its own pool
-(h11 over asyncio streams, :mod:`services.purple_agent.search._pool`), and with that pool's
+(h11 over asyncio streams, :mod:`services.purple_agent.search.http_pool`), and with that pool's
 interface served by an ``httpx.AsyncClient`` and by an ``httpx2.AsyncClient`` (the HTTP client the
 MCP SDK brings). Each agent answers the same dev queries at concurrency 1 and 16, as
 :mod:`.profile_purple` measures them; the figures are the purple process's CPU per answered query
@@ -28,7 +28,7 @@ from urllib.parse import urlsplit
 
 from devtools.bench.profile_purple import _measure
 from harness.processes import ServerProcess, free_port
-from services.purple_agent.search._pool import (
+from services.purple_agent.search.http_pool import (
     ConnectFailed,
     ConnectionBroken,
     OriginPool,
@@ -104,10 +104,10 @@ def library_pool(name: str) -> type:
 def _serve(library: str, argv: list[str]) -> None:
     """The purple agent, its pool replaced by ``library``'s unless that is our own (h11)."""
     from services.purple_agent.__main__ import main
-    from services.purple_agent.search import _client
+    from services.purple_agent.search import client
 
     if library != "h11":
-        setattr(_client, "OriginPool", library_pool(library))  # noqa: B010 (the class the client builds its pool from)
+        setattr(client, "OriginPool", library_pool(library))  # noqa: B010 (the class the client builds its pool from)
     main(argv)
 
 

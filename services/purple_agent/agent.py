@@ -161,7 +161,10 @@ class Searcher(Protocol):
     url: str
 
     async def search(self, query: str, top_k: int, deadline: float) -> list[Candidate]:
-        """Candidates for ``query``, best first, before ``deadline`` (``time.monotonic()``)."""
+        """Candidates for ``query`` (valid ids, each once), best first, before ``deadline``.
+
+        ``deadline`` is a ``time.monotonic()`` instant.
+        """
         ...
 
 

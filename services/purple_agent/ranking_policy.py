@@ -1,31 +1,26 @@
-"""The final ranking policy: from the MCP server's candidates to the ids the agent answers with.
+"""The final ranking policy: from the search's candidates to the ids the agent answers with.
 
 A policy says how many candidates it wants for a given ``top_k`` and turns them into at most
-``top_k`` unique, valid document ids, best first. Today's policy keeps the server's order; a
-reranker is another :class:`RankingPolicy` and plugs in where the app builds the agent.
+``top_k`` document ids, best first. The candidates it is given are valid corpus ids, each once:
+the search client checks that where it reads the server's answer
+(:func:`services.purple_agent.search.backend.read_hits`), so no policy checks again.
+:class:`ServerOrder` keeps the server's order; a reranker is another :class:`RankingPolicy` and
+plugs in where the app builds the agent.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Protocol
 
-from pydantic import BaseModel, ConfigDict
 
-#: Every NFCorpus document id has this form; anything else from the server is dropped.
-DOC_ID_PATTERN = re.compile(r"MED-\d+")
-
-
-class Candidate(BaseModel):
-    """One search hit as the MCP tool returns it."""
-
-    model_config = ConfigDict(extra="ignore", frozen=True)
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """What a policy ranks by: a valid corpus id, unique among the candidates, and its score."""
 
     doc_id: str
     score: float | None = None  # servers of other makes may leave it out
-    title: str = ""
-    text: str = ""
 
 
 class RankingPolicy(Protocol):
@@ -36,22 +31,17 @@ class RankingPolicy(Protocol):
         ...
 
     def rank(self, query: str, candidates: Sequence[Candidate], top_k: int) -> list[str]:
-        """At most ``top_k`` unique valid document ids, best first."""
+        """At most ``top_k`` of the candidates' ids, best first."""
         ...
 
 
-def is_valid_doc_id(doc_id: str) -> bool:
-    """Whether ``doc_id`` has the form of a corpus id (``MED-<n>``)."""
-    return DOC_ID_PATTERN.fullmatch(doc_id) is not None
-
-
 class ServerOrder:
-    """Keep the server's order, drop duplicates and malformed ids, cut to ``top_k``.
+    """Keep the server's order, cut to ``top_k``.
 
     Asking for a few more candidates than ``top_k`` keeps the answer full when the server returns
-    a duplicate or a malformed id. Neighbours with exactly the same score (NFCorpus holds
-    duplicate documents) come back from the server in no fixed order; they are put in doc id
-    order so the same query always gets the same answer.
+    a duplicate or a malformed id (dropped before the policy sees them). Neighbours with exactly
+    the same score (NFCorpus holds duplicate documents) come back from the server in no fixed
+    order; they are put in doc id order so the same query always gets the same answer.
     """
 
     def __init__(self, min_candidates: int, max_candidates: int = 100) -> None:
@@ -63,18 +53,8 @@ class ServerOrder:
         return min(self._max, max(top_k, self._min))
 
     def rank(self, query: str, candidates: Sequence[Candidate], top_k: int) -> list[str]:
-        """Return the first ``top_k`` unique valid ids in server order."""
-        seen: set[str] = set()
-        ranked: list[str] = []
-        for candidate in _break_ties(candidates):
-            doc_id = candidate.doc_id
-            if doc_id in seen or not is_valid_doc_id(doc_id):
-                continue
-            seen.add(doc_id)
-            ranked.append(doc_id)
-            if len(ranked) == top_k:
-                break
-        return ranked
+        """The first ``top_k`` ids in server order, exact ties in doc id order."""
+        return [candidate.doc_id for candidate in _break_ties(candidates)[:top_k]]
 
 
 def _break_ties(candidates: Sequence[Candidate]) -> list[Candidate]:

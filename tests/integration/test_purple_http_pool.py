@@ -10,7 +10,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from services.purple_agent.search._pool import ConnectFailed, ConnectionBroken, OriginPool
+from services.purple_agent.search.http_pool import ConnectFailed, ConnectionBroken, OriginPool
 from tests.support.ports import closed_url
 
 

@@ -12,7 +12,7 @@ import pytest
 
 from harness.fakes.mcp_toy import GARBAGE, Recorder, search_app, serving
 from services.purple_agent.search import SearchClient
-from services.purple_agent.search._errors import McpCallError
+from services.purple_agent.search.backend import McpCallError
 
 
 @pytest.fixture(params=[True, False], ids=["json", "sse"])

@@ -13,8 +13,9 @@ from mcp import Client
 
 from harness.fakes.mcp_toy import Seen, search_app, serving
 from harness.processes import REPO
+from services.purple_agent.ranking_policy import Candidate
 from services.purple_agent.search import SearchClient
-from services.purple_agent.search._mcp_wire import CLIENT_INFO
+from services.purple_agent.search.mcp_backend import CLIENT_INFO
 
 #: What a server may read of a request besides its body.
 HEADERS = ("accept", "content-type", "mcp-protocol-version", "mcp-method", "mcp-name")
@@ -55,8 +56,8 @@ async def test_the_plain_requests_are_the_sdks() -> None:
         assert _comparable(ours) == _comparable(theirs)
     assert app.posts[0].body["params"]["_meta"]["io.modelcontextprotocol/clientInfo"] == CLIENT_INFO
     assert expected.structured_content is not None
-    assert [h.model_dump() for h in hits] == [
-        {**hit, "title": "", "text": ""} for hit in expected.structured_content["results"]
+    assert hits == [
+        Candidate(hit["doc_id"], hit["score"]) for hit in expected.structured_content["results"]
     ]
 
 

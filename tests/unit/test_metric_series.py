@@ -14,7 +14,7 @@ from services.purple_agent.metrics import (
     REPAIR_KINDS,
     SEARCH_BACKENDS,
 )
-from services.purple_agent.search._errors import (
+from services.purple_agent.search.backend import (
     BadAnswer,
     McpCallError,
     NoBackend,
@@ -24,7 +24,7 @@ from services.purple_agent.search._errors import (
     ToolFailed,
     classify,
 )
-from services.purple_agent.search._pool import ConnectFailed, ConnectionBroken
+from services.purple_agent.search.http_pool import ConnectFailed, ConnectionBroken
 from services.telemetry.metrics import LATENCY_BUCKETS
 
 URL = "http://mcp:8000/mcp"

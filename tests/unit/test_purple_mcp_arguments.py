@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from services.purple_agent.search._tool import TOOL_NAME, mirrors_headers, offers_include_text
+from services.purple_agent.search.mcp_backend import TOOL_NAME, mirrors_headers, offers_include_text
 
 
 def _tool(properties: dict[str, Any], name: str = TOOL_NAME) -> dict[str, Any]:

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from services.purple_agent.search._errors import BadAnswer, ToolFailed
-from services.purple_agent.search._hits import read_hits
+from services.purple_agent.ranking_policy import ServerOrder
+from services.purple_agent.search.backend import BadAnswer, ToolFailed, is_valid_doc_id, read_hits
 
 
 def _hit(doc_id: Any, score: Any = 1.0, **extra: Any) -> dict[str, Any]:
@@ -34,8 +34,29 @@ def test_unusable_hits_are_dropped_and_counted() -> None:
     ]
     hits = read_hits({"results": results})
     assert [c.doc_id for c in hits.candidates] == ["MED-1", "MED-4"]
-    assert hits.candidates[1].score is None and hits.candidates[1].title == ""
+    assert hits.candidates[1].score is None
     assert hits.dropped == {"duplicate": 1, "invalid_id": 1, "malformed_hit": 3}
+
+
+def test_answers_hold_valid_unique_ids_refilled_from_later_hits() -> None:
+    ids = ["MED-1", "MED-1", "med-2", "MED-", "PLAIN-3", " MED-4", "MED-5", "MED-6"]
+    hits = read_hits({"results": [_hit(d, float(-i)) for i, d in enumerate(ids)]})
+    assert ServerOrder(10).rank("q", hits.candidates, 3) == ["MED-1", "MED-5", "MED-6"]
+    assert hits.dropped == {"duplicate": 1, "invalid_id": 4}
+
+
+def test_answers_are_short_only_when_fewer_valid_hits_exist() -> None:
+    hits = read_hits({"results": [_hit("MED-1"), _hit("MED-1"), _hit("x")]})
+    assert ServerOrder(10).rank("q", hits.candidates, 5) == ["MED-1"]
+    assert ServerOrder(10).rank("q", read_hits({"results": []}).candidates, 5) == []
+
+
+@pytest.mark.parametrize(
+    ("doc_id", "valid"),
+    [("MED-10", True), ("MED-5381", True), ("MED-", False), ("MED-1a", False), ("PLAIN-1", False)],
+)
+def test_doc_id_form(doc_id: str, valid: bool) -> None:
+    assert is_valid_doc_id(doc_id) is valid
 
 
 @pytest.mark.parametrize(

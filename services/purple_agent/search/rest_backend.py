@@ -3,7 +3,7 @@
 The public NFCorpus evaluator's "MCP server" speaks only this (and ``POST /health_check``);
 ours serves it too. An answer is ``{"results": [...]}`` (extra keys such as ``qdrant_calls``
 ignored), and a failed search is still an HTTP 200 carrying ``{"error": ..., "results": []}``,
-which :mod:`._hits` turns into the tool error it is.
+which :func:`.backend.read_hits` turns into the tool error it is.
 """
 
 from __future__ import annotations
@@ -13,10 +13,15 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
-from services.purple_agent.search._backend import NotSpoken, not_here
-from services.purple_agent.search._errors import BadAnswer, http_failure
-from services.purple_agent.search._hits import Hits, read_hits
-from services.purple_agent.search._pool import (
+from services.purple_agent.search.backend import (
+    BadAnswer,
+    Hits,
+    NotSpoken,
+    http_failure,
+    not_here,
+    read_hits,
+)
+from services.purple_agent.search.http_pool import (
     ConnectFailed,
     ConnectionBroken,
     OriginPool,

@@ -1,6 +1,6 @@
 """Servers the plain client does not speak to, reached through the MCP SDK (imported only then).
 
-:mod:`._mcp_wire` speaks the sessionless protocol of 2026-07-28 and nothing
+:class:`.mcp_backend.McpWire` speaks the sessionless protocol of 2026-07-28 and nothing
 else. Two kinds of server need more, and get a full SDK client session per call (slower, but
 exactly what the SDK would do):
 
@@ -10,7 +10,7 @@ exactly what the SDK would do):
   (``x-mcp-header``): the session lists the tools before it calls, as the SDK mirrors only the
   arguments of tools it has listed.
 
-Its failures are translated into the plain client's (:mod:`._errors`),
+Its failures are translated into the plain client's (:mod:`.backend`),
 so retries and metrics treat both routes alike.
 """
 
@@ -26,8 +26,8 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
-from services.purple_agent.search._errors import RpcError, http_failure, leaf_error, refused
-from services.purple_agent.search._pool import ConnectFailed, ConnectionBroken
+from services.purple_agent.search.backend import RpcError, http_failure, leaf_error, refused
+from services.purple_agent.search.http_pool import ConnectFailed, ConnectionBroken
 from services.telemetry.tracing import inject_headers
 
 

@@ -1,10 +1,18 @@
 """The purple agent's search client: one backend found by discovery, timeouts, retries, metrics.
 
-The backend (MCP, MCP through the SDK, or the seed's REST wire: :mod:`._discovery`) is found
-by the first readiness probe or search (the agent is unready until it is: pods start in any
-order, and each probe tries again), and found again after any failure that is not the search's
-own, or a failed probe, in case the server was replaced by another version. Each call then is a single request from the caller's own task over keep-alive
-connections (:mod:`._pool`): a failed call takes nothing down with it.
+**Discovery** decides the backend by what the server speaks, not by the URL. The URL may be the
+MCP endpoint itself (``http://mcp:8000/mcp``), the server's base URL (the seed's
+``http://mcp-server:8000``) or the REST endpoint (``.../search_nfcorpus``). The probes
+(:func:`probes`) run in a fixed order, first match wins: MCP at the URL as given (unless it is a
+bare origin or the REST endpoint), MCP at ``<base>/mcp``, then REST at
+``<base>/search_nfcorpus``. ``PURPLE_SEARCH_PROTOCOL`` (``mcp`` or ``rest``) keeps only that
+protocol's probes.
+
+The backend is found by the first readiness probe or search (the agent is unready until it is:
+pods start in any order, and each probe tries again), and found again after any failure that is
+not the search's own, or a failed probe, in case the server was replaced by another version.
+Each call then is a single request from the caller's own task over keep-alive connections
+(:mod:`.http_pool`): a failed call takes nothing down with it.
 """
 
 from __future__ import annotations
@@ -12,23 +20,33 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from typing import TYPE_CHECKING
-from urllib.parse import urlsplit
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Literal
+from urllib.parse import urlsplit, urlunsplit
 
 from opentelemetry.trace import SpanKind, StatusCode
 
 from services.purple_agent.metrics import BACKEND, MCP_CALL_SECONDS, MCP_RETRIES, REPAIRS
 from services.purple_agent.ranking_policy import Candidate
-from services.purple_agent.search._backend import KINDS, Backend
-from services.purple_agent.search._discovery import Protocol, discover
-from services.purple_agent.search._errors import BackendGone, McpCallError, ServerFailed, classify
-from services.purple_agent.search._pool import OriginPool
+from services.purple_agent.search.backend import (
+    KINDS,
+    Backend,
+    BackendGone,
+    McpCallError,
+    NoBackend,
+    NotSpoken,
+    ServerFailed,
+    classify,
+)
+from services.purple_agent.search.http_pool import OriginPool
+from services.purple_agent.search.mcp_backend import FallbackFactory, probe_mcp
+from services.purple_agent.search.rest_backend import PATH, probe_rest
 from services.telemetry import exemplars
 from services.telemetry.http import annotate
 from services.telemetry.tracing import tracer
 
 if TYPE_CHECKING:  # imported when a server needs it (it loads the MCP SDK)
-    from services.purple_agent.search._sdk_fallback import SdkFallback
+    from services.purple_agent.search.sdk_fallback import SdkFallback
 
 log = logging.getLogger(__name__)
 _tracer = tracer(__name__)
@@ -38,9 +56,57 @@ MAX_BACKOFF_S = 1.0
 #: What a server answers a call to an endpoint it does not have: no such path, or method.
 GONE = (404, 405)
 
+Protocol = Literal["auto", "mcp", "rest"]
+MCP_PATH = "/mcp"
+
+
+def _with_path(url: str, path: str) -> str:
+    parts = urlsplit(url)
+    return urlunsplit((parts.scheme, parts.netloc, path, "", ""))
+
+
+def probes(url: str, protocol: Protocol = "auto") -> list[tuple[str, str]]:
+    """``(protocol, endpoint)`` in the order they are tried."""
+    path = urlsplit(url).path.rstrip("/")
+    base = path.removesuffix(PATH) if path.endswith(PATH) else path.removesuffix(MCP_PATH)
+    mcp = [url] if path and not path.endswith(PATH) else []
+    if _with_path(url, base + MCP_PATH) not in mcp:
+        mcp.append(_with_path(url, base + MCP_PATH))
+    found = [("mcp", endpoint) for endpoint in mcp]
+    found.append(("rest", url if path.endswith(PATH) else _with_path(url, base + PATH)))
+    return [(p, endpoint) for p, endpoint in found if protocol in ("auto", p)]
+
+
+async def discover(
+    url: str,
+    protocol: Protocol,
+    pool: OriginPool,
+    headers: Mapping[str, str],
+    fallback: FallbackFactory,
+) -> Backend:
+    """The first backend the server at ``url`` speaks.
+
+    Raises:
+        NoBackend: None of the probes found its protocol (the message lists what each met).
+        ConnectFailed, ServerRefused, ServerFailed, ...: the server could not be asked.
+
+    """
+    met: list[str] = []
+    for kind, endpoint in probes(url, protocol):
+        try:
+            if kind == "mcp":
+                return await probe_mcp(endpoint, pool, headers, fallback)
+            return await probe_rest(endpoint, pool, headers)
+        except NotSpoken as e:
+            met.append(str(e))
+    wanted = (
+        "neither MCP nor the REST search wire" if protocol == "auto" else f"no {protocol.upper()}"
+    )
+    raise NoBackend(f"found {wanted} at {url} ({'; '.join(met)})")
+
 
 class SearchClient:
-    """Pooled client of the search server at ``url`` (any form: see :mod:`._discovery`)."""
+    """Pooled client of the search server at ``url`` (any form: see the module docstring)."""
 
     def __init__(
         self,
@@ -115,7 +181,7 @@ class SearchClient:
         """The SDK's route, one per client (kept across discoveries: calls may be in flight)."""
         if self._fallback is None or self._fallback.url != url:
             # Only a server the plain client does not speak to loads the SDK.
-            from services.purple_agent.search._sdk_fallback import SdkFallback
+            from services.purple_agent.search.sdk_fallback import SdkFallback
 
             self._fallback = SdkFallback(
                 url, self._headers, timeout_s=self._timeout_s, max_connections=self._max_connections
@@ -141,7 +207,7 @@ class SearchClient:
         return hits.candidates
 
     async def search(self, query: str, top_k: int, deadline: float) -> list[Candidate]:
-        """Candidates for ``query``, best first.
+        """Candidates for ``query``, best first: valid ids, each once (:func:`.backend.read_hits`).
 
         Args:
             query: The query text.
