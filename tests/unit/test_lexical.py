@@ -4,8 +4,7 @@ from collections import Counter
 import pytest
 
 from services.retrieval.encoders.sparse import Bm25Params, encode_documents, encode_query
-from services.retrieval.query.feedback import expand
-from services.retrieval.query.fusion import fuse, normalize
+from services.retrieval.query.retrievers import expand, fuse, normalize
 from services.retrieval.settings import FeedbackSettings
 from services.retrieval.text import analyze, term_index
 from services.retrieval.types import SparseVector

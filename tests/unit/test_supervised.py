@@ -5,12 +5,16 @@ import pytest
 
 from services.retrieval.query import ranker
 from services.retrieval.query.corelevance import CoRelevance, seeds
-from services.retrieval.query.doc_table import DocTable
-from services.retrieval.query.evidence import Evidence
-from services.retrieval.query.features import FEATURES, QuerySide, build_features, candidates
+from services.retrieval.query.features import (
+    FEATURES,
+    DocTable,
+    QuerySide,
+    build_features,
+    candidates,
+)
 from services.retrieval.query.judgements import Judgements
-from services.retrieval.query.knn import VoteTable
-from services.retrieval.query.lexical_votes import LexicalColumns
+from services.retrieval.query.retrievers import Evidence
+from services.retrieval.query.votes import LexicalColumns, VoteTable
 from services.retrieval.settings import KnnSettings
 from services.retrieval.types import DocInfo
 

@@ -33,8 +33,11 @@ from services.retrieval.build.versions import (
 )
 from services.retrieval.encoders.dense import DenseEncoder, Matrix, OnnxMiniLM
 from services.retrieval.encoders.sparse import Bm25Params, encode_documents
-from services.retrieval.query.collection_names import ranker_collection, versioned_collection
-from services.retrieval.query.version_records import document_points
+from services.retrieval.query.index_version import (
+    document_points,
+    ranker_collection,
+    versioned_collection,
+)
 from services.retrieval.settings import RetrievalSettings
 from services.retrieval.store import open_store
 from services.retrieval.store.base import Store

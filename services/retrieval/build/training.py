@@ -20,10 +20,15 @@ from services.nfcorpus.dataset import Qrels, load_qrels, load_queries
 from services.retrieval.build.vector_cache import cached_vectors
 from services.retrieval.encoders.dense import DenseEncoder, Matrix
 from services.retrieval.encoders.sparse import encode_query
-from services.retrieval.query.collection_names import knn_collection, ranker_collection
+from services.retrieval.query.index_version import (
+    knn_collection,
+    knn_points,
+    ranker_collection,
+    save_ranker,
+    upsert_knn,
+)
 from services.retrieval.query.pipeline import RankingPipeline
 from services.retrieval.query.ranker import Ranker, group_rows, train
-from services.retrieval.query.version_records import knn_points, save_ranker, upsert_knn
 from services.retrieval.settings import RetrievalSettings
 from services.retrieval.store.base import Store
 from services.retrieval.types import EncodedQuery

@@ -1,7 +1,7 @@
 """What ``search_nfcorpus`` serves: hybrid candidates, kNN votes and the learned ranker.
 
 ``mode=zero-shot`` (or an index built without training data) serves the plain hybrid search;
-``mode=full`` gathers :mod:`evidence <services.retrieval.query.evidence>`, turns it into
+``mode=full`` gathers :func:`evidence <services.retrieval.query.retrievers.gather>`, turns it into
 :mod:`features <services.retrieval.query.features>` and orders candidates with the
 :mod:`ranker <services.retrieval.query.ranker>` (or, with ``RETRIEVAL_USE_RANKER=false``, by a z-score fusion of
 hybrid scores and votes: the ablation step between the two).
@@ -15,20 +15,26 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from services.retrieval.encoders.dense import DenseEncoder
-from services.retrieval.query.collection_names import knn_collection, ranker_collection
 from services.retrieval.query.corelevance import CoRelevance, seeds
-from services.retrieval.query.doc_table import DocTable
-from services.retrieval.query.evidence import Depths, gather
-from services.retrieval.query.features import CandidateSet, QuerySide, build_features, candidates
-from services.retrieval.query.fusion import fuse
-from services.retrieval.query.hybrid import HybridSearcher
-from services.retrieval.query.judged_by import JudgedBy
+from services.retrieval.query.features import (
+    CandidateSet,
+    DocTable,
+    QuerySide,
+    build_features,
+    candidates,
+)
+from services.retrieval.query.index_version import (
+    knn_collection,
+    load_ranker,
+    ranker_collection,
+    read_documents,
+    read_knn,
+)
+from services.retrieval.query.judged_by import JudgedBy, NudgedDocs
 from services.retrieval.query.judgements import Judgements
-from services.retrieval.query.knn import VoteTable
-from services.retrieval.query.lexical_votes import LexicalVoters
-from services.retrieval.query.nudged import NudgedDocs
 from services.retrieval.query.ranker import Ranker
-from services.retrieval.query.version_records import load_ranker, read_documents, read_knn
+from services.retrieval.query.retrievers import Depths, HybridSearcher, fuse, gather
+from services.retrieval.query.votes import LexicalVoters, VoteTable
 from services.retrieval.settings import RetrievalSettings
 from services.retrieval.store.base import Store, StoreError
 from services.retrieval.text import analyze
