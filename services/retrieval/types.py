@@ -100,11 +100,16 @@ class SearchResult:
 
 @dataclass(frozen=True, slots=True)
 class EncodedQuery:
-    """A query as both retrievers see it."""
+    """A query as both retrievers see it, with its text and its analyzed terms.
+
+    The terms are analyzed once: the sparse vector counts them, the ranker's lexical features
+    read them.
+    """
 
     dense: list[float]
     sparse: SparseVector
     text: str
+    terms: tuple[str, ...]
 
 
 @dataclass(frozen=True, slots=True)

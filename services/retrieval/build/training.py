@@ -19,7 +19,6 @@ import numpy.typing as npt
 from services.nfcorpus.dataset import Qrels, load_qrels, load_queries
 from services.retrieval.build.vector_cache import cached_vectors
 from services.retrieval.encoders.dense import DenseEncoder, Matrix
-from services.retrieval.encoders.sparse import encode_query
 from services.retrieval.query.index_version import (
     knn_collection,
     knn_points,
@@ -29,9 +28,9 @@ from services.retrieval.query.index_version import (
 )
 from services.retrieval.query.pipeline import RankingPipeline
 from services.retrieval.query.ranker import Ranker, group_rows, train
+from services.retrieval.query.retrievers import encoded_query
 from services.retrieval.settings import RetrievalSettings
 from services.retrieval.store.base import Store
-from services.retrieval.types import EncodedQuery
 from services.telemetry.progress import progress
 
 log = logging.getLogger(__name__)
@@ -118,8 +117,7 @@ def _feature_rows(
     out: list[tuple[npt.NDArray[np.float32], list[str], Mapping[str, int]]] = []
     with progress(label, len(ids)) as advance:
         for i, q in enumerate(ids):
-            text = data.queries[q]
-            encoded = EncodedQuery([float(x) for x in vectors[i]], encode_query(text), text)
+            encoded = encoded_query(vectors[i], data.queries[q])
             cs = pipeline.candidate_set(
                 encoded,
                 exclude_query=q if leave_one_out else None,

@@ -37,7 +37,6 @@ from services.retrieval.query.retrievers import Depths, HybridSearcher, fuse, ga
 from services.retrieval.query.votes import LexicalVoters, VoteTable
 from services.retrieval.settings import RetrievalSettings
 from services.retrieval.store.base import Store, StoreError
-from services.retrieval.text import analyze
 from services.retrieval.types import EncodedQuery, SearchResult, VectorQuery, point_id
 from services.telemetry.tracing import tracer
 
@@ -179,12 +178,11 @@ class RankingPipeline:
         with _tracer.start_as_current_span("build features") as span:
             first = [[d for d, _ in ranked] for ranked in (evidence.dense, evidence.rm3)]
             co = sup.co_relevance.scores(seeds(first), exclude_query)
-            terms = analyze(q.text)
-            lexical = sup.lexical.columns(terms, doc_ids, exclude_query)
-            judged_by = sup.judged_by.scores(terms, doc_ids, exclude_query)
+            lexical = sup.lexical.columns(q.terms, doc_ids, exclude_query)
+            judged_by = sup.judged_by.scores(q.terms, doc_ids, exclude_query)
             nudged = sup.nudged.cosines(q.dense, doc_ids, exclude_query)
             depth = s.hybrid.candidates
-            query = QuerySide(q.text, terms, lexical, judged_by, nudged)
+            query = QuerySide(q.text, q.terms, lexical, judged_by, nudged)
             rows = build_features(
                 evidence, doc_ids, votes, sup.docs, query, depth, co, own_judgements
             )

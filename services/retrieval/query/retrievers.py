@@ -32,9 +32,10 @@ from typing import Literal
 import numpy as np
 
 from services.retrieval.encoders.dense import DenseEncoder
-from services.retrieval.encoders.sparse import encode_query
+from services.retrieval.encoders.sparse import query_vector
 from services.retrieval.settings import FeedbackSettings, HybridSettings
 from services.retrieval.store.base import Store
+from services.retrieval.text import analyze
 from services.retrieval.types import EncodedQuery, Hit, SearchResult, SparseVector, VectorQuery
 from services.telemetry.tracing import tracer
 
@@ -118,6 +119,12 @@ def expand_from_hits(
 TIE_MARGIN = 10
 
 
+def encoded_query(dense: Sequence[float], text: str) -> EncodedQuery:
+    """The query of ``text`` with its MiniLM vector ``dense``: analyzed here, once."""
+    terms = tuple(analyze(text))
+    return EncodedQuery([float(x) for x in dense], query_vector(terms), text, terms)
+
+
 class HybridSearcher:
     """Dense + BM25 (+RM3) candidates fused in Qdrant, on the collection the alias points at.
 
@@ -149,8 +156,7 @@ class HybridSearcher:
 
     def encode(self, query: str) -> EncodedQuery:
         """Dense and sparse representations of the query."""
-        dense = self._encoder.encode([query])[0]
-        return EncodedQuery([float(x) for x in dense], encode_query(query), query)
+        return encoded_query(self._encoder.encode([query])[0], query)
 
     def rank(
         self, q: EncodedQuery, top_k: int, collection: str | None = None
