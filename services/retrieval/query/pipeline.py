@@ -37,7 +37,7 @@ from services.retrieval.query.retrievers import Depths, HybridSearcher, fuse, ga
 from services.retrieval.query.votes import LexicalVoters, VoteTable
 from services.retrieval.settings import RetrievalSettings
 from services.retrieval.store.base import Store, StoreError
-from services.retrieval.types import EncodedQuery, SearchResult, VectorQuery, point_id
+from services.retrieval.types import EncodedQuery, RankedDocument, VectorQuery, point_id
 from services.telemetry.tracing import tracer
 
 log = logging.getLogger(__name__)
@@ -189,7 +189,7 @@ class RankingPipeline:
             span.set_attribute("ranking.candidates", len(doc_ids))
         return CandidateSet(doc_ids, rows)
 
-    def rank(self, q: EncodedQuery, top_k: int) -> list[SearchResult]:
+    def rank(self, q: EncodedQuery, top_k: int) -> list[RankedDocument]:
         """Top ``top_k`` documents with title and text."""
         v = self._version
         sup = v.supervised
@@ -207,12 +207,12 @@ class RankingPipeline:
         hits = self._store.retrieve(v.docs, [point_id(d) for d, _ in top])
         by_id = {str(h.payload["doc_id"]): h.payload for h in hits}
         return [
-            SearchResult(d, score, str(by_id[d].get("title", "")), str(by_id[d]["text"]))
+            RankedDocument(d, score, str(by_id[d].get("title", "")), str(by_id[d]["text"]))
             for d, score in top
             if d in by_id
         ]
 
-    def search(self, query: str, top_k: int) -> list[SearchResult]:
+    def search(self, query: str, top_k: int) -> list[RankedDocument]:
         """Encode and rank in one call."""
         return self.rank(self.encode(query), top_k)
 

@@ -36,7 +36,7 @@ from services.retrieval.encoders.sparse import query_vector
 from services.retrieval.settings import FeedbackSettings, HybridSettings
 from services.retrieval.store.base import Store
 from services.retrieval.text import analyze
-from services.retrieval.types import EncodedQuery, Hit, SearchResult, SparseVector, VectorQuery
+from services.retrieval.types import EncodedQuery, Hit, RankedDocument, SparseVector, VectorQuery
 from services.telemetry.tracing import tracer
 
 _tracer = tracer(__name__)
@@ -160,7 +160,7 @@ class HybridSearcher:
 
     def rank(
         self, q: EncodedQuery, top_k: int, collection: str | None = None
-    ) -> list[SearchResult]:
+    ) -> list[RankedDocument]:
         """Top ``top_k`` documents by the configured fusion, with title and text."""
         s = self._params
         collection = collection or self.collection
@@ -191,14 +191,14 @@ class HybridSearcher:
         (first,) = self._store.search(collection, [first_pass], payload=False)
         return expand_from_hits(sparse, first, self._feedback)
 
-    def search(self, query: str, top_k: int) -> list[SearchResult]:
+    def search(self, query: str, top_k: int) -> list[RankedDocument]:
         """Encode and rank in one call."""
         return self.rank(self.encode(query), top_k)
 
 
-def _result(hit: Hit, score: float) -> SearchResult:
+def _result(hit: Hit, score: float) -> RankedDocument:
     p = hit.payload
-    return SearchResult(str(p["doc_id"]), float(score), str(p.get("title", "")), str(p["text"]))
+    return RankedDocument(str(p["doc_id"]), float(score), str(p.get("title", "")), str(p["text"]))
 
 
 #: (document or query id, score), best first.
