@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from services.retrieval.encoders.dense import DenseEncoder
-from services.retrieval.query.corelevance import CoRelevance, seeds
+from services.retrieval.query.corelevance import CoRelevance, anchors
 from services.retrieval.query.features import (
     CandidateSet,
     DocTable,
@@ -177,7 +177,7 @@ class RankingPipeline:
             doc_ids, votes = candidates(evidence, sup.judgements, s.knn, exclude_query)
         with _tracer.start_as_current_span("build features") as span:
             first = [[d for d, _ in ranked] for ranked in (evidence.dense, evidence.rm3)]
-            co = sup.co_relevance.scores(seeds(first), exclude_query)
+            co = sup.co_relevance.scores(anchors(first), exclude_query)
             lexical = sup.lexical.columns(q.terms, doc_ids, exclude_query)
             judged_by = sup.judged_by.scores(q.terms, doc_ids, exclude_query)
             nudged = sup.nudged.cosines(q.dense, doc_ids, exclude_query)
