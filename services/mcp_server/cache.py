@@ -1,7 +1,7 @@
 """Answers kept per index version: a query asked again is answered without searching again.
 
-An evaluator sends the same few hundred queries on every run, and a search costs ~15 ms of CPU
-while a cached answer costs none of it. An answer is keyed by the concrete collection it came
+An evaluator sends the same few hundred queries on every run, and a search costs milliseconds of
+CPU while a cached answer costs none of it (docs/performance.md has both). An answer is keyed by the concrete collection it came
 from (what the alias resolved to: a new index version is a new key, and the entries of the old
 one are dropped as soon as the new one is seen), the query text, top_k and include_text. The
 cache is bounded twice, in entries (least recently used first out) and in an estimate of the

@@ -69,8 +69,8 @@ def load_training_data(
 
     ``supervision="train"`` keeps dev out of the kNN collection, so that dev measures every
     stage honestly; ``"train+dev"`` (the served default) lets dev queries vote and teach the
-    ranker too: measured cross-fitted on dev halves over five ranker seeds, the ranker that
-    also learned from the other half scored dev NDCG@5 0.4921 against 0.4878 (docs/quality.md).
+    ranker too (cross-fitted on dev halves, the ranker that also learned from the other half
+    scored better: docs/quality.md has the figures).
     """
     queries = load_queries(folder)
     judged = load_qrels(folder, "train")

@@ -44,7 +44,7 @@ class CoRelevance:
             if i is not None:
                 w[i] = weight
         # A · w and Aᵀ · per_query, reading only the anchors' columns and the rows of the queries
-        # that judged them (a few hundred of ~120,000 entries). Each sum adds the same terms in
+        # that judged them (a few hundred of the matrix's entries). Each sum adds the same terms in
         # the same order as the full CSR product, so the scores keep their bits.
         queries, by_doc = _row_entries(self._at, np.flatnonzero(w))
         per_query = _sums(queries, w[by_doc], self._a.shape[0]) * self._weights

@@ -202,7 +202,7 @@ class RankingPipeline:
             scored = dict(zip(cs.doc_ids, scores, strict=True))
         else:
             scored = self._fuse_votes(v.docs, sup, q, top_k)
-        # The same as sorted(...)[:top_k] (heapq documents it so), without sorting ~250 scores.
+        # The same as sorted(...)[:top_k] (heapq documents it so), without sorting every candidate's score.
         top = heapq.nsmallest(top_k, scored.items(), key=lambda kv: (-kv[1], kv[0]))
         hits = self._store.retrieve(v.docs, [point_id(d) for d, _ in top])
         by_id = {str(h.payload["doc_id"]): h.payload for h in hits}
