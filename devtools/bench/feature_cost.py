@@ -19,7 +19,6 @@ from services.retrieval.query.pipeline import RankingPipeline
 from services.retrieval.query.ranker import SEEDS
 from services.retrieval.settings import RetrievalSettings
 from services.retrieval.store import open_store
-from services.retrieval.text import analyze
 
 
 def _timed(run: Callable[..., object], *args: Any) -> float:
@@ -41,7 +40,7 @@ def main() -> None:
         for q in sorted(load_qrels(settings.data_dir, "test")):
             encoded = pipeline.encode(queries[q])
             cs = pipeline.candidate_set(encoded)
-            terms = analyze(encoded.text)
+            terms = encoded.terms
             lexical.append(_timed(sup.lexical.columns, terms, cs.doc_ids))
             docs.append(_timed(sup.docs.columns, cs.doc_ids, terms))
             judged.append(_timed(sup.judged_by.scores, terms, cs.doc_ids))

@@ -14,7 +14,7 @@ import numpy.typing as npt
 from devtools.lab.data import Lab
 from devtools.lab.dense_views import candidate_vectors, doc_vectors
 from devtools.lab.features import Extra, query_vectors
-from services.retrieval.query.nudged import unit
+from services.retrieval.query.judged_by import unit
 
 
 def _fit_adapter(

@@ -20,8 +20,8 @@ from devtools.lab.features import Extra, query_vectors
 from services.nfcorpus.dataset import corpus_fingerprint, load_corpus
 from services.retrieval.encoders.dense import OnnxMiniLM
 from services.retrieval.indexing.vector_cache import cached_vectors
+from services.retrieval.query.judged_by import GAMMA, NudgedDocs, unit
 from services.retrieval.query.judgements import Judgements
-from services.retrieval.query.nudged import GAMMA, NudgedDocs, unit
 from services.retrieval.settings import RetrievalSettings
 from services.retrieval.text import document_text
 

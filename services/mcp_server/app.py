@@ -86,7 +86,7 @@ def create_app(
         # A mounted app's own lifespan does not run: the session manager is started here.
         async with mcp.session_manager.run():
             # The app is built and its start-up garbage collected (services.common.preload):
-            # hand back the ~13 MB of the C heap that building it freed.
+            # hand back the C heap's pages that building it freed.
             release_free_heap()
             yield
         # Closing removes this process's private shard copies (uvicorn re-raises SIGTERM

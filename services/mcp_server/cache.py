@@ -1,7 +1,7 @@
 """Answers kept per index version: a query asked again is answered without searching again.
 
-An evaluator sends the same few hundred queries on every run, and a search costs ~15 ms of CPU
-while a cached answer costs none of it. An answer is keyed by the concrete collection it came
+An evaluator sends the same few hundred queries on every run, and a search costs milliseconds of
+CPU while a cached answer costs none of it (docs/performance.md has both). An answer is keyed by the concrete collection it came
 from (what the alias resolved to: a new index version is a new key, and the entries of the old
 one are dropped as soon as the new one is seen), the query text, top_k and include_text. The
 cache is bounded twice, in entries (least recently used first out) and in an estimate of the
@@ -14,7 +14,7 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 
-from services.mcp_server.schemas import Hits
+from services.mcp_server.schemas import SearchHits
 
 #: (collection, query, top_k, include_text)
 Key = tuple[str, str, int, bool]
@@ -24,7 +24,7 @@ HIT_OVERHEAD_BYTES = 400
 ENTRY_OVERHEAD_BYTES = 300
 
 
-def answer_bytes(query: str, hits: Hits) -> int:
+def answer_bytes(query: str, hits: SearchHits) -> int:
     """Estimated memory of one cached answer (ASCII text: one byte a character)."""
     text = sum(len(h["doc_id"]) + len(h["title"]) + len(h["text"]) for h in hits)
     return ENTRY_OVERHEAD_BYTES + len(query) + text + HIT_OVERHEAD_BYTES * len(hits)
@@ -37,7 +37,7 @@ class ResultCache:
         """Keep at most ``max_entries`` answers holding at most ``max_bytes`` together."""
         self.max_entries = max_entries
         self.max_bytes = max_bytes
-        self._answers: OrderedDict[Key, tuple[Hits, int]] = OrderedDict()
+        self._answers: OrderedDict[Key, tuple[SearchHits, int]] = OrderedDict()
         self._collection: str | None = None
         self._bytes = 0
         self._lock = threading.Lock()
@@ -57,7 +57,7 @@ class ResultCache:
         """Estimated memory the answers hold now."""
         return self._bytes
 
-    def get(self, key: Key) -> Hits | None:
+    def get(self, key: Key) -> SearchHits | None:
         """The answer kept for ``key`` (now the most recently used), or None."""
         with self._lock:
             found = self._answers.get(key)
@@ -66,7 +66,7 @@ class ResultCache:
             self._answers.move_to_end(key)
             return found[0]
 
-    def put(self, key: Key, hits: Hits) -> None:
+    def put(self, key: Key, hits: SearchHits) -> None:
         """Keep an answer, dropping the least recently used ones beyond the bounds.
 
         An answer of another collection than the one held so far drops every older entry: the

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Annotated, TypedDict
+from typing import Annotated
 
 import pydantic_core
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from typing_extensions import TypedDict
 
 from services.common.jsonrpc import field_path
 from services.common.limits import MAX_QUERY_CHARS, MAX_TOP_K
@@ -74,13 +75,17 @@ def validate_search(payload: object) -> SearchRequest:
         ) from None
 
 
-class SearchHit(BaseModel):
+# One hit on the wire, one type: the tool's output schema is generated from it, and answers are
+# built as these plain dicts, once per search and never changed, then rendered straight to JSON
+# (``pydantic_core`` writes dicts in Rust). Building, validating and dumping a model per hit
+# would buy nothing, since every field comes from our own index.
+class SearchHit(TypedDict):
     """One retrieved NFCorpus document."""
 
-    doc_id: str = Field(description="NFCorpus document id, e.g. 'MED-10'.")
-    score: float = Field(description="Fused relevance score; higher is better.")
-    title: str = Field(description="Title of the PubMed article.")
-    text: str = Field(description="Abstract of the article.")
+    doc_id: Annotated[str, Field(description="NFCorpus document id, e.g. 'MED-10'.")]
+    score: Annotated[float, Field(description="Fused relevance score; higher is better.")]
+    title: Annotated[str, Field(description="Title of the PubMed article.")]
+    text: Annotated[str, Field(description="Abstract of the article.")]
 
 
 class SearchResponse(BaseModel):
@@ -89,25 +94,11 @@ class SearchResponse(BaseModel):
     results: list[SearchHit]
 
 
-class Hit(TypedDict):
-    """One :class:`SearchHit` as served: a plain dict, built once per search and never changed.
-
-    Answers are rendered straight from these (``pydantic_core`` writes dicts to JSON in Rust):
-    building, validating and dumping a model per hit bought nothing, since every field comes
-    from our own index.
-    """
-
-    doc_id: str
-    score: float
-    title: str
-    text: str
-
-
 #: A search's hits, best first (a tuple: the result cache hands the same one to many callers).
-Hits = tuple[Hit, ...]
+SearchHits = tuple[SearchHit, ...]
 
 
-def response_json(hits: Hits, indent: int | None = None) -> bytes:
+def response_json(hits: SearchHits, indent: int | None = None) -> bytes:
     """``{"results": [...]}`` as :class:`SearchResponse` would serialize it (UTF-8, no spaces).
 
     ``indent=2`` is the tool's text content, byte for byte what the MCP SDK writes for a

@@ -27,7 +27,7 @@ from services.mcp_server.metrics import (
     SEARCHES,
     STORE_SECONDS,
 )
-from services.mcp_server.schemas import Hit, Hits
+from services.mcp_server.schemas import SearchHit, SearchHits
 from services.retrieval.query.pipeline import RankingPipeline
 from services.retrieval.store.base import StoreError
 from services.retrieval.store.counting import CountingStore
@@ -74,7 +74,7 @@ class SearchService:
             self.search_calls = 0
         self._store.reset()
 
-    def _search_sync(self, query: str, top_k: int, include_text: bool) -> Hits:
+    def _search_sync(self, query: str, top_k: int, include_text: bool) -> SearchHits:
         with _tracer.start_as_current_span("search") as span:
             span.set_attribute("search.top_k", top_k)
             started = time.perf_counter()
@@ -91,13 +91,15 @@ class SearchService:
             exemplars.observe(RANKING_SECONDS, ranking_s)
             span.set_attribute("search.results", len(results))
         return tuple(
-            Hit(doc_id=r.doc_id, score=r.score, title=r.title, text=r.text if include_text else "")
+            SearchHit(
+                doc_id=r.doc_id, score=r.score, title=r.title, text=r.text if include_text else ""
+            )
             for r in results
         )
 
     async def search(
         self, query: str, top_k: int, via: Literal["tool", "rest"], include_text: bool = True
-    ) -> Hits:
+    ) -> SearchHits:
         """Search, counting the call; raises :class:`SearchUnavailableError` on store failure.
 
         Without ``include_text`` every hit's ``text`` is empty: the caller needs no abstract.
@@ -115,7 +117,7 @@ class SearchService:
                 return cached
         started = threading.Event()
 
-        def search_now() -> Hits:
+        def search_now() -> SearchHits:
             started.set()
             hits = self._search_sync(query, top_k, include_text)
             self._keep(key, hits)
@@ -135,7 +137,7 @@ class SearchService:
         SEARCHES.labels(via, "ok").inc()
         return hits
 
-    def _keep(self, key: Key, hits: Hits) -> None:
+    def _keep(self, key: Key, hits: SearchHits) -> None:
         """Cache an answer, unless the index version changed while it was searched for.
 
         Kept even when its caller has gone meanwhile: the work is done, the next caller gets it.

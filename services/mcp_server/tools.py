@@ -14,10 +14,10 @@ from pydantic import ValidationError
 
 from services.common.jsonrpc import describe
 from services.mcp_server.schemas import (
-    Hits,
     IncludeText,
     InvalidSearch,
     QueryText,
+    SearchHits,
     SearchRequest,
     SearchResponse,
     TopK,
@@ -72,7 +72,7 @@ class SearchServer(MCPServer):
             return await super().call_tool(name, arguments, context)
         return tool_result(await self.search(arguments))
 
-    async def search(self, arguments: dict[str, Any]) -> Hits:
+    async def search(self, arguments: dict[str, Any]) -> SearchHits:
         """The search tool's hits for ``arguments``; :class:`ToolError` says what went wrong."""
         try:
             request = validate_search(arguments)
@@ -80,7 +80,7 @@ class SearchServer(MCPServer):
             raise ToolError(f"invalid arguments: {e}") from None
         return await self._search(request)
 
-    async def _search(self, request: SearchRequest) -> Hits:
+    async def _search(self, request: SearchRequest) -> SearchHits:
         try:
             return await self._service.search(
                 request.query, request.top_k, via="tool", include_text=request.include_text
@@ -90,7 +90,7 @@ class SearchServer(MCPServer):
             raise ToolError(f"Error executing tool {TOOL_NAME}: {e}") from e
 
 
-def tool_result(hits: Hits) -> mcp_types.CallToolResult:
+def tool_result(hits: SearchHits) -> mcp_types.CallToolResult:
     """What the SDK makes of a returned :class:`SearchResponse`, built from the hits directly.
 
     Structured content ``{"results": [...]}`` and, for clients that read only text, the same

@@ -3,7 +3,7 @@
 A policy says how many candidates it wants for a given ``top_k`` and turns them into at most
 ``top_k`` document ids, best first. The candidates it is given are valid corpus ids, each once:
 the search client checks that where it reads the server's answer
-(:func:`services.purple_agent.search.backend.read_hits`), so no policy checks again.
+(:func:`services.purple_agent.search.backend.read_answer`), so no policy checks again.
 :class:`ServerOrder` keeps the server's order; a reranker is another :class:`RankingPolicy` and
 plugs in where the app builds the agent.
 """

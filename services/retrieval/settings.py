@@ -6,8 +6,8 @@ Grouped by concern: where the index lives (:class:`StoreSettings`), the hybrid f
 smoke runs (:class:`ExperimentSettings`). The algorithms take their group, not the whole object.
 
 Every field is read from one environment variable. Top-level fields use the ``RETRIEVAL_`` prefix
-(``RETRIEVAL_MODE``); grouped fields keep the flat names they had before grouping, which each
-field declares with :class:`Env` metadata (``RETRIEVAL_KNN_NEIGHBOURS`` -> ``knn.neighbours``,
+(``RETRIEVAL_MODE``); grouped fields are read from flat names too, which each field declares
+with :class:`Env` metadata (``RETRIEVAL_KNN_NEIGHBOURS`` -> ``knn.neighbours``,
 ``RETRIEVAL_STORE`` -> ``store.backend``). Services build one instance in ``__main__`` and pass
 it down.
 """

@@ -1,7 +1,10 @@
 """The retrieval core's shared vocabulary: what every layer above speaks, defined once.
 
 Points, hits and sparse vectors as the store takes and gives them, a query as both retrievers
-see it, a ranked result, and the static facts the ranker reads about a document. Nothing here
+see it, a ranked document, and the static facts the ranker reads about a document. A result
+takes one shape per hop: the store answers :class:`Hit` (a point), the ranking answers
+:class:`RankedDocument` (a document), and the MCP server puts each on the wire as its one
+schema, ``SearchHit``. Nothing here
 imports any other retrieval module: the store, the encoders, query-time ranking and index-time
 building all stand on it.
 """
@@ -74,10 +77,10 @@ class VectorQuery:
 
 
 class Hit(NamedTuple):
-    """A scored point with (part of) its payload.
+    """A point the store found or read: its id, score and (part of) its payload.
 
-    A named tuple, not a dataclass: a query converts about 300 points, and a tuple is built in
-    about half the time of a frozen dataclass.
+    A named tuple, not a dataclass: a query converts a few hundred points, and a tuple is built
+    faster than a frozen dataclass.
     """
 
     id: str
@@ -89,8 +92,8 @@ class Hit(NamedTuple):
 
 
 @dataclass(frozen=True, slots=True)
-class SearchResult:
-    """One ranked document."""
+class RankedDocument:
+    """One document of a ranking, best first: what the retrieval core answers a search with."""
 
     doc_id: str
     score: float
@@ -100,11 +103,16 @@ class SearchResult:
 
 @dataclass(frozen=True, slots=True)
 class EncodedQuery:
-    """A query as both retrievers see it."""
+    """A query as both retrievers see it, with its text and its analyzed terms.
+
+    The terms are analyzed once: the sparse vector counts them, the ranker's lexical features
+    read them.
+    """
 
     dense: list[float]
     sparse: SparseVector
     text: str
+    terms: tuple[str, ...]
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,7 +23,7 @@ from services.green_agent.dataset import load_test_set
 from services.nfcorpus.dataset import DEFAULT_DATA_DIR
 from services.nfcorpus.measures import ndcg_at_k
 from services.purple_agent.ranking_policy import ServerOrder
-from services.purple_agent.search.backend import read_hits
+from services.purple_agent.search.backend import read_answer
 from services.purple_agent.settings import PurpleSettings
 from tests.support.green import CLI_TIMEOUT_S, assess, run_green
 from tests.support.polling import wait_for
@@ -59,7 +59,7 @@ def test_eval_matches_the_mcp_server_called_directly(
         for q in report["queries"]:
             body = {"query": test_set.queries[q["query_id"]], "top_k": policy.candidates(10)}
             answer = http.post("/search_nfcorpus", json=body).raise_for_status().json()
-            direct[q["query_id"]] = policy.rank("", read_hits(answer).candidates, 10)
+            direct[q["query_id"]] = policy.rank("", read_answer(answer).candidates, 10)
     assert {q["query_id"]: q["doc_ids"] for q in report["queries"]} == direct
     for k in (5, 10):
         scores = [ndcg_at_k(ids, test_set.qrels[q], k) for q, ids in direct.items()]

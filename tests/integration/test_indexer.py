@@ -13,9 +13,8 @@ from services.retrieval.encoders.dense import OnnxMiniLM
 from services.retrieval.indexing.index import build_index
 from services.retrieval.indexing.training import load_training_data
 from services.retrieval.query import ranker
-from services.retrieval.query.collection_names import knn_collection, ranker_collection
+from services.retrieval.query.index_version import knn_collection, load_ranker, ranker_collection
 from services.retrieval.query.pipeline import RankingPipeline
-from services.retrieval.query.version_records import load_ranker
 from services.retrieval.settings import ExperimentSettings, RetrievalSettings, StoreSettings
 from services.retrieval.store import open_store
 from services.retrieval.store.base import Store

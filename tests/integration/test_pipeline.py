@@ -7,8 +7,8 @@ import numpy as np
 from services.retrieval.encoders.dense import OnnxMiniLM
 from services.retrieval.indexing.index import build_index
 from services.retrieval.query.features import FEATURES
-from services.retrieval.query.hybrid import HybridSearcher
 from services.retrieval.query.pipeline import RankingPipeline
+from services.retrieval.query.retrievers import HybridSearcher
 from services.retrieval.settings import RetrievalSettings, StoreSettings
 from services.retrieval.store import open_store
 from tests.support.small_index import SmallIndex

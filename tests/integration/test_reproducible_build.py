@@ -21,9 +21,8 @@ from pathlib import Path
 from harness.processes import BASE_ENV, REPO
 from services.nfcorpus.dataset import load_queries
 from services.retrieval.encoders.dense import OnnxMiniLM
-from services.retrieval.query.collection_names import ranker_collection
+from services.retrieval.query.index_version import load_ranker, ranker_collection
 from services.retrieval.query.pipeline import RankingPipeline
-from services.retrieval.query.version_records import load_ranker
 from services.retrieval.settings import RetrievalSettings, StoreSettings
 from services.retrieval.store import open_store
 from tests.support.small_index import SmallIndex

@@ -3,9 +3,8 @@ from collections import Counter
 
 import pytest
 
-from services.retrieval.encoders.sparse import Bm25Params, encode_documents, encode_query
-from services.retrieval.query.feedback import expand
-from services.retrieval.query.fusion import fuse, normalize
+from services.retrieval.encoders.sparse import Bm25Params, encode_documents, query_vector
+from services.retrieval.query.retrievers import expand, fuse, normalize
 from services.retrieval.settings import FeedbackSettings
 from services.retrieval.text import analyze, term_index
 from services.retrieval.types import SparseVector
@@ -18,10 +17,10 @@ def test_analyzer_lowercases_drops_stopwords_and_stems() -> None:
 
 
 def test_query_vector_counts_terms() -> None:
-    v = encode_query("cancer risk and cancer")
+    v = query_vector(analyze("cancer risk and cancer"))
     weights = dict(zip(v.indices, v.values, strict=True))
     assert weights == {term_index("cancer"): 2.0, term_index("risk"): 1.0}
-    assert encode_query("the of").indices == []
+    assert query_vector(analyze("the of")).indices == []
 
 
 def test_document_weights_are_bm25() -> None:
@@ -43,7 +42,7 @@ def test_document_weights_are_bm25() -> None:
         return score
 
     for doc, vector in enumerate(vectors):
-        q = encode_query("apple cherry banana")
+        q = query_vector(analyze("apple cherry banana"))
         doc_weights = dict(zip(vector.indices, vector.values, strict=True))
         dot = sum(w * doc_weights.get(i, 0.0) for i, w in zip(q.indices, q.values, strict=True))
         assert dot == pytest.approx(bm25(doc, "apple cherry banana"))

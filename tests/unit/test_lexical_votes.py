@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 
 from services.retrieval.query.judgements import Judgements
-from services.retrieval.query.lexical_votes import NEIGHBOURS, LexicalVoters
+from services.retrieval.query.votes import LEXICAL_NEIGHBOURS, LexicalVoters
 
 QRELS = {
     "Q-flax": {"A": 1, "B": 1},
@@ -46,9 +46,11 @@ def test_no_shared_word_means_no_votes() -> None:
 
 
 def test_only_the_nearest_queries_vote_and_ties_break_by_query_id() -> None:
-    many = {f"Q{i:02d}": {f"D{i:02d}": 1} for i in reversed(range(NEIGHBOURS + 5))}
+    many = {f"Q{i:02d}": {f"D{i:02d}": 1} for i in reversed(range(LEXICAL_NEIGHBOURS + 5))}
     terms = {q: ("soy",) for q in many}  # all tied
     judgements = Judgements(many, sorted({d for j in many.values() for d in j}))
     cols = LexicalVoters(terms, judgements).columns(["soy"], judgements.docs)
-    assert int(cols.voters.sum()) == NEIGHBOURS
-    assert np.flatnonzero(cols.voters).tolist() == list(range(NEIGHBOURS))  # the ten first ids
+    assert int(cols.voters.sum()) == LEXICAL_NEIGHBOURS
+    assert np.flatnonzero(cols.voters).tolist() == list(
+        range(LEXICAL_NEIGHBOURS)
+    )  # the ten first ids

@@ -7,8 +7,8 @@ import math
 import numpy as np
 import pytest
 
+from services.retrieval.query.judged_by import NudgedDocs
 from services.retrieval.query.judgements import Judgements
-from services.retrieval.query.nudged import NudgedDocs
 
 RNG = np.random.default_rng(7)
 DOCS = ["D1", "D2", "D3", "D4"]

@@ -5,12 +5,12 @@ from __future__ import annotations
 import threading
 
 from services.mcp_server.cache import ResultCache, answer_bytes
-from services.mcp_server.schemas import Hit, Hits
+from services.mcp_server.schemas import SearchHit, SearchHits
 
 
-def hits(n: int = 3, text: str = "abstract") -> Hits:
+def hits(n: int = 3, text: str = "abstract") -> SearchHits:
     return tuple(
-        Hit(doc_id=f"MED-{i}", score=1.0 / (i + 1), title="t", text=text) for i in range(n)
+        SearchHit(doc_id=f"MED-{i}", score=1.0 / (i + 1), title="t", text=text) for i in range(n)
     )
 
 

@@ -8,7 +8,7 @@ import pytest
 
 from services.retrieval.encoders.sparse import Bm25Params
 from services.retrieval.indexing.versions import supervised_config
-from services.retrieval.query import bm25_table, lexical_votes
+from services.retrieval.query import bm25_table, votes
 from services.retrieval.settings import Env, RetrievalSettings, StoreSettings
 
 # Every variable, a value that is not its default, and where it must land.
@@ -94,7 +94,7 @@ def test_the_index_version_follows_the_constants_of_the_ranker_features(
     settings = RetrievalSettings()
     before = supervised_config(settings, "fingerprint")
     assert supervised_config(settings, None) == "zero-shot"
-    monkeypatch.setattr(lexical_votes, "NEIGHBOURS", lexical_votes.NEIGHBOURS + 1)
+    monkeypatch.setattr(votes, "LEXICAL_NEIGHBOURS", votes.LEXICAL_NEIGHBOURS + 1)
     after_votes = supervised_config(settings, "fingerprint")
     monkeypatch.setattr(bm25_table, "SHORT_TEXTS", Bm25Params(k1=0.9, b=0.5))
     after_titles = supervised_config(settings, "fingerprint")

@@ -4,13 +4,17 @@ import numpy as np
 import pytest
 
 from services.retrieval.query import ranker
-from services.retrieval.query.corelevance import CoRelevance, seeds
-from services.retrieval.query.doc_table import DocTable
-from services.retrieval.query.evidence import Evidence
-from services.retrieval.query.features import FEATURES, QuerySide, build_features, candidates
+from services.retrieval.query.corelevance import CoRelevance, anchors
+from services.retrieval.query.features import (
+    FEATURES,
+    DocTable,
+    QuerySide,
+    build_features,
+    candidates,
+)
 from services.retrieval.query.judgements import Judgements
-from services.retrieval.query.knn import VoteTable
-from services.retrieval.query.lexical_votes import LexicalColumns
+from services.retrieval.query.retrievers import Evidence
+from services.retrieval.query.votes import LexicalColumns, VoteTable
 from services.retrieval.settings import KnnSettings
 from services.retrieval.types import DocInfo
 
@@ -154,8 +158,8 @@ def test_co_relevance_spreads_seed_weight_through_shared_judgements() -> None:
     assert co.scores({"A": 1.0}, exclude_query="Q1").score("B") == 0.0
 
 
-def test_seeds_fuse_rankings_by_reciprocal_rank() -> None:
-    best = seeds([["A", "B", "C"], ["B", "A", "D"]], n=3)
+def test_anchors_fuse_rankings_by_reciprocal_rank() -> None:
+    best = anchors([["A", "B", "C"], ["B", "A", "D"]], n=3)
     assert list(best)[:2] == ["A", "B"] and best["A"] == 1.0 and best["B"] == 0.5
     assert len(best) == 3
 

@@ -8,7 +8,7 @@ seed's REST wire (:mod:`.rest_backend`).
 both carry ``{"results": [{"doc_id", "score", "title", "text"}, ...]}``, of which the agent reads
 the ids and scores; the seed's REST server adds keys of its own (``qdrant_calls``), which are
 ignored, and reports a failure inside an HTTP 200 as ``{"error": "...", "results": []}``. Every
-backend's answer is read by :func:`read_hits`.
+backend's answer is read by :func:`read_answer`.
 What the agent cannot use is repaired where it can be (a malformed hit, an id that is no
 NFCorpus id, a duplicate: dropped and counted) and is a failure with the reason where it cannot
 (no results list, an error, nothing usable at all).
@@ -51,7 +51,7 @@ class Backend(Protocol):
         """The endpoint it calls."""
         ...
 
-    async def search(self, query: str, top_k: int) -> Hits:
+    async def search(self, query: str, top_k: int) -> SearchAnswer:
         """The hits for ``query``; raises the exceptions :func:`classify` reads."""
         ...
 
@@ -84,7 +84,7 @@ def is_valid_doc_id(doc_id: str) -> bool:
 
 
 @dataclass(slots=True)
-class Hits:
+class SearchAnswer:
     """Usable candidates, best first as the server sent them, and what was dropped."""
 
     candidates: list[Candidate]
@@ -102,7 +102,7 @@ def _score(value: object) -> float | None:
     return float(value) if math.isfinite(value) else None
 
 
-def read_hits(answer: object) -> Hits:
+def read_answer(answer: object) -> SearchAnswer:
     """The candidates of a search answer (see the module docstring).
 
     Raises:
@@ -122,7 +122,7 @@ def read_hits(answer: object) -> Hits:
     # The one check of the ids, here where the answer is read rather than in the ranking policy:
     # each drop is counted by kind (purple_search_repairs_total) and logged by the client, an
     # answer with nothing usable fails with the reason, and any policy ranks valid, unique ids.
-    hits = Hits([])
+    hits = SearchAnswer([])
     seen: set[str] = set()
     for hit in results:
         doc_id = hit.get("doc_id") if isinstance(hit, dict) else None

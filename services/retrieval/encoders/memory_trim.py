@@ -17,9 +17,10 @@ from pathlib import Path
 def release_free_heap() -> None:
     """Give the C heap's free pages back to the system (glibc's ``malloc_trim``).
 
-    Loading the model folds its int8 weights into fp32 copies through ~50 MB of temporaries,
-    and building the app frees more; glibc keeps that freed memory in the process, where it
-    would count against the pod's memory for as long as it runs. Takes about a millisecond.
+    Loading the model folds its int8 weights into fp32 copies through tens of megabytes of
+    temporaries, and building the app frees more; glibc keeps that freed memory in the process,
+    where it would count against the pod's memory for as long as it runs. It is cheap enough to
+    call at start-up (docs/performance.md has what it returns).
     """
     with contextlib.suppress(OSError, AttributeError):
         ctypes.CDLL(None).malloc_trim(0)
@@ -40,13 +41,12 @@ def _mappings(path: Path) -> list[tuple[int, int]]:
 def read_pages_on_demand(path: Path) -> int:
     """Keep only the pages of ``path`` that are read resident; the number of mappings advised.
 
-    For the model's weights file, mapped by onnxruntime: of the int8 word table (11.7 MB) a
-    query reads a dozen 384-byte rows, but a page fault maps or reads whole neighbourhoods
-    around the page (up to the disk's read-ahead, 8 MB here, or 64 KB of cached neighbours), so
-    the whole table became resident within a few hundred queries. ``MADV_RANDOM`` stops the
-    read-ahead; dropping the file's cached pages that nobody maps makes each fault read only its
-    own page (once: later faults find it cached). The 323 test queries then keep 3 to 5 MB of
-    the file resident instead of 8 to 11 MB.
+    For the model's weights file, mapped by onnxruntime: of the int8 word table a query reads a
+    dozen 384-byte rows, but a page fault maps or reads whole neighbourhoods around the page (up
+    to the disk's read-ahead, or the cached neighbours), so the whole table would become
+    resident within a few hundred queries. ``MADV_RANDOM`` stops the read-ahead; dropping the
+    file's cached pages that nobody maps makes each fault read only its own page (once: later
+    faults find it cached). docs/performance.md has what stays resident either way.
     """
     advised = 0
     with contextlib.suppress(OSError, AttributeError, ValueError):

@@ -2,11 +2,12 @@
 
 The int8 export stores every weight as int8 plus a scale, converted at run time (``Cast``,
 ``Mul``). onnxruntime folds those conversions into fp32 constants when it loads the model: the
-word embedding table alone becomes 47 MB of fp32 (30,522 rows, of which a query reads a dozen),
-through ~50 MB of load-time temporaries. The prepared model instead
+word embedding table alone becomes tens of megabytes of fp32 (one row per vocabulary entry, of
+which a query reads a dozen), through as many again of load-time temporaries
+(docs/performance.md has the figures). The prepared model instead
 
 - gathers the int8 rows of the word embeddings and their scales first and converts only those
-  (exact: each element is the same int8-times-scale product as before);
+  (exact: each element is the same int8-times-scale product the folded table holds);
 - is saved already optimized (onnxruntime's extended level, which holds no CPU-specific
   kernels) with its weights in a file beside it, memory-mapped at load: nothing is folded at
   start-up.

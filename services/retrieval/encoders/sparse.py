@@ -44,9 +44,9 @@ def _merge(counts: Counter[str]) -> dict[int, tuple[str, int]]:
     return merged
 
 
-def encode_query(text: str) -> SparseVector:
-    """The query side: each analyzed term with its count."""
-    merged = _merge(Counter(analyze(text)))
+def query_vector(terms: Sequence[str]) -> SparseVector:
+    """The query side: each of the query's analyzed ``terms`` with its count."""
+    merged = _merge(Counter(terms))
     return SparseVector(list(merged), [float(tf) for _, tf in merged.values()])
 
 

@@ -33,8 +33,11 @@ from services.retrieval.indexing.versions import (
     drop_old_versions,
     supervised_config,
 )
-from services.retrieval.query.collection_names import ranker_collection, versioned_collection
-from services.retrieval.query.version_records import document_points
+from services.retrieval.query.index_version import (
+    document_points,
+    ranker_collection,
+    versioned_collection,
+)
 from services.retrieval.settings import RetrievalSettings
 from services.retrieval.store import open_store
 from services.retrieval.store.base import Store

@@ -18,15 +18,19 @@ import numpy.typing as npt
 
 from services.nfcorpus.dataset import Qrels, load_qrels, load_queries
 from services.retrieval.encoders.dense import DenseEncoder, Matrix
-from services.retrieval.encoders.sparse import encode_query
 from services.retrieval.indexing.vector_cache import cached_vectors
-from services.retrieval.query.collection_names import knn_collection, ranker_collection
+from services.retrieval.query.index_version import (
+    knn_collection,
+    knn_points,
+    ranker_collection,
+    save_ranker,
+    upsert_knn,
+)
 from services.retrieval.query.pipeline import RankingPipeline
 from services.retrieval.query.ranker import Ranker, group_rows, train
-from services.retrieval.query.version_records import knn_points, save_ranker, upsert_knn
+from services.retrieval.query.retrievers import encoded_query
 from services.retrieval.settings import RetrievalSettings
 from services.retrieval.store.base import Store
-from services.retrieval.types import EncodedQuery
 from services.telemetry.progress import progress
 
 log = logging.getLogger(__name__)
@@ -65,8 +69,8 @@ def load_training_data(
 
     ``supervision="train"`` keeps dev out of the kNN collection, so that dev measures every
     stage honestly; ``"train+dev"`` (the served default) lets dev queries vote and teach the
-    ranker too: measured cross-fitted on dev halves over five ranker seeds, the ranker that
-    also learned from the other half scored dev NDCG@5 0.4921 against 0.4878 (docs/quality.md).
+    ranker too (cross-fitted on dev halves, the ranker that also learned from the other half
+    scored better: docs/quality.md has the figures).
     """
     queries = load_queries(folder)
     judged = load_qrels(folder, "train")
@@ -113,8 +117,7 @@ def _feature_rows(
     out: list[tuple[npt.NDArray[np.float32], list[str], Mapping[str, int]]] = []
     with progress(label, len(ids)) as advance:
         for i, q in enumerate(ids):
-            text = data.queries[q]
-            encoded = EncodedQuery([float(x) for x in vectors[i]], encode_query(text), text)
+            encoded = encoded_query(vectors[i], data.queries[q])
             cs = pipeline.candidate_set(
                 encoded,
                 exclude_query=q if leave_one_out else None,

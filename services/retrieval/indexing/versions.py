@@ -1,6 +1,6 @@
 """Which index version a build makes, and which versions are kept.
 
-A version is three collections sharing one name (:mod:`services.retrieval.query.collection_names`).
+A version is three collections sharing one name (:mod:`services.retrieval.query.index_version`).
 The name's hash covers everything that changes what the version serves (corpus content, model,
 BM25 parameters, schema, training data, features and ranker settings), so a build with other
 inputs never overwrites a version in service; the service reads the alias, which moves once a
@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import logging
 
-from services.retrieval.query import bm25_table, lexical_votes, nudged
+from services.retrieval.query import bm25_table, judged_by, votes
 from services.retrieval.query.features import FEATURES
 from services.retrieval.query.ranker import PARAMS, ROUNDS, SEEDS
 from services.retrieval.settings import RetrievalSettings
@@ -41,11 +41,11 @@ def supervised_config(settings: RetrievalSettings, training_fingerprint: str | N
         return "zero-shot"
     knn, feedback = settings.knn, settings.feedback
     # The constants of the lexical votes and the short-text BM25 shape features the ranker learns.
-    lexical = (bm25_table.SHORT_TEXTS, lexical_votes.NEIGHBOURS, lexical_votes.POWER)
+    lexical = (bm25_table.SHORT_TEXTS, votes.LEXICAL_NEIGHBOURS, votes.LEXICAL_POWER)
     return (
         f"{training_fingerprint}|{FEATURES}|{sorted(PARAMS.items())}|{ROUNDS}|{SEEDS}|{knn.neighbours}|"
         f"{knn.power}|{knn.vote_depth}|{settings.hybrid.candidates}|{feedback.docs}|"
-        f"{feedback.terms}|{feedback.weight}|{lexical}|{nudged.GAMMA}"
+        f"{feedback.terms}|{feedback.weight}|{lexical}|{judged_by.GAMMA}"
     )
 
 

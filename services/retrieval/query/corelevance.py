@@ -1,11 +1,11 @@
 """Co-relevance: documents that the voting queries judged relevant *together*.
 
 NFCorpus judgements come from the citation lists of NutritionFacts articles, so documents cited
-together tend to be relevant together. The first hybrid results (the seeds) spread their weight
-to every voting query that judged them relevant, and each such query passes it on to all of its
-relevant documents: ``score = Aᵀ · W · A · seeds``, with ``A`` the query x document judgement
-matrix and ``W`` down-weighting queries with long lists (1 / ln(1 + n)). On dev this one signal
-scores NDCG@10 0.40 from the top 10 hybrid results alone (docs/quality.md).
+together tend to be relevant together. The first hybrid results (the anchor documents, see
+:func:`anchors`) spread their weight to every voting query that judged them relevant, and each
+such query passes it on to all of its relevant documents: ``score = Aᵀ · W · A · anchors``, with
+``A`` the query x document judgement matrix and ``W`` down-weighting queries with long lists
+(1 / ln(1 + n)). What it adds to the ranker is measured in docs/quality.md.
 """
 
 from __future__ import annotations
@@ -32,19 +32,19 @@ class CoRelevance:
         lengths = np.asarray(self._a.sum(axis=1)).ravel()
         self._weights = 1.0 / np.log1p(np.maximum(lengths, 1.0))
 
-    def scores(self, seeds: Mapping[str, float], exclude_query: str | None = None) -> CoScores:
-        """Co-relevance of every document to the weighted ``seeds`` (doc id -> weight).
+    def scores(self, anchors: Mapping[str, float], exclude_query: str | None = None) -> CoScores:
+        """Co-relevance of every document to the weighted ``anchors`` (doc id -> weight).
 
         ``exclude_query`` (a training query) takes no part: leave-one-out.
         """
         index = self._judgements.doc_index
         w = np.zeros(len(index))
-        for d, weight in seeds.items():
+        for d, weight in anchors.items():
             i = index.get(d)
             if i is not None:
                 w[i] = weight
-        # A · w and Aᵀ · per_query, reading only the seeds' columns and the rows of the queries
-        # that judged them (a few hundred of ~120,000 entries). Each sum adds the same terms in
+        # A · w and Aᵀ · per_query, reading only the anchors' columns and the rows of the queries
+        # that judged them (a few hundred of the matrix's entries). Each sum adds the same terms in
         # the same order as the full CSR product, so the scores keep their bits.
         queries, by_doc = _row_entries(self._at, np.flatnonzero(w))
         per_query = _sums(queries, w[by_doc], self._a.shape[0]) * self._weights
@@ -102,8 +102,11 @@ class CoScores:
         return scores, ranks
 
 
-def seeds(rankings: Sequence[Sequence[str]], n: int = 10, k: int = 60) -> dict[str, float]:
-    """The ``n`` best documents by reciprocal-rank fusion of ``rankings``, weighted 1 / rank."""
+def anchors(rankings: Sequence[Sequence[str]], n: int = 10, k: int = 60) -> dict[str, float]:
+    """The anchor documents co-relevance spreads from, each weighted 1 / rank.
+
+    They are the ``n`` best documents by reciprocal-rank fusion of ``rankings``.
+    """
     fused: dict[str, float] = {}
     for ranking in rankings:
         for rank, d in enumerate(ranking, start=1):

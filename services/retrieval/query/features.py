@@ -3,6 +3,11 @@
 Candidates are the union of the dense, BM25 and RM3 lists and the documents the nearest training
 queries vote for most. A document missing from a list gets NaN for that list's score (LightGBM
 learns where missing values go) and ``depth + 1`` for its rank.
+
+The document side (:class:`DocTable`) is built once per index version from the documents'
+payloads: a query then reads its candidates' priors, lengths, title overlap and title-only BM25
+by position, instead of computing anything per candidate in Python. The other signals come
+from their own modules, as columns in candidate order.
 """
 
 from __future__ import annotations
@@ -14,13 +19,13 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from services.retrieval.query.bm25_table import Bm25Table
 from services.retrieval.query.corelevance import CoScores
-from services.retrieval.query.doc_table import DocTable
-from services.retrieval.query.evidence import Evidence, Ranked
-from services.retrieval.query.judgements import Judgements
-from services.retrieval.query.knn import VoteTable
-from services.retrieval.query.lexical_votes import LexicalColumns
+from services.retrieval.query.judgements import Judgements, positions
+from services.retrieval.query.retrievers import Evidence, Ranked
+from services.retrieval.query.votes import LexicalColumns, VoteTable
 from services.retrieval.settings import KnnSettings
+from services.retrieval.types import DocInfo
 
 FEATURES = (
     "dense_score", "dense_rank", "dense_z",
@@ -34,6 +39,7 @@ FEATURES = (
     "judged_bm25", "nudged_cos",
 )  # fmt: skip
 NAN = math.nan
+Column = npt.NDArray[np.float64]
 _COL = {name: i for i, name in enumerate(FEATURES)}
 
 
@@ -110,8 +116,7 @@ class QuerySide:
     """What the features know of the query itself: its text, analyzed terms, lexical votes.
 
     ``judged_by`` is its BM25 over each candidate's judged-by field and ``nudged`` its cosine to
-    each candidate's nudged vector, in candidate order (:mod:`services.retrieval.query.judged_by`,
-    :mod:`services.retrieval.query.nudged`).
+    each candidate's nudged vector, in candidate order (:mod:`services.retrieval.query.judged_by`).
     """
 
     text: str
@@ -119,6 +124,66 @@ class QuerySide:
     lexical: LexicalColumns
     judged_by: npt.NDArray[np.float64]
     nudged: npt.NDArray[np.float64]
+
+
+@dataclass(frozen=True, slots=True)
+class DocColumns:
+    """The document-side feature columns of some candidates (unknown documents: NaN, prior 0)."""
+
+    prior: Column
+    title_overlap: Column
+    doc_length: Column
+    title_length: Column
+    title_bm25: Column
+
+
+class DocTable:
+    """Every document's :class:`DocInfo` as arrays, with a title-term index."""
+
+    def __init__(self, doc_info: Mapping[str, DocInfo]) -> None:
+        """Index ``doc_info`` (doc id -> static features)."""
+        self.info = doc_info
+        self._index = {d: i for i, d in enumerate(doc_info)}
+        infos = list(doc_info.values())
+        self._log_prior = np.array([log_prior(i.train_votes) for i in infos])
+        self._doc_length = np.log1p(np.array([i.text_terms for i in infos], dtype=np.float64))
+        self._titles = Bm25Table([i.title_terms for i in infos])
+
+    def columns(
+        self,
+        doc_ids: Sequence[str],
+        query_terms: Sequence[str],
+        own_judgements: Mapping[str, int] | None = None,
+    ) -> DocColumns:
+        """The document columns of ``doc_ids`` for a query of ``query_terms``.
+
+        ``own_judgements`` (training only) are taken out of the prior: leave-one-out.
+        """
+        at, known = positions(self._index, doc_ids)
+        size = len(self._log_prior)
+
+        def read(values: Column, missing: float = NAN) -> Column:
+            return np.where(known, values[at] if size else 0.0, missing)
+
+        prior = read(self._log_prior, 0.0)
+        for i, d in enumerate(doc_ids):
+            if own_judgements and d in own_judgements and d in self.info:
+                prior[i] = log_prior(self.info[d].train_votes - 1)
+        terms = set(query_terms)
+        shared = np.zeros(size)
+        for term in terms:
+            if (rows := self._titles.rows(term)) is not None:
+                shared[rows] += 1
+        overlap = read(shared / len(terms)) if terms else np.full(len(doc_ids), NAN)
+        bm25 = self._titles.scores(query_terms)
+        return DocColumns(
+            prior, overlap, read(self._doc_length), read(self._titles.lengths), read(bm25)
+        )
+
+
+def log_prior(train_votes: int) -> float:
+    """The prior feature: log(1 + how many supervising queries judged the document)."""
+    return math.log1p(max(float(train_votes), 0.0))
 
 
 def build_features(

@@ -1,8 +1,8 @@
 """The voting queries' qrels as one sparse query x document matrix (values are grades).
 
-Read once per index version from the kNN collection; both collaborative signals (kNN votes and
-co-relevance) are sparse products over it, so a query costs a few vector operations rather than
-a Python loop over every judgement of its neighbours.
+Read once per index version from the kNN collection; the collaborative signals (the votes,
+co-relevance, the judged-by field) are sparse products over it, so a query costs a few vector
+operations rather than a Python loop over every judgement of its neighbours.
 """
 
 from __future__ import annotations

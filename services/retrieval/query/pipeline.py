@@ -1,7 +1,7 @@
 """What ``search_nfcorpus`` serves: hybrid candidates, kNN votes and the learned ranker.
 
 ``mode=zero-shot`` (or an index built without training data) serves the plain hybrid search;
-``mode=full`` gathers :mod:`evidence <services.retrieval.query.evidence>`, turns it into
+``mode=full`` gathers :func:`evidence <services.retrieval.query.retrievers.gather>`, turns it into
 :mod:`features <services.retrieval.query.features>` and orders candidates with the
 :mod:`ranker <services.retrieval.query.ranker>` (or, with ``RETRIEVAL_USE_RANKER=false``, by a z-score fusion of
 hybrid scores and votes: the ablation step between the two).
@@ -15,24 +15,29 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from services.retrieval.encoders.dense import DenseEncoder
-from services.retrieval.query.collection_names import knn_collection, ranker_collection
-from services.retrieval.query.corelevance import CoRelevance, seeds
-from services.retrieval.query.doc_table import DocTable
-from services.retrieval.query.evidence import Depths, gather
-from services.retrieval.query.features import CandidateSet, QuerySide, build_features, candidates
-from services.retrieval.query.fusion import fuse
-from services.retrieval.query.hybrid import HybridSearcher
-from services.retrieval.query.judged_by import JudgedBy
+from services.retrieval.query.corelevance import CoRelevance, anchors
+from services.retrieval.query.features import (
+    CandidateSet,
+    DocTable,
+    QuerySide,
+    build_features,
+    candidates,
+)
+from services.retrieval.query.index_version import (
+    knn_collection,
+    load_ranker,
+    ranker_collection,
+    read_documents,
+    read_knn,
+)
+from services.retrieval.query.judged_by import JudgedBy, NudgedDocs
 from services.retrieval.query.judgements import Judgements
-from services.retrieval.query.knn import VoteTable
-from services.retrieval.query.lexical_votes import LexicalVoters
-from services.retrieval.query.nudged import NudgedDocs
 from services.retrieval.query.ranker import Ranker
-from services.retrieval.query.version_records import load_ranker, read_documents, read_knn
+from services.retrieval.query.retrievers import Depths, HybridSearcher, fuse, gather
+from services.retrieval.query.votes import LexicalVoters, VoteTable
 from services.retrieval.settings import RetrievalSettings
 from services.retrieval.store.base import Store, StoreError
-from services.retrieval.text import analyze
-from services.retrieval.types import EncodedQuery, SearchResult, VectorQuery, point_id
+from services.retrieval.types import EncodedQuery, RankedDocument, VectorQuery, point_id
 from services.telemetry.tracing import tracer
 
 log = logging.getLogger(__name__)
@@ -172,20 +177,19 @@ class RankingPipeline:
             doc_ids, votes = candidates(evidence, sup.judgements, s.knn, exclude_query)
         with _tracer.start_as_current_span("build features") as span:
             first = [[d for d, _ in ranked] for ranked in (evidence.dense, evidence.rm3)]
-            co = sup.co_relevance.scores(seeds(first), exclude_query)
-            terms = analyze(q.text)
-            lexical = sup.lexical.columns(terms, doc_ids, exclude_query)
-            judged_by = sup.judged_by.scores(terms, doc_ids, exclude_query)
+            co = sup.co_relevance.scores(anchors(first), exclude_query)
+            lexical = sup.lexical.columns(q.terms, doc_ids, exclude_query)
+            judged_by = sup.judged_by.scores(q.terms, doc_ids, exclude_query)
             nudged = sup.nudged.cosines(q.dense, doc_ids, exclude_query)
             depth = s.hybrid.candidates
-            query = QuerySide(q.text, terms, lexical, judged_by, nudged)
+            query = QuerySide(q.text, q.terms, lexical, judged_by, nudged)
             rows = build_features(
                 evidence, doc_ids, votes, sup.docs, query, depth, co, own_judgements
             )
             span.set_attribute("ranking.candidates", len(doc_ids))
         return CandidateSet(doc_ids, rows)
 
-    def rank(self, q: EncodedQuery, top_k: int) -> list[SearchResult]:
+    def rank(self, q: EncodedQuery, top_k: int) -> list[RankedDocument]:
         """Top ``top_k`` documents with title and text."""
         v = self._version
         sup = v.supervised
@@ -198,17 +202,17 @@ class RankingPipeline:
             scored = dict(zip(cs.doc_ids, scores, strict=True))
         else:
             scored = self._fuse_votes(v.docs, sup, q, top_k)
-        # The same as sorted(...)[:top_k] (heapq documents it so), without sorting ~250 scores.
+        # The same as sorted(...)[:top_k] (heapq documents it so), without sorting every candidate's score.
         top = heapq.nsmallest(top_k, scored.items(), key=lambda kv: (-kv[1], kv[0]))
         hits = self._store.retrieve(v.docs, [point_id(d) for d, _ in top])
         by_id = {str(h.payload["doc_id"]): h.payload for h in hits}
         return [
-            SearchResult(d, score, str(by_id[d].get("title", "")), str(by_id[d]["text"]))
+            RankedDocument(d, score, str(by_id[d].get("title", "")), str(by_id[d]["text"]))
             for d, score in top
             if d in by_id
         ]
 
-    def search(self, query: str, top_k: int) -> list[SearchResult]:
+    def search(self, query: str, top_k: int) -> list[RankedDocument]:
         """Encode and rank in one call."""
         return self.rank(self.encode(query), top_k)
 

@@ -1,13 +1,12 @@
 """The learned ranker: LightGBM lambdarank over :data:`~services.retrieval.query.features.FEATURES`.
 
-One 63-leaf model. A ranker can sum several models of several seeds (:data:`SEEDS`): with round
-3's features three of them beat one by about twice one model's seed spread on dev, but with the
-nudged documents (round 4) by less than one spread, for two more model passes (about 1.4 ms) per
-query, so one is served again (docs/quality.md, rounds 3 and 4).
+One 63-leaf model. A ranker can sum several models of several random seeds (:data:`SEEDS`);
+whether more than one pays for its extra model passes per query is measured in docs/quality.md,
+and one is served.
 
 The model lives in Qdrant next to the collections it was trained on
-(:mod:`services.retrieval.query.version_records`), so every version of the index carries its own ranker
-and a server never pairs a model with vectors it was not trained on.
+(:mod:`services.retrieval.query.index_version`), so every version of the index carries its own
+ranker and a server never pairs a model with vectors it was not trained on.
 """
 
 from __future__ import annotations
@@ -40,10 +39,10 @@ PARAMS: dict[str, Any] = {
     "num_threads": 2,
     "verbosity": -1,
 }
-# Chosen on dev (docs/quality.md): dev NDCG is flat from ~50 to ~120 rounds and falls after;
+# Chosen on dev (docs/quality.md), where NDCG is flat over a range of rounds and falls after it;
 # a fixed count lets the served model learn from dev queries too, with nothing left to stop on.
 ROUNDS = 60
-#: One model per seed; the served score is their sum.
+#: One model per random seed; the served score is their sum.
 SEEDS = (42,)
 
 
@@ -79,7 +78,8 @@ class Ranker:
         if len(rows) == 0:
             return total
         for booster in self._boosters:
-            # Single-threaded: a request's ~300 rows take ~1 ms; threads would only contend.
+            # Single-threaded: a request's few hundred rows are too few to share; threads would
+            # only contend.
             total += np.asarray(booster.predict(rows, num_threads=1), dtype=np.float64)
         return total
 

@@ -1,8 +1,8 @@
 """Private copies of embedded shards: sparse, owned by one process, swept once it is gone.
 
 qdrant-edge lets one process open a shard directory, so each server worker reads its own copy.
-Shard files are mostly holes (165 MB apparent for 31 MB of data), so copies keep the holes
-instead of filling them in. A copy lives under ``<tmp>/nfcorpus-shard-copies/<pid>-<start>/``:
+Shard files are mostly holes (their apparent size is several times their data), so copies keep
+the holes instead of filling them in. A copy lives under ``<tmp>/nfcorpus-shard-copies/<pid>-<start>/``:
 the owner removes it when it closes the store, and any process that makes copies first removes
 those whose owner has exited (killed with SIGKILL, or a container restarted with /tmp kept),
 recognised by a pid that no longer runs with the recorded start time. Each store of a process
@@ -82,8 +82,8 @@ def copy_file_sparse(source: Path, target: Path) -> None:
     """Copy one file's data regions only; its holes stay holes (same size, same bytes).
 
     Blocks of zeros inside data regions become holes too: a shard baked into an image layer has
-    lost its holes (the layer stores them as written zeros; 233 MB for 20 MB of data), and each
-    server's private copy under /tmp would otherwise hold them in full.
+    lost its holes (the layer stores them as written zeros, docs/image.md), and each server's
+    private copy under /tmp would otherwise hold them in full.
     """
     with open(source, "rb") as src, open(target, "wb") as dst:
         size = os.fstat(src.fileno()).st_size

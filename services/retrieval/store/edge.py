@@ -152,8 +152,8 @@ class EdgeStore:
 
         One operation per point: inside a multi-point operation the engine numbers the points
         in an order that changes from process to process, and that internal order breaks ties
-        between equal scores (NFCorpus holds duplicate documents). Two builds of the same data
-        then trained different rankers and served different rankings (issue 12).
+        between equal scores (NFCorpus holds duplicate documents), so two builds of the same
+        data would train different rankers and serve different rankings.
         """
         shard = self._shard(name)
         for p in points:

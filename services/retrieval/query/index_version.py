@@ -1,13 +1,18 @@
-"""What an index version stores besides vectors, written and read in one place.
+"""One index version in Qdrant: how its collections are named, and what each stores.
+
+A version is three collections sharing one name: the documents ``<alias>-<hash>``, the voting
+training queries ``<alias>-<hash>-knn`` and the ranker ``<alias>-<hash>-ranker``. The hash is
+computed at index time (:mod:`services.retrieval.indexing.versions`); the service reads the alias and
+finds the other two collections by these names. Besides vectors, a version stores:
 
 - documents: payload ``doc_id``, ``title``, ``text``, plus the ranker's static features
   (analyzed title terms, and how many training queries judge the document relevant);
 - the voting training queries: embedding + ``{"query_id", "relevant": {doc_id: grade}}``
   (the documents' and the voting queries' embeddings also give the nudged view,
-  :mod:`services.retrieval.query.nudged`);
+  :mod:`services.retrieval.query.judged_by`);
 - the ranker: one point whose payload holds the LightGBM model text and how it was trained.
 
-Collection names and vector specs come from :mod:`services.retrieval.indexing.versions`.
+Everything here is written at index time and read at query time, in one place.
 """
 
 from __future__ import annotations
@@ -20,15 +25,34 @@ import numpy as np
 import numpy.typing as npt
 
 from services.nfcorpus.dataset import Document
-from services.retrieval.encoders.dense import Matrix
-from services.retrieval.query.collection_names import KNN_SPEC, RANKER_SPEC
+from services.retrieval.encoders.dense import DIMENSION, Matrix
 from services.retrieval.query.ranker import Ranker
 from services.retrieval.store.base import Store, StoreError
 from services.retrieval.text import analyze
-from services.retrieval.types import DocInfo, Point, SparseVector, point_id
+from services.retrieval.types import CollectionSpec, DocInfo, Point, SparseVector, point_id
 
 RANKER_POINT = point_id("ranker")
 DOC_INFO = ["doc_id", "title_terms", "train_votes", "text_terms"]
+
+#: The training-query collection: one MiniLM embedding per query, judgements as payload.
+KNN_SPEC = CollectionSpec(dense_size=DIMENSION, sparse=False)
+#: The ranker collection: a single point whose payload holds the model (the vector is unused).
+RANKER_SPEC = CollectionSpec(dense_size=1, sparse=False)
+
+
+def versioned_collection(alias: str, version: str) -> str:
+    """The documents collection of one version."""
+    return f"{alias}-{version}"
+
+
+def knn_collection(docs: str) -> str:
+    """Name of the training-query collection built with documents collection ``docs``."""
+    return f"{docs}-knn"
+
+
+def ranker_collection(docs: str) -> str:
+    """Name of the one-point collection holding the ranker trained on ``docs``."""
+    return f"{docs}-ranker"
 
 
 def document_points(

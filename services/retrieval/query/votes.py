@@ -1,21 +1,33 @@
-"""The collaborative signal: the nearest training queries vote for the documents they judged.
+"""Votes of the voting queries nearest the query, for the documents they judged relevant.
 
 NFCorpus queries come from NutritionFacts pages that link to the same articles, so a new query's
-nearest *training* queries point at its relevant documents: each of the ``k`` nearest training
-queries votes for the documents its qrels mark relevant, with weight ``similarity ** power``
-times the grade. The training queries live in a Qdrant collection of their own
-(:mod:`services.retrieval.query.version_records`); this module is the vote arithmetic.
+nearest *training* queries point at its relevant documents. Two views find the neighbours:
+
+- by MiniLM similarity (:class:`VoteTable`): each of the ``k`` nearest voting queries votes for
+  the documents its qrels mark relevant, with weight ``similarity ** power`` times the grade;
+- by their *words* (:class:`LexicalVoters`): many NFCorpus queries are titles of pages on one
+  topic and share rare words ("flaxseed", "arsenic") that a small sentence model blurs; BM25
+  over the voting queries' texts finds those neighbours too. The :data:`LEXICAL_NEIGHBOURS`
+  nearest by BM25 vote with weight ``(score / best score) ** LEXICAL_POWER`` times the grade.
+
+The voting queries live in a Qdrant collection of their own
+(:mod:`services.retrieval.query.index_version`); this module is the vote arithmetic, over their
+judgements read once per index version (:mod:`services.retrieval.query.judgements`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
 
+from services.retrieval.query.bm25_table import Bm25Table
 from services.retrieval.query.judgements import Judgements, positions
+
+# The lexical view's neighbours and power, chosen in the ranker lab (docs/quality.md).
+LEXICAL_NEIGHBOURS, LEXICAL_POWER = 10, 2.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,3 +146,56 @@ class VoteTable:
     def nearest_similarity(self) -> float:
         """Similarity of the nearest voting neighbour (NaN without votes)."""
         return float(self.best_similarity.max()) if len(self) else float("nan")
+
+
+@dataclass(frozen=True, slots=True)
+class LexicalColumns:
+    """Lexical votes of some candidates: weighted votes, voter counts, the best BM25 score."""
+
+    vote: npt.NDArray[np.float64]
+    voters: npt.NDArray[np.float64]
+    top_score: float
+
+
+class LexicalVoters:
+    """BM25 over the voting queries' analyzed texts, and their votes through ``judgements``."""
+
+    def __init__(self, terms: Mapping[str, Sequence[str]], judgements: Judgements) -> None:
+        """Index ``terms`` (voting query id -> analyzed text) in ``judgements``' query order."""
+        self._judgements = judgements
+        order = judgements.queries
+        self._queries = Bm25Table([terms.get(q, ()) for q in order])
+        # Each row's place in query id order: ties break by id, not by the store's scroll order.
+        self._by_id = np.argsort(np.argsort(np.array(order, dtype=object), kind="stable"))
+
+    def columns(
+        self, query_terms: Sequence[str], doc_ids: Sequence[str], exclude_query: str | None = None
+    ) -> LexicalColumns:
+        """Votes for ``doc_ids`` from the :data:`LEXICAL_NEIGHBOURS` nearest voting queries by BM25.
+
+        ``exclude_query`` (a voting query itself, in training) takes no part: leave-one-out.
+        """
+        scores = self._queries.scores(query_terms)
+        own = self._judgements.query_index.get(exclude_query) if exclude_query else None
+        if own is not None:
+            scores[own] = 0.0
+        matched = np.flatnonzero(scores > 0)
+        # Best first, ties by query id: every process and store picks the same neighbours.
+        nearest = matched[np.lexsort((self._by_id[matched], -scores[matched]))][:LEXICAL_NEIGHBOURS]
+        empty = np.zeros(len(doc_ids))
+        if len(nearest) == 0:
+            return LexicalColumns(empty, empty.copy(), 1.0)
+        top = float(scores[nearest[0]])
+        matrix, width = self._judgements.matrix, len(self._judgements.docs)
+        vote, voters = np.zeros(width), np.zeros(width)
+        for row in nearest:  # in rank order: the sums add in one order
+            start, end = matrix.indptr[row], matrix.indptr[row + 1]
+            docs = matrix.indices[start:end]
+            vote[docs] += (scores[row] / top) ** LEXICAL_POWER * matrix.data[start:end]
+            voters[docs] += 1
+        at, known = positions(self._judgements.doc_index, doc_ids)
+        return LexicalColumns(
+            np.where(known, vote[at] if width else 0.0, 0.0),
+            np.where(known, voters[at] if width else 0.0, 0.0),
+            top,
+        )
