@@ -86,7 +86,8 @@ class SearchServer(MCPServer):
                 request.query, request.top_k, via="tool", include_text=request.include_text
             )
         except SearchUnavailableError as e:
-            # The SDK's wording for a tool that raised ToolError, as the answer always said.
+            # The SDK's own wording for a tool that raised ToolError: a client that reads it sees
+            # the same message whichever path answered.
             raise ToolError(f"Error executing tool {TOOL_NAME}: {e}") from e
 
 
