@@ -7,20 +7,23 @@ from services.retrieval.query import ranker
 from services.retrieval.query.corelevance import CoRelevance, anchors
 from services.retrieval.query.features import (
     FEATURES,
+    Candidates,
     DocTable,
     QuerySide,
     build_features,
     candidates,
 )
-from services.retrieval.query.judgements import Judgements
-from services.retrieval.query.retrievers import Evidence
+from services.retrieval.query.judgements import Judgements, Located
+from services.retrieval.query.retrievers import Evidence, RankedDocs
 from services.retrieval.query.votes import LexicalColumns, VoteTable
 from services.retrieval.settings import KnnSettings
 from services.retrieval.types import DocInfo
 
 
-def _hits(*scored: tuple[str, float]) -> list[tuple[str, float]]:
-    return list(scored)
+def _ranked(judgements: Judgements, *scored: tuple[str, float]) -> RankedDocs:
+    """A retriever's list as the store's answer is numbered: by column in ``judgements``."""
+    at = [judgements.doc_index[d] for d, _ in scored]
+    return RankedDocs(np.array(at, dtype=np.int64), np.array([s for _, s in scored]))
 
 
 QRELS = {"Q-self": {"A": 1, "B": 1}, "Q1": {"A": 2, "C": 1}, "Q2": {"C": 1}}
@@ -60,27 +63,34 @@ def test_votes_weight_similarity_and_leave_one_out() -> None:
 
 
 def test_candidates_union_lists_and_known_voted_documents() -> None:
-    evidence = Evidence(
-        _hits(("A", 0.9)), _hits(("D", 3.0)), _hits(("D", 4.0), ("E", 1.0)), NEIGHBOURS
-    )
     corpus = Judgements(QRELS, ["A", "B", "D", "E"])  # C has left the corpus
-    ids, votes = candidates(evidence, corpus, KnnSettings(neighbours=3, power=1.0, vote_depth=10))
-    assert ids == ["A", "D", "E", "B"]
+    evidence = Evidence(
+        _ranked(corpus, ("A", 0.9)),
+        _ranked(corpus, ("D", 3.0)),
+        _ranked(corpus, ("D", 4.0), ("E", 1.0)),
+        NEIGHBOURS,
+    )
+    cands, votes = candidates(evidence, corpus, KnnSettings(neighbours=3, power=1.0, vote_depth=10))
+    assert cands.ids == ["A", "D", "E", "B"]
+    assert cands.located.at.tolist() == [0, 2, 3, 1] and cands.located.known.all()
     assert votes.get("C") is None
 
 
 def test_feature_rows_mark_missing_lists_and_remove_own_judgements() -> None:
     evidence = Evidence(
-        _hits(("A", 0.9), ("B", 0.7)), _hits(("B", 3.0)), _hits(("B", 4.0)), NEIGHBOURS
+        _ranked(JUDGEMENTS, ("A", 0.9), ("B", 0.7)),
+        _ranked(JUDGEMENTS, ("B", 3.0)),
+        _ranked(JUDGEMENTS, ("B", 4.0)),
+        NEIGHBOURS,
     )
     votes = tally_votes(NEIGHBOURS, JUDGEMENTS, 3, 1.0, exclude_query="Q-self")
     info = {"A": DocInfo(("vitamin",), 3, 20), "B": DocInfo((), 1)}
     lexical = LexicalColumns(np.array([0.5, 0.0]), np.array([2.0, 0.0]), 7.5)
     rows = build_features(
         evidence,
-        ["A", "B"],
+        Candidates(["A", "B"], Located.of(JUDGEMENTS.doc_index, ["A", "B"])),
         votes,
-        DocTable(info),
+        DocTable(info),  # A and B first, as in JUDGEMENTS: the table reads by column
         QuerySide(
             "Vitamin D?", ["vitamin", "d"], lexical, np.array([1.25, 0.0]), np.array([0.5, np.nan])
         ),
@@ -218,3 +228,24 @@ def test_overrides_change_the_model_and_extra_columns_train_under_their_names() 
     assert model.score(np.hstack([probe, probe[:, :1]])).shape == (len(probe),)
     with pytest.raises(ValueError, match="features do not match"):
         ranker.Ranker.from_text(model.to_text(), {})  # the served columns only
+
+
+def test_a_document_listed_twice_keeps_its_first_place() -> None:
+    listed = _ranked(JUDGEMENTS, ("B", 3.0), ("A", 2.0), ("B", 1.0))
+    evidence = Evidence(listed, listed, listed, NEIGHBOURS)
+    votes = tally_votes(NEIGHBOURS, JUDGEMENTS, 3, 1.0)
+    lexical = LexicalColumns(np.zeros(2), np.zeros(2), 1.0)
+    rows = build_features(
+        evidence,
+        Candidates(["A", "B"], Located.of(JUDGEMENTS.doc_index, ["A", "B"])),
+        votes,
+        DocTable({"A": DocInfo((), 0), "B": DocInfo((), 0)}),
+        QuerySide("q", ["q"], lexical, np.zeros(2), np.zeros(2)),
+        depth=100,
+        co_relevance=NO_CO,
+    )
+    f = {name: rows[:, i] for i, name in enumerate(FEATURES)}
+    assert f["dense_rank"].tolist() == [2, 1] and f["dense_score"].tolist() == [2.0, 3.0]
+    scores = np.array([3.0, 2.0, 1.0])  # z over the whole list, duplicates included
+    z = (scores - scores.mean()) / scores.std()
+    assert f["dense_z"].tolist() == pytest.approx([z[1], z[0]])

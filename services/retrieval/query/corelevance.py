@@ -11,14 +11,17 @@ such query passes it on to all of its relevant documents: ``score = Aᵀ · W ·
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import TypeVar
 
 import numpy as np
 import numpy.typing as npt
 import scipy.sparse as sp
 
-from services.retrieval.query.judgements import Judgements, positions
+from services.retrieval.query.judgements import Judgements, Located
 
 Vector = npt.NDArray[np.float64]
+#: A document by id or by its column in the judgement matrix.
+Doc = TypeVar("Doc", str, int)
 
 
 class CoRelevance:
@@ -32,15 +35,17 @@ class CoRelevance:
         lengths = np.asarray(self._a.sum(axis=1)).ravel()
         self._weights = 1.0 / np.log1p(np.maximum(lengths, 1.0))
 
-    def scores(self, anchors: Mapping[str, float], exclude_query: str | None = None) -> CoScores:
-        """Co-relevance of every document to the weighted ``anchors`` (doc id -> weight).
+    def scores(
+        self, anchors: Mapping[str, float] | Mapping[int, float], exclude_query: str | None = None
+    ) -> CoScores:
+        """Co-relevance of every document to the weighted ``anchors`` (doc id or column -> weight).
 
         ``exclude_query`` (a training query) takes no part: leave-one-out.
         """
         index = self._judgements.doc_index
         w = np.zeros(len(index))
         for d, weight in anchors.items():
-            i = index.get(d)
+            i = index.get(d) if isinstance(d, str) else d
             if i is not None:
                 w[i] = weight
         # A · w and Aᵀ · per_query, reading only the anchors' columns and the rows of the queries
@@ -92,9 +97,11 @@ class CoScores:
         i = self._index.get(doc_id)
         return int(self._ranks[i]) if i is not None else len(self._values) + 1
 
-    def columns(self, doc_ids: Sequence[str]) -> tuple[Vector, npt.NDArray[np.int64]]:
+    def columns(self, doc_ids: Sequence[str] | Located) -> tuple[Vector, npt.NDArray[np.int64]]:
         """:meth:`score` and :meth:`rank` of every id in ``doc_ids``, as two arrays."""
-        at, known = positions(self._index, doc_ids)
+        if not isinstance(doc_ids, Located):
+            doc_ids = Located.of(self._index, doc_ids)
+        at, known = doc_ids.at, doc_ids.known
         if not len(self._values):  # nothing judged: every score 0, every rank last
             return np.zeros(len(at)), np.ones(len(at), dtype=np.int64)
         scores = np.where(known, self._values[at], 0.0)
@@ -102,12 +109,13 @@ class CoScores:
         return scores, ranks
 
 
-def anchors(rankings: Sequence[Sequence[str]], n: int = 10, k: int = 60) -> dict[str, float]:
+def anchors(rankings: Sequence[Sequence[Doc]], n: int = 10, k: int = 60) -> dict[Doc, float]:
     """The anchor documents co-relevance spreads from, each weighted 1 / rank.
 
-    They are the ``n`` best documents by reciprocal-rank fusion of ``rankings``.
+    They are the ``n`` best documents by reciprocal-rank fusion of ``rankings``, ties by doc id
+    (by doc id or by column: the judgement matrix's columns are in doc id order).
     """
-    fused: dict[str, float] = {}
+    fused: dict[Doc, float] = {}
     for ranking in rankings:
         for rank, d in enumerate(ranking, start=1):
             fused[d] = fused.get(d, 0.0) + 1.0 / (k + rank)

@@ -21,8 +21,8 @@ import numpy.typing as npt
 
 from services.retrieval.query.bm25_table import Bm25Table
 from services.retrieval.query.corelevance import CoScores
-from services.retrieval.query.judgements import Judgements, positions
-from services.retrieval.query.retrievers import Evidence, Ranked
+from services.retrieval.query.judgements import Judgements, Located
+from services.retrieval.query.retrievers import Evidence, RankedDocs
 from services.retrieval.query.votes import LexicalColumns, VoteTable
 from services.retrieval.settings import KnnSettings
 from services.retrieval.types import DocInfo
@@ -51,19 +51,29 @@ class CandidateSet:
     features: npt.NDArray[np.float32]
 
 
-def _list_features(ranked: Ranked) -> dict[str, tuple[float, int, float]]:
-    scores = np.fromiter((score for _, score in ranked), dtype=np.float64, count=len(ranked))
+@dataclass(frozen=True, slots=True)
+class Candidates:
+    """A query's candidates: their ids, and their columns in the judgement matrix."""
+
+    ids: list[str]
+    located: Located
+
+
+def _list_features(
+    ranked: RankedDocs,
+) -> tuple[npt.NDArray[np.int64], Column, npt.NDArray[np.int64], Column]:
+    """Each listed document's column, score, 1-based rank and z-score (its first place only)."""
+    scores = ranked.scores
     # np.mean and np.std, spelled out: the same operations in the same order (the same bits),
     # without their generic Python wrappers, which cost more than the arithmetic here.
     mean = float(scores.sum() / len(scores)) if len(scores) else 0.0
     deviation = scores - mean
     spread = float(np.sqrt((deviation * deviation).sum() / len(scores))) if len(scores) else 0.0
-    out: dict[str, tuple[float, int, float]] = {}
-    for rank, (doc_id, score) in enumerate(ranked, start=1):
-        if doc_id not in out:
-            z = (score - mean) / spread if spread > 0 else 0.0
-            out[doc_id] = (score, rank, z)
-    return out
+    _, first = np.unique(ranked.at, return_index=True)
+    first.sort()
+    kept = scores[first]
+    z = (kept - mean) / spread if spread > 0 else np.zeros(len(first))
+    return ranked.at[first], kept, first + 1, z
 
 
 def candidates(
@@ -71,44 +81,48 @@ def candidates(
     judgements: Judgements,
     knn: KnnSettings,
     exclude_query: str | None = None,
-) -> tuple[list[str], VoteTable]:
+) -> tuple[Candidates, VoteTable]:
     """Union of the retrievers' lists and the ``knn.vote_depth`` most-voted documents.
 
-    Only documents of the corpus get votes (``judgements`` is indexed over it).
+    In order of first appearance: dense, BM25, RM3, then the votes. Only documents of the
+    corpus get votes (``judgements`` is indexed over it).
     """
     votes = VoteTable(judgements, evidence.neighbours, knn.neighbours, knn.power, exclude_query)
-    voted = votes.top(knn.vote_depth)
-    seen: dict[str, None] = {}
-    for ranked in (evidence.dense, evidence.bm25, evidence.rm3):
-        for doc_id, _ in ranked:
-            seen.setdefault(doc_id, None)
-    for d in voted:
-        seen.setdefault(d, None)
-    return list(seen), votes
+    listed = np.concatenate(
+        (evidence.dense.at, evidence.bm25.at, evidence.rm3.at, votes.top_at(knn.vote_depth))
+    )
+    _, first = np.unique(listed, return_index=True)
+    at = listed[np.sort(first)]
+    docs = judgements.docs
+    return Candidates([docs[i] for i in at], Located.known_at(at)), votes
 
 
 def _fill_list(
     rows: npt.NDArray[np.float32],
     columns: tuple[int, int, int | None],
-    ranked: Ranked,
-    position: Mapping[str, int],
+    ranked: RankedDocs,
+    position: npt.NDArray[np.int64],
     depth: int,
 ) -> None:
-    """One list's score, rank and z columns; a document missing from it gets NaN and depth + 1."""
+    """One list's score, rank and z columns; a document missing from it gets NaN and depth + 1.
+
+    ``position`` maps a judgement column to its candidate's row (-1: no candidate).
+    """
     score, rank, z = columns
     rows[:, score] = NAN
     rows[:, rank] = depth + 1
     if z is not None:
         rows[:, z] = NAN
-    found = [(position[d], f) for d, f in _list_features(ranked).items() if d in position]
-    if not found:
+    at, scores, ranks, zs = _list_features(ranked)
+    row = position[at]
+    found = row >= 0
+    if not found.any():
         return
-    at = [i for i, _ in found]
-    values = np.array([f for _, f in found], dtype=np.float64)
-    rows[at, score] = values[:, 0]
-    rows[at, rank] = values[:, 1]
+    at = row[found]
+    rows[at, score] = scores[found]
+    rows[at, rank] = ranks[found]
     if z is not None:
-        rows[at, z] = values[:, 2]
+        rows[at, z] = zs[found]
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,7 +155,10 @@ class DocTable:
     """Every document's :class:`DocInfo` as arrays, with a title-term index."""
 
     def __init__(self, doc_info: Mapping[str, DocInfo]) -> None:
-        """Index ``doc_info`` (doc id -> static features)."""
+        """Index ``doc_info`` (doc id -> static features) in its order.
+
+        Built in the judgement matrix's document order, it reads located candidates directly.
+        """
         self.info = doc_info
         self._index = {d: i for i, d in enumerate(doc_info)}
         infos = list(doc_info.values())
@@ -151,15 +168,22 @@ class DocTable:
 
     def columns(
         self,
-        doc_ids: Sequence[str],
+        doc_ids: Sequence[str] | Candidates,
         query_terms: Sequence[str],
         own_judgements: Mapping[str, int] | None = None,
     ) -> DocColumns:
         """The document columns of ``doc_ids`` for a query of ``query_terms``.
 
-        ``own_judgements`` (training only) are taken out of the prior: leave-one-out.
+        Candidates are read where they are located: this table is then in the judgement
+        matrix's order. ``own_judgements`` (training only) are taken out of the prior:
+        leave-one-out.
         """
-        at, known = positions(self._index, doc_ids)
+        if isinstance(doc_ids, Candidates):
+            at, known = doc_ids.located.at, doc_ids.located.known
+            doc_ids = doc_ids.ids
+        else:
+            located = Located.of(self._index, doc_ids)
+            at, known = located.at, located.known
         size = len(self._log_prior)
 
         def read(values: Column, missing: float = NAN) -> Column:
@@ -188,7 +212,7 @@ def log_prior(train_votes: int) -> float:
 
 def build_features(
     evidence: Evidence,
-    doc_ids: Sequence[str],
+    cands: Candidates,
     votes: VoteTable,
     docs: DocTable,
     query: QuerySide,
@@ -198,12 +222,14 @@ def build_features(
 ) -> npt.NDArray[np.float32]:
     """One row of :data:`FEATURES` per candidate, filled a column at a time.
 
-    ``docs`` holds the documents' static features (:class:`DocTable`);
-    ``own_judgements`` (training only) are removed from the prior, as the query is from the
-    neighbours (leave-one-out).
+    ``docs`` holds the documents' static features (:class:`DocTable`, in the judgement
+    matrix's order); ``own_judgements`` (training only) are removed from the prior, as the
+    query is from the neighbours (leave-one-out).
     """
-    rows = np.empty((len(doc_ids), len(FEATURES)), dtype=np.float32)
-    position = {d: i for i, d in enumerate(doc_ids)}
+    located, n = cands.located, len(cands.ids)
+    rows = np.empty((n, len(FEATURES)), dtype=np.float32)
+    position = np.full(len(votes.score), -1, dtype=np.int64)
+    position[located.at] = np.arange(n)
     _fill_list(
         rows,
         (_COL["dense_score"], _COL["dense_rank"], _COL["dense_z"]),
@@ -216,11 +242,11 @@ def build_features(
         rows, (_COL["rm3_score"], _COL["rm3_rank"], _COL["rm3_z"]), evidence.rm3, position, depth
     )
 
-    v = votes.columns(doc_ids)
+    v = votes.columns(located)
     top_vote = votes.top_score
     rows[:, _COL["vote"]] = np.where(v.voted, v.score, 0.0)
     rows[:, _COL["vote_rank"]] = np.where(v.voted, v.rank, len(votes) + 1)
-    share = v.score / top_vote if top_vote > 0 else np.zeros(len(doc_ids))
+    share = v.score / top_vote if top_vote > 0 else np.zeros(n)
     rows[:, _COL["vote_share"]] = np.where(v.voted, share, 0.0)
     rows[:, _COL["voters"]] = np.where(v.voted, v.voters, 0)
     rows[:, _COL["vote_best_sim"]] = np.where(v.voted, v.best_similarity, NAN)
@@ -229,11 +255,11 @@ def build_features(
     # How close the nearest (non-excluded) training query is: how much to trust the votes.
     rows[:, _COL["nearest_sim"]] = votes.nearest_similarity
 
-    doc = docs.columns(doc_ids, query.terms, own_judgements)
+    doc = docs.columns(cands, query.terms, own_judgements)
     rows[:, _COL["prior"]] = doc.prior
     rows[:, _COL["query_terms"]] = len(query.terms)
     rows[:, _COL["title_overlap"]] = doc.title_overlap
-    rows[:, _COL["co_score"]], rows[:, _COL["co_rank"]] = co_relevance.columns(doc_ids)
+    rows[:, _COL["co_score"]], rows[:, _COL["co_rank"]] = co_relevance.columns(located)
     rows[:, _COL["lex_vote"]] = query.lexical.vote
     rows[:, _COL["lex_voters"]] = query.lexical.voters
     rows[:, _COL["lex_top_score"]] = query.lexical.top_score

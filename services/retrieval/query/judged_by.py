@@ -39,7 +39,7 @@ import scipy.sparse as sp
 
 from services.retrieval.encoders.sparse import Bm25Params
 from services.retrieval.query.bm25_table import SHORT_TEXTS
-from services.retrieval.query.judgements import Judgements, positions
+from services.retrieval.query.judgements import Judgements, Located
 
 
 class JudgedBy:
@@ -74,7 +74,10 @@ class JudgedBy:
         self._df = np.diff(self._doc_tf.indptr).astype(np.float64)
 
     def scores(
-        self, query_terms: Sequence[str], doc_ids: Sequence[str], exclude_query: str | None = None
+        self,
+        query_terms: Sequence[str],
+        doc_ids: Sequence[str] | Located,
+        exclude_query: str | None = None,
     ) -> npt.NDArray[np.float64]:
         """BM25 of ``query_terms`` over the fields of ``doc_ids`` (0 for a document without one).
 
@@ -84,7 +87,9 @@ class JudgedBy:
         cols = sorted({self._vocabulary[t] for t in query_terms if t in self._vocabulary})
         if not cols or not len(doc_ids):
             return out
-        at, known = positions(self._judgements.doc_index, doc_ids)
+        if not isinstance(doc_ids, Located):
+            doc_ids = Located.of(self._judgements.doc_index, doc_ids)
+        at, known = doc_ids.at, doc_ids.known
         columns = self._doc_tf[:, cols].toarray()  # every document's counts of the query's terms
         tf = columns[at]
         length = self._doc_length[at].copy()
@@ -171,7 +176,10 @@ class NudgedDocs:
         return out
 
     def cosines(
-        self, query: Sequence[float], doc_ids: Sequence[str], exclude_query: str | None = None
+        self,
+        query: Sequence[float],
+        doc_ids: Sequence[str] | Located,
+        exclude_query: str | None = None,
     ) -> npt.NDArray[np.float64]:
         """The cosine of ``query`` to each of ``doc_ids``' nudged vectors (NaN without a vector).
 
@@ -180,7 +188,9 @@ class NudgedDocs:
         """
         if not len(doc_ids) or not self._nudged.shape[1]:
             return np.full(len(doc_ids), np.nan)
-        at, known = positions(self._judgements.doc_index, doc_ids)
+        if not isinstance(doc_ids, Located):
+            doc_ids = Located.of(self._judgements.doc_index, doc_ids)
+        at, known = doc_ids.at, doc_ids.known
         own = self._judgements.query_index.get(exclude_query) if exclude_query else None
         if own is None:
             nudged = self._nudged[at]

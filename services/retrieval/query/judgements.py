@@ -8,6 +8,7 @@ operations rather than a Python loop over every judgement of its neighbours.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from functools import cached_property
 
 import numpy as np
@@ -66,3 +67,28 @@ def positions(
     known = at >= 0
     at[~known] = 0
     return at, known
+
+
+@dataclass(frozen=True, slots=True)
+class Located:
+    """Documents by their column in the judgement matrix: ``at`` (0 where unknown) and ``known``.
+
+    A query's candidates are located once; every signal then reads its columns by position.
+    """
+
+    at: npt.NDArray[np.int64]
+    known: npt.NDArray[np.bool_]
+
+    def __len__(self) -> int:
+        """Number of documents."""
+        return len(self.at)
+
+    @classmethod
+    def of(cls, index: Mapping[str, int], ids: Sequence[str]) -> Located:
+        """``ids`` located in ``index`` (doc id -> column)."""
+        return cls(*positions(index, ids))
+
+    @classmethod
+    def known_at(cls, at: npt.NDArray[np.int64]) -> Located:
+        """Columns that are all in the matrix."""
+        return cls(at, np.ones(len(at), dtype=np.bool_))

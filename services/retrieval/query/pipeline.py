@@ -48,13 +48,15 @@ _tracer = tracer(__name__)
 class Supervised:
     """The supervised side of one index version, read from Qdrant once when it is first served.
 
-    ``names`` maps point ids to doc and query ids, ``judgements`` holds the voting queries' qrels:
-    with them, per-query searches return bare ids and scores instead of payloads.
+    ``columns`` maps documents' point ids to their columns in the judgement matrix, ``names``
+    voting queries' point ids to their ids, ``judgements`` holds the voting queries' qrels: with
+    them, per-query searches return bare ids and scores instead of payloads.
     """
 
     knn: str
     docs: DocTable
     judgements: Judgements
+    columns: Mapping[str, int]
     names: Mapping[str, str]
     co_relevance: CoRelevance
     lexical: LexicalVoters
@@ -135,23 +137,25 @@ class RankingPipeline:
             return None
         documents = read_documents(self._store, docs)
         voters = read_knn(self._store, knn)
-        names = {**documents.names, **voters.names}
         model = None
         if self._settings.ranker.enabled:
             try:
                 model = load_ranker(self._store, ranker_collection(docs))
             except StoreError as e:
                 log.warning("no ranker for %s (%s): fusing votes without it", docs, e)
-        # Documents in id order: ties in every ranking then break by doc id.
+        # Documents in id order: ties in every ranking then break by doc id, by column too.
         matrix = Judgements(voters.judgements, sorted(documents.info))
+        columns = {p: matrix.doc_index[d] for p, d in documents.names.items()}
         lexical = LexicalVoters(voters.terms, matrix)
         judged_by = JudgedBy(voters.terms, matrix)
         nudged = NudgedDocs(
             documents.vectors, voters.vectors, matrix, leave_one_out=self._leave_one_out
         )
-        table = DocTable(documents.info)
+        table = DocTable({d: documents.info[d] for d in matrix.docs})  # read by column
         co = CoRelevance(matrix)
-        return Supervised(knn, table, matrix, names, co, lexical, judged_by, nudged, model)
+        return Supervised(
+            knn, table, matrix, columns, voters.names, co, lexical, judged_by, nudged, model
+        )
 
     def encode(self, query: str) -> EncodedQuery:
         """Dense and sparse representations of the query."""
@@ -171,23 +175,25 @@ class RankingPipeline:
         # One span per stage, so a trace shows ranking apart from the store calls inside it.
         with _tracer.start_as_current_span("gather evidence"):  # searches, RM3 feedback, kNN
             evidence = gather(
-                self._store, v.docs, sup.knn, q, self._depths, sup.names, exclude_query
-            )
+                self._store, v.docs, sup.knn, q, self._depths, sup.columns, sup.names,
+                exclude_query,
+            )  # fmt: skip
         with _tracer.start_as_current_span("knn votes"):
-            doc_ids, votes = candidates(evidence, sup.judgements, s.knn, exclude_query)
+            cands, votes = candidates(evidence, sup.judgements, s.knn, exclude_query)
         with _tracer.start_as_current_span("build features") as span:
-            first = [[d for d, _ in ranked] for ranked in (evidence.dense, evidence.rm3)]
+            first = [ranked.at.tolist() for ranked in (evidence.dense, evidence.rm3)]
             co = sup.co_relevance.scores(anchors(first), exclude_query)
-            lexical = sup.lexical.columns(q.terms, doc_ids, exclude_query)
-            judged_by = sup.judged_by.scores(q.terms, doc_ids, exclude_query)
-            nudged = sup.nudged.cosines(q.dense, doc_ids, exclude_query)
+            located = cands.located
+            lexical = sup.lexical.columns(q.terms, located, exclude_query)
+            judged_by = sup.judged_by.scores(q.terms, located, exclude_query)
+            nudged = sup.nudged.cosines(q.dense, located, exclude_query)
             depth = s.hybrid.candidates
             query = QuerySide(q.text, q.terms, lexical, judged_by, nudged)
             rows = build_features(
-                evidence, doc_ids, votes, sup.docs, query, depth, co, own_judgements
+                evidence, cands, votes, sup.docs, query, depth, co, own_judgements
             )
-            span.set_attribute("ranking.candidates", len(doc_ids))
-        return CandidateSet(doc_ids, rows)
+            span.set_attribute("ranking.candidates", len(cands.ids))
+        return CandidateSet(cands.ids, rows)
 
     def rank(self, q: EncodedQuery, top_k: int) -> list[RankedDocument]:
         """Top ``top_k`` documents with title and text."""

@@ -30,6 +30,7 @@ from statistics import fmean, pstdev
 from typing import Literal
 
 import numpy as np
+import numpy.typing as npt
 
 from services.retrieval.encoders.dense import DenseEncoder
 from services.retrieval.encoders.sparse import query_vector
@@ -201,23 +202,50 @@ def _result(hit: Hit, score: float) -> RankedDocument:
     return RankedDocument(str(p["doc_id"]), float(score), str(p.get("title", "")), str(p["text"]))
 
 
-#: (document or query id, score), best first.
+#: (voting query id, similarity), nearest first.
 Ranked = list[tuple[str, float]]
 
 
 @dataclass(frozen=True, slots=True)
-class Evidence:
-    """Ranked lists for one query: documents by id, and the nearest voting queries by id."""
+class RankedDocs:
+    """One retriever's documents, best first: their columns in the judgement matrix, and scores.
 
-    dense: Ranked
-    bm25: Ranked
-    rm3: Ranked
+    Documents are numbered once, as the store answers: every signal after it reads arrays by
+    column, and doc ids are spelled out only for the few documents a query returns.
+    """
+
+    at: npt.NDArray[np.int64]
+    scores: npt.NDArray[np.float64]
+
+    def __len__(self) -> int:
+        """Number of documents."""
+        return len(self.at)
+
+
+NO_DOCS = RankedDocs(np.zeros(0, dtype=np.int64), np.zeros(0))
+
+
+@dataclass(frozen=True, slots=True)
+class Evidence:
+    """Ranked lists for one query: documents by column, and the nearest voting queries by id."""
+
+    dense: RankedDocs
+    bm25: RankedDocs
+    rm3: RankedDocs
     neighbours: Ranked
 
 
+def _numbered(hits: list[Hit], columns: Mapping[str, int]) -> RankedDocs:
+    # Payloads stay in Qdrant: point ids map to columns through the version's table, which
+    # spares converting hundreds of payloads per query.
+    kept = [(at, h.score) for h in hits if (at := columns.get(h.id)) is not None]
+    return RankedDocs(
+        np.fromiter((at for at, _ in kept), dtype=np.int64, count=len(kept)),
+        np.fromiter((score for _, score in kept), dtype=np.float64, count=len(kept)),
+    )
+
+
 def _named(hits: list[Hit], names: Mapping[str, str]) -> Ranked:
-    # Payloads stay in Qdrant: point ids map to doc/query ids through the version's table,
-    # which spares converting hundreds of payloads per query.
     return [(names[h.id], h.score) for h in hits if h.id in names]
 
 
@@ -236,6 +264,7 @@ def gather(
     knn: str | None,
     q: EncodedQuery,
     depths: Depths,
+    columns: Mapping[str, int],
     names: Mapping[str, str],
     exclude_query: str | None = None,
 ) -> Evidence:
@@ -247,8 +276,8 @@ def gather(
     3. the voting-query collection ``knn``: the nearest voting queries (ids and similarities;
        their judgements are read once per index version, :mod:`.judgements`).
 
-    ``knn`` None skips the third (zero-shot); ``names`` maps point ids to document and query
-    ids. Training and serving gather alike; only ``exclude_query`` differs, which drops a
+    ``knn`` None skips the third (zero-shot); ``columns`` maps documents' point ids to their
+    columns in the judgement matrix, ``names`` voting queries' point ids to their ids. Training and serving gather alike; only ``exclude_query`` differs, which drops a
     voting query from its own neighbours (leave-one-out), or it would vote for its own answers
     and the ranker would learn to trust votes far more than they deserve.
     """
@@ -261,14 +290,14 @@ def gather(
     if feedback:
         batch.append(VectorQuery(q.sparse, rm3_params.docs, with_sparse=True))
     lists = store.search(docs, batch, payload=False)
-    dense = _named(lists[0], names)
-    bm25 = _named(lists[1], names) if lexical else []
+    dense = _numbered(lists[0], columns)
+    bm25 = _numbered(lists[1], columns) if lexical else NO_DOCS
     rm3 = bm25
     if feedback:
         with _tracer.start_as_current_span("rm3 feedback"):  # expansion, then its search
             expanded = expand_from_hits(q.sparse, lists[2], rm3_params)
             (hits,) = store.search(docs, [VectorQuery(expanded, depth)], payload=False)
-            rm3 = _named(hits, names)
+            rm3 = _numbered(hits, columns)
     neighbours: Ranked = []
     if knn is not None:
         with _tracer.start_as_current_span("knn neighbours"):

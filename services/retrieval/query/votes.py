@@ -24,7 +24,7 @@ import numpy as np
 import numpy.typing as npt
 
 from services.retrieval.query.bm25_table import Bm25Table
-from services.retrieval.query.judgements import Judgements, positions
+from services.retrieval.query.judgements import Judgements, Located
 
 # The lexical view's neighbours and power, chosen in the ranker lab (docs/quality.md).
 LEXICAL_NEIGHBOURS, LEXICAL_POWER = 10, 2.0
@@ -110,9 +110,15 @@ class VoteTable:
         """Every voted document, best first."""
         return self.top()
 
-    def columns(self, doc_ids: Sequence[str]) -> VoteColumns:
+    def top_at(self, n: int) -> npt.NDArray[np.int64]:
+        """The ``n`` most-voted documents' columns in the judgement matrix, best first."""
+        return self._order[:n]
+
+    def columns(self, doc_ids: Sequence[str] | Located) -> VoteColumns:
         """The votes of ``doc_ids`` as arrays, one entry per id (unknown ids have no vote)."""
-        at, known = positions(self._judgements.doc_index, doc_ids)
+        if not isinstance(doc_ids, Located):
+            doc_ids = Located.of(self._judgements.doc_index, doc_ids)
+        at, known = doc_ids.at, doc_ids.known
         return VoteColumns(
             voted=known & (self.voters[at] > 0),
             score=self.score[at],
@@ -169,7 +175,10 @@ class LexicalVoters:
         self._by_id = np.argsort(np.argsort(np.array(order, dtype=object), kind="stable"))
 
     def columns(
-        self, query_terms: Sequence[str], doc_ids: Sequence[str], exclude_query: str | None = None
+        self,
+        query_terms: Sequence[str],
+        doc_ids: Sequence[str] | Located,
+        exclude_query: str | None = None,
     ) -> LexicalColumns:
         """Votes for ``doc_ids`` from the :data:`LEXICAL_NEIGHBOURS` nearest voting queries by BM25.
 
@@ -193,7 +202,9 @@ class LexicalVoters:
             docs = matrix.indices[start:end]
             vote[docs] += (scores[row] / top) ** LEXICAL_POWER * matrix.data[start:end]
             voters[docs] += 1
-        at, known = positions(self._judgements.doc_index, doc_ids)
+        if not isinstance(doc_ids, Located):
+            doc_ids = Located.of(self._judgements.doc_index, doc_ids)
+        at, known = doc_ids.at, doc_ids.known
         return LexicalColumns(
             np.where(known, vote[at] if width else 0.0, 0.0),
             np.where(known, voters[at] if width else 0.0, 0.0),
