@@ -8,7 +8,7 @@ from services.retrieval.types import CollectionSpec, VectorQuery, point_id
 from tests.support.toy_points import POINTS
 
 
-def test_edge_shards_keep_dense_vectors_cold_and_no_wal(tmp_path: Path) -> None:
+def test_edge_shards_keep_dense_vectors_cold_no_wal_and_no_search_pool(tmp_path: Path) -> None:
     # For memory: the dense vectors stay memory-mapped instead of resident, and there is
     # no write-ahead log; what upsert wrote is durable all the same (it flushes).
     writer = EdgeStore(tmp_path)
@@ -18,6 +18,7 @@ def test_edge_shards_keep_dense_vectors_cold_and_no_wal(tmp_path: Path) -> None:
     config = json.loads((tmp_path / "c" / "edge_config.json").read_text())
     assert config["vectors"]["dense"]["memory"] == "cold"
     assert config["wal_enabled"] is False
+    assert config["max_search_threads"] == 1  # searches run on the caller's thread
     assert not (tmp_path / "c" / "wal").exists()
     reader = EdgeStore(tmp_path)
     try:

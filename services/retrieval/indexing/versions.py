@@ -23,7 +23,8 @@ log = logging.getLogger(__name__)
 # 2: points stored in a fixed order (reproducible builds); a version-1 index is rebuilt.
 # 3: dense vectors memory-mapped (Cold) and no WAL: same points, less resident memory.
 # 4: documents carry their abstract's length, training queries their analyzed terms.
-SCHEMA_VERSION = "4"
+# 5: shards search on the calling thread (no search pool): the same points and rankings.
+SCHEMA_VERSION = "5"
 
 
 def collection_version(*parts: object) -> str:
