@@ -1,9 +1,11 @@
 """What the ranker's feature groups and its models cost per query, in-process, on the served index.
 
-``python -m devtools.bench.feature_cost`` times, over every test query's real candidate set, the
-lexical kNN votes, the document columns, the judged-by field, the nudged cosines and the ranker's
-scoring (all its models), then the whole ranking as served (right after the query's encoding,
-its caches cold) and again at once (warm), medians. Run it on a quiet machine.
+``python -m devtools.bench.feature_cost`` times, over every test query's real candidate set
+(located once, as the served ranking reads it), the lexical kNN votes, the document columns, the
+judged-by field, the nudged cosines and the ranker's scoring (all its models), then the whole
+ranking as served (right after the query's encoding, its caches cold) and again at once (warm),
+medians; and the process's CPU per ranking (every thread: the store's too). Run it on a quiet
+machine; ``RETRIEVAL_COLLECTION=<version>`` times another index version of the same store.
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ from typing import Any
 
 from services.nfcorpus.dataset import load_qrels, load_queries
 from services.retrieval.encoders.dense import OnnxMiniLM
+from services.retrieval.query.features import Candidates
+from services.retrieval.query.judgements import Located
 from services.retrieval.query.pipeline import RankingPipeline
 from services.retrieval.query.ranker import SEEDS
 from services.retrieval.settings import RetrievalSettings
@@ -40,15 +44,22 @@ def main() -> None:
         for q in sorted(load_qrels(settings.data_dir, "test")):
             encoded = pipeline.encode(queries[q])
             cs = pipeline.candidate_set(encoded)
-            terms = encoded.terms
-            lexical.append(_timed(sup.lexical.columns, terms, cs.doc_ids))
-            docs.append(_timed(sup.docs.columns, cs.doc_ids, terms))
-            judged.append(_timed(sup.judged_by.scores, terms, cs.doc_ids))
-            nudged.append(_timed(sup.nudged.cosines, encoded.dense, cs.doc_ids))
+            terms, at = encoded.terms, Located.of(sup.judgements.doc_index, cs.doc_ids)
+            lexical.append(_timed(sup.lexical.columns, terms, at))
+            docs.append(_timed(sup.docs.columns, Candidates(cs.doc_ids, at), terms))
+            judged.append(_timed(sup.judged_by.scores, terms, at))
+            nudged.append(_timed(sup.nudged.cosines, encoded.dense, at))
             model.append(_timed(sup.ranker.score, cs.features))
             encoded = pipeline.encode(queries[q])  # the model's arithmetic evicts the caches
             cold.append(_timed(pipeline.rank, encoded, 10))
             warm.append(_timed(pipeline.rank, encoded, 10))
+        encodings = [
+            pipeline.encode(queries[q]) for q in sorted(load_qrels(settings.data_dir, "test"))
+        ]
+        started = time.process_time()
+        for encoded in encodings:
+            pipeline.rank(encoded, 10)
+        cpu_ms = (time.process_time() - started) * 1000 / len(encodings)
     finally:
         store.close()
     ms = {name: statistics.median(v) * 1000 for name, v in
@@ -57,6 +68,9 @@ def main() -> None:
            ("ranking after encoding", cold), ("the same ranking again", warm))}  # fmt: skip
     for name, value in ms.items():
         print(f"{name}: {value:.3f} ms median over {len(model)} test queries")
+    print(
+        f"process CPU per ranking (every thread): {cpu_ms:.3f} ms, mean over {len(model)} queries"
+    )
 
 
 if __name__ == "__main__":
