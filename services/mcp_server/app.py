@@ -64,7 +64,14 @@ def create_app(
     encoder = encoder or OnnxMiniLM(threads=retrieval.encode_threads)
     searcher = RankingPipeline(store, encoder, retrieval)
     cache = ResultCache(settings.result_cache_entries, settings.result_cache_bytes)
-    service = SearchService(searcher, store, settings.search_threads, cache)
+    service = SearchService(
+        searcher,
+        store,
+        settings.search_threads,
+        cache,
+        settings.encode_batch,
+        settings.encode_wait_ms / 1000,
+    )
 
     mcp = SearchServer(
         service,

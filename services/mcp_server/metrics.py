@@ -12,8 +12,13 @@ from services.telemetry.buckets import LATENCY_BUCKETS
 
 ENCODE_SECONDS = Histogram(
     "mcp_encode_duration_seconds",
-    "Query encoding (dense + sparse) latency per search.",
+    "Query encoding (dense + sparse) latency per search, its wait for a model pass included.",
     buckets=LATENCY_BUCKETS,
+)
+ENCODE_BATCH = Histogram(
+    "mcp_encode_batch_queries",
+    "Queries encoded together in one model pass (those waiting at once share it).",
+    buckets=(1, 2, 3, 4, 6, 8, 12, 16, 24, 32),
 )
 STORE_SECONDS = Histogram(
     "mcp_store_query_duration_seconds",

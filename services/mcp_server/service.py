@@ -1,9 +1,11 @@
 """The search service behind both entry points (MCP tool and REST): timing, tracing, counters.
 
-Searches are CPU-bound (the model) and the store client is synchronous, so each search runs in a
-worker thread; a capacity limiter keeps no more searches in flight than there are cores to run
-them, so queueing happens in the event loop instead of as thread contention. A search whose
-caller has gone while it waited for a thread is never run. Answers are kept in a
+Searches are CPU-bound (the model) and the store client is synchronous, so each stage runs in a
+worker thread; a capacity limiter keeps no more of them in flight than there are cores to run
+them, so queueing happens in the event loop instead of as thread contention. Queries are encoded
+by an :class:`~services.mcp_server.batching.EncodeBatcher` (those waiting together share one
+model pass), then ranked one per thread. A search whose caller has gone while it waited is never
+ranked. Answers are kept in a
 :class:`~services.mcp_server.cache.ResultCache`: a query asked again is answered on the event
 loop, without a thread or a search, and still counted as a search.
 """
@@ -16,6 +18,7 @@ from typing import Literal
 
 import anyio
 
+from services.mcp_server.batching import EncodeBatcher
 from services.mcp_server.cache import Key, ResultCache
 from services.mcp_server.metrics import (
     CACHE_BYTES,
@@ -31,6 +34,7 @@ from services.mcp_server.schemas import SearchHit, SearchHits
 from services.retrieval.query.pipeline import RankingPipeline
 from services.retrieval.store.base import StoreError
 from services.retrieval.store.counting import CountingStore
+from services.retrieval.types import EncodedQuery
 from services.telemetry import exemplars
 from services.telemetry.http import annotate, query_prefix
 from services.telemetry.tracing import tracer
@@ -51,15 +55,21 @@ class SearchService:
         store: CountingStore,
         threads: int,
         cache: ResultCache | None = None,
+        encode_batch: int = 1,
+        encode_wait_s: float = 0.0,
     ) -> None:
-        """Wrap a searcher over ``store``; ``threads`` bounds concurrent searches.
+        """Wrap a searcher over ``store``; ``threads`` bounds the stages running at once.
 
-        Without a ``cache`` every search is run.
+        Without a ``cache`` every search is run. ``encode_batch`` queries at most share a
+        model pass, the first waiting ``encode_wait_s`` for others.
         """
         self._searcher = searcher
         self._store = store
         self._cache = cache or ResultCache(0, 0)
         self._limiter = anyio.CapacityLimiter(threads)
+        self.encoder = EncodeBatcher(
+            searcher.encode_many, self._limiter, encode_batch, encode_wait_s
+        )
         self._lock = threading.Lock()
         self.search_calls = 0
 
@@ -74,22 +84,15 @@ class SearchService:
             self.search_calls = 0
         self._store.reset()
 
-    def _search_sync(self, query: str, top_k: int, include_text: bool) -> SearchHits:
-        with _tracer.start_as_current_span("search") as span:
-            span.set_attribute("search.top_k", top_k)
-            started = time.perf_counter()
-            with _tracer.start_as_current_span("encode"):
-                encoded = self._searcher.encode(query)
-            encoded_at = time.perf_counter()
-            exemplars.observe(ENCODE_SECONDS, encoded_at - started)
-            self._store.start_timing()
-            with _tracer.start_as_current_span("retrieve"):  # store calls are its children
-                results = self._searcher.rank(encoded, top_k)
-            store_s = self._store.thread_seconds
-            exemplars.observe(STORE_SECONDS, store_s)
-            ranking_s = max(0.0, time.perf_counter() - encoded_at - store_s)
-            exemplars.observe(RANKING_SECONDS, ranking_s)
+    def _rank_sync(self, encoded: EncodedQuery, top_k: int, include_text: bool) -> SearchHits:
+        started = time.perf_counter()
+        self._store.start_timing()
+        with _tracer.start_as_current_span("retrieve") as span:  # store calls are its children
+            results = self._searcher.rank(encoded, top_k)
             span.set_attribute("search.results", len(results))
+        store_s = self._store.thread_seconds
+        exemplars.observe(STORE_SECONDS, store_s)
+        exemplars.observe(RANKING_SECONDS, max(0.0, time.perf_counter() - started - store_s))
         return tuple(
             SearchHit(
                 doc_id=r.doc_id, score=r.score, title=r.title, text=r.text if include_text else ""
@@ -117,14 +120,20 @@ class SearchService:
                 return cached
         started = threading.Event()
 
-        def search_now() -> SearchHits:
+        def rank_now(encoded: EncodedQuery) -> SearchHits:
             started.set()
-            hits = self._search_sync(query, top_k, include_text)
+            hits = self._rank_sync(encoded, top_k, include_text)
             self._keep(key, hits)
             return hits
 
         try:
-            hits = await anyio.to_thread.run_sync(search_now, limiter=self._limiter)
+            with _tracer.start_as_current_span("search") as span:
+                span.set_attribute("search.top_k", top_k)
+                began = time.perf_counter()
+                with _tracer.start_as_current_span("encode"):
+                    encoded = await self.encoder.encode(query)
+                exemplars.observe(ENCODE_SECONDS, time.perf_counter() - began)
+                hits = await anyio.to_thread.run_sync(rank_now, encoded, limiter=self._limiter)
         except anyio.get_cancelled_exc_class():
             # The caller went away (see services.common.disconnect): a search still waiting for
             # a thread is dropped; one that ran is counted as done, its answer unsent.

@@ -25,6 +25,20 @@ class McpServerSettings(BaseSettings, AuthFields):
     search_threads: int = Field(
         default=2, ge=1, le=64, description="Searches run at once (each uses one core)."
     )
+    encode_batch: int = Field(
+        default=8,
+        ge=1,
+        le=64,
+        description="Queries that share one model pass at most: those waiting at once are "
+        "encoded together, to the same bits as alone; 1 encodes each query alone.",
+    )
+    encode_wait_ms: float = Field(
+        default=0.0,
+        ge=0.0,
+        le=50.0,
+        description="How long the first query of a model pass waits for others to share it; "
+        "0: never (passes take the queries already waiting).",
+    )
     result_cache_entries: int = Field(
         default=4096,
         ge=0,

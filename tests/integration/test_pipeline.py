@@ -50,6 +50,27 @@ def test_every_stage_answers_top_k_unique_documents(
             store.close()
 
 
+def test_queries_encoded_together_get_the_bits_they_get_alone(
+    small_index: SmallIndex, encoder: OnnxMiniLM
+) -> None:
+    # What lets the MCP server batch the encodes of concurrent requests without changing a
+    # ranking: one model pass over queries of different lengths (padded together).
+    settings = small_index.settings.updated(store={"edge_private_copy": True})
+    store = open_store(settings.store)
+    try:
+        pipeline = RankingPipeline(store, encoder, settings)
+        texts = [QUERY, "soy", "vitamin D and breast cancer risk in older women", "BPA", "?"]
+        together = pipeline.encode_many(texts)
+        for text, encoded in zip(texts, together, strict=True):
+            alone = pipeline.encode(text)
+            assert np.array_equal(np.asarray(encoded.dense), np.asarray(alone.dense))
+            assert (encoded.sparse, encoded.terms, encoded.text) == (
+                alone.sparse, alone.terms, alone.text,
+            )  # fmt: skip
+    finally:
+        store.close()
+
+
 def test_refresh_serves_a_new_index_version(
     tmp_path: Path, encoder: OnnxMiniLM, small_index: SmallIndex
 ) -> None:

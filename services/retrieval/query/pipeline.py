@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import heapq
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from services.retrieval.encoders.dense import DenseEncoder
@@ -160,6 +160,10 @@ class RankingPipeline:
     def encode(self, query: str) -> EncodedQuery:
         """Dense and sparse representations of the query."""
         return self._hybrid.encode(query)
+
+    def encode_many(self, queries: Sequence[str]) -> list[EncodedQuery]:
+        """:meth:`encode` of several queries in one model pass (each to the same bits)."""
+        return self._hybrid.encode_many(queries)
 
     def candidate_set(
         self,

@@ -159,6 +159,11 @@ class HybridSearcher:
         """Dense and sparse representations of the query."""
         return encoded_query(self._encoder.encode([query])[0], query)
 
+    def encode_many(self, queries: Sequence[str]) -> list[EncodedQuery]:
+        """:meth:`encode` of several queries in one model pass (each to the same bits)."""
+        dense = self._encoder.encode(list(queries))
+        return [encoded_query(vector, text) for vector, text in zip(dense, queries, strict=True)]
+
     def rank(
         self, q: EncodedQuery, top_k: int, collection: str | None = None
     ) -> list[RankedDocument]:
