@@ -115,9 +115,15 @@ class ServerProcess:
         ready_path: str = "/readyz",
         log_path: Path | None = None,
         host: str = "127.0.0.1",
+        cwd: Path | None = None,
     ) -> None:
-        """Describe the server; nothing starts before :meth:`start`."""
+        """Describe the server; nothing starts before :meth:`start`.
+
+        ``cwd`` (default: the repository's root) is where it runs; ``python -m`` finds modules there
+        first, so another checkout's servers run from their own folder.
+        """
         self.port = port
+        self._cwd = cwd
         self.base_url = f"http://{host}:{port}"
         self._argv = list(argv)
         self._env = {**os.environ, **BASE_ENV, **(env or {})}
@@ -136,11 +142,14 @@ class ServerProcess:
         env: Mapping[str, str] | None = None,
         ready_path: str = "/readyz",
         log_path: Path | None = None,
+        cwd: Path | None = None,
     ) -> Self:
         """``python -m module *args --host H --port P`` (a subcommand goes first, in ``args``)."""
         port = port or free_port()
         argv = [sys.executable, "-m", module, *args, "--host", host, "--port", str(port)]
-        return cls(argv, port, env=env, ready_path=ready_path, log_path=log_path, host=host)
+        return cls(
+            argv, port, env=env, ready_path=ready_path, log_path=log_path, host=host, cwd=cwd
+        )
 
     @property
     def pid(self) -> int | None:
@@ -169,11 +178,11 @@ class ServerProcess:
     def start(self, timeout_s: float = START_TIMEOUT_S) -> None:
         """Launch and wait for readiness (stopping the child again if it never gets ready)."""
         if self._log_path is None:
-            self._process = subprocess.Popen(self._argv, env=self._env, cwd=REPO)
+            self._process = subprocess.Popen(self._argv, env=self._env, cwd=self._cwd or REPO)
         else:
             with open(self._log_path, "ab") as log:  # the child keeps its own descriptor
                 self._process = subprocess.Popen(
-                    self._argv, env=self._env, cwd=REPO, stdout=log, stderr=log
+                    self._argv, env=self._env, cwd=self._cwd or REPO, stdout=log, stderr=log
                 )
         try:
             wait_until_ready(self.base_url + self._ready_path, timeout_s, self._process)

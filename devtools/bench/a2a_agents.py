@@ -156,9 +156,10 @@ async def _warm_then_again(
     return {"first_pass": first, "second_pass": second}
 
 
-def _agent_run(
+def measure_agent(
     mcp: ServerProcess, agent: ServerProcess, texts: list[str], valid_ids: frozenset[str]
 ) -> dict[str, Any]:
+    """An agent's phases against its MCP server: concurrency 1, then 16; CPU and memory."""
     servers = {"mcp": mcp, "agent": agent}
     start = _rss_mb(servers)
     phases = asyncio.run(_phases(agent.base_url, texts, valid_ids, servers))
@@ -205,8 +206,8 @@ def measure_a2a(texts: list[str], data_dir: Path) -> dict[str, Any]:
         url = mcp.base_url + "/mcp"
         with our_agent(url) as ours, minimal_agent(url) as minimal:
             agents = {
-                "ours": _agent_run(mcp, ours, texts, valid_ids),
-                "minimal": _agent_run(mcp, minimal, texts, valid_ids),
+                "ours": measure_agent(mcp, ours, texts, valid_ids),
+                "minimal": measure_agent(mcp, minimal, texts, valid_ids),
             }
     return {
         **agents,

@@ -5,7 +5,9 @@ docs/performance.md), and a batch encodes each query to the same bits as encodin
 request waits for company it does not have: the first query starts a pass at once (after at most
 ``max_wait_s``, 0 by default), and whatever arrives while a pass runs forms the next one, up to
 ``max_batch`` queries. A lone query is therefore encoded as before; queueing, not a timer, is
-what makes batches under load.
+what makes batches under load. A caller that finds the batcher idle and a thread free may
+encode in the thread it ranks in (:meth:`EncodeBatcher.encode_here`): one hand-off to a thread
+instead of two.
 
 A caller that has gone before its pass starts is left out of it.
 """
@@ -13,6 +15,7 @@ A caller that has gone before its pass starts is left out of it.
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections.abc import Callable, Sequence
 
 import anyio
@@ -46,8 +49,26 @@ class EncodeBatcher:
         self._waiting: list[tuple[str, asyncio.Future[EncodedQuery]]] = []
         self._running = False
         self._task: asyncio.Task[None] | None = None
-        self.passes = 0  # model passes made, for the metrics and the tests
+        self._count_lock = threading.Lock()
+        self.passes = 0  # model passes made, for the tests
         self.encoded = 0  # queries encoded in them
+
+    @property
+    def idle(self) -> bool:
+        """No pass runs and nobody waits: a query now would be encoded alone."""
+        return not self._running and not self._waiting
+
+    def encode_here(self, query: str) -> EncodedQuery:
+        """Encode one query alone in the calling thread (a worker's), counted as a pass of one."""
+        (encoded,) = self._encode_many([query])
+        self._counted(1)
+        return encoded
+
+    def _counted(self, queries: int) -> None:
+        with self._count_lock:
+            self.passes += 1
+            self.encoded += queries
+        ENCODE_BATCH.observe(queries)
 
     async def encode(self, query: str) -> EncodedQuery:
         """The query's encoding, from the next model pass."""
@@ -82,9 +103,7 @@ class EncodeBatcher:
                 if not future.done():
                     future.set_exception(e)
             return
-        self.passes += 1
-        self.encoded += len(batch)
-        ENCODE_BATCH.observe(len(batch))
+        self._counted(len(batch))
         for (_, future), result in zip(batch, encoded, strict=True):
             if not future.done():
                 future.set_result(result)

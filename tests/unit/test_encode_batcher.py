@@ -104,3 +104,18 @@ async def test_a_failed_pass_fails_each_of_its_callers_and_the_next_pass_runs() 
 def test_a_batch_needs_room_for_one_query() -> None:
     with pytest.raises(ValueError, match="at least 1"):
         _batcher(Passes(), max_batch=0)
+
+
+async def test_idle_until_a_pass_runs_and_an_encode_here_counts_as_a_pass_of_one() -> None:
+    passes = Passes()
+    batcher = _batcher(passes)
+    assert batcher.idle
+    assert batcher.encode_here("alone").text == "alone"
+    assert (batcher.passes, batcher.encoded, passes.seen) == (1, 1, [["alone"]])
+    passes.hold.clear()
+    running = asyncio.create_task(batcher.encode("q0"))
+    await _entered(passes)
+    assert not batcher.idle
+    passes.hold.set()
+    await running
+    assert batcher.idle
