@@ -33,7 +33,13 @@ from services.retrieval.query.index_version import (
 from services.retrieval.query.judged_by import JudgedBy, NudgedDocs
 from services.retrieval.query.judgements import Judgements
 from services.retrieval.query.ranker import Ranker
-from services.retrieval.query.retrievers import Depths, HybridSearcher, fuse, gather
+from services.retrieval.query.retrievers import (
+    ANSWER_FIELDS,
+    Depths,
+    HybridSearcher,
+    fuse,
+    gather,
+)
 from services.retrieval.query.votes import LexicalVoters, VoteTable
 from services.retrieval.settings import RetrievalSettings
 from services.retrieval.store.base import Store, StoreError
@@ -214,7 +220,7 @@ class RankingPipeline:
             scored = self._fuse_votes(v.docs, sup, q, top_k)
         # The same as sorted(...)[:top_k] (heapq documents it so), without sorting every candidate's score.
         top = heapq.nsmallest(top_k, scored.items(), key=lambda kv: (-kv[1], kv[0]))
-        hits = self._store.retrieve(v.docs, [point_id(d) for d, _ in top])
+        hits = self._store.retrieve(v.docs, [point_id(d) for d, _ in top], ANSWER_FIELDS)
         by_id = {str(h.payload["doc_id"]): h.payload for h in hits}
         return [
             RankedDocument(d, score, str(by_id[d].get("title", "")), str(by_id[d]["text"]))

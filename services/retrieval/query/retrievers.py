@@ -118,6 +118,9 @@ def expand_from_hits(
 
 
 TIE_MARGIN = 10
+#: What an answer shows of a document: the rest of its payload (the ranker's document fields)
+#: stays in the store.
+ANSWER_FIELDS = ("doc_id", "title", "text")
 
 
 def encoded_query(dense: Sequence[float], text: str) -> EncodedQuery:
@@ -186,7 +189,8 @@ class HybridSearcher:
         weights = [s.dense_weight, 1.0 - s.dense_weight][: len(lists)]
         ranked = fuse([{h.id: h.score for h in hits} for hits in lists], weights, s.fusion)
         top = ranked[:top_k]
-        payloads = {h.id: h for h in self._store.retrieve(collection, [i for i, _ in top])}
+        ids = [i for i, _ in top]
+        payloads = {h.id: h for h in self._store.retrieve(collection, ids, ANSWER_FIELDS)}
         return [_result(payloads[i], score) for i, score in top if i in payloads]
 
     def _with_feedback(self, sparse: SparseVector, collection: str) -> SparseVector:
