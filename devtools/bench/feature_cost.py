@@ -4,7 +4,8 @@
 (located once, as the served ranking reads it), the lexical kNN votes, the document columns, the
 judged-by field, the nudged cosines and the ranker's scoring (all its models), then the whole
 ranking as served (right after the query's encoding, its caches cold) and again at once (warm),
-medians; and the process's CPU per ranking (every thread: the store's too). Run it on a quiet
+medians; the process's CPU per ranking (every thread: the store's too); and the CPU of encoding
+a query alone and in passes of 8, as the MCP server batches concurrent queries. Run it on a quiet
 machine; ``RETRIEVAL_COLLECTION=<version>`` times another index version of the same store.
 """
 
@@ -29,6 +30,14 @@ def _timed(run: Callable[..., object], *args: Any) -> float:
     start = time.perf_counter()
     run(*args)
     return time.perf_counter() - start
+
+
+def _encode_cpu(pipeline: RankingPipeline, texts: list[str], batch: int) -> float:
+    """CPU ms per query of encoding ``texts`` in passes of ``batch`` (the MCP server's batching)."""
+    started = time.process_time()
+    for i in range(0, len(texts), batch):
+        pipeline.encode_many(texts[i : i + batch])
+    return (time.process_time() - started) * 1000 / len(texts)
 
 
 def main() -> None:
@@ -60,6 +69,8 @@ def main() -> None:
         for encoded in encodings:
             pipeline.rank(encoded, 10)
         cpu_ms = (time.process_time() - started) * 1000 / len(encodings)
+        texts = [queries[q] for q in sorted(load_qrels(settings.data_dir, "test"))]
+        alone_ms, batched_ms = _encode_cpu(pipeline, texts, 1), _encode_cpu(pipeline, texts, 8)
     finally:
         store.close()
     ms = {name: statistics.median(v) * 1000 for name, v in
@@ -71,6 +82,7 @@ def main() -> None:
     print(
         f"process CPU per ranking (every thread): {cpu_ms:.3f} ms, mean over {len(model)} queries"
     )
+    print(f"encoding CPU per query: alone {alone_ms:.3f} ms, in passes of 8 {batched_ms:.3f} ms")
 
 
 if __name__ == "__main__":
