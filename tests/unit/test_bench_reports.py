@@ -1,0 +1,64 @@
+"""What the benchmarks report is computed from what they measured: the servers' CPU per answered
+query as a multiple of the encoder's, and a pair's medians, each side from its own turns."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from devtools.bench.a2a_report import a2a_tables
+from devtools.bench.pair import SAT, summary
+
+
+def _phase(mcp_ms: float, agent_ms: float, qps: float, p50_s: float = 0.01) -> dict[str, Any]:
+    latency = {"count": 10, "mean_s": p50_s, "p50_s": p50_s, "p95_s": p50_s, "p99_s": 2 * p50_s}
+    return {
+        "latency": {**latency, "max_s": 2 * p50_s},
+        "answered": 10,
+        "failed": 0,
+        "throughput_qps": qps,
+        "mcp_cpu_ms_per_query": mcp_ms,
+        "agent_cpu_ms_per_query": agent_ms,
+    }
+
+
+def _turn(mcp_ms: float, qps: float, rss: float = 250.0) -> dict[str, Any]:
+    return {
+        "concurrency_1": _phase(mcp_ms, 2.0, qps / 2),
+        SAT: _phase(mcp_ms - 1.0, 2.0, qps),
+        "rss_after_start": {"mcp_rss_mb": rss, "agent_rss_mb": 70.0},
+        "rss_after_load": {"mcp_rss_mb": rss + 30, "agent_rss_mb": 71.0},
+    }
+
+
+def test_a_pair_side_is_the_median_of_its_turns_over_the_encoder() -> None:
+    side = summary([_turn(10.0, 100.0), _turn(12.0, 120.0, 260.0), _turn(14.0, 90.0)], 2.0)
+    assert side["concurrency_1"]["server_cpu_ms_per_query"] == 14.0  # 12 + 2, the median
+    assert side["concurrency_1"]["cpu_over_encoder"] == 7.0
+    assert side[SAT]["server_cpu_ms_per_query"] == 13.0 and side[SAT]["throughput_qps"] == 100.0
+    assert side[SAT]["p99_ms"] == pytest.approx(20.0) and side[SAT]["failed"] == 0
+    assert side["mcp_rss_after_start_mb"] == 250.0
+
+
+def test_the_bench_table_states_the_servers_cpu_in_encoders() -> None:
+    ours = _turn(10.0, 120.0)
+    minimal = _turn(11.0, 110.0)
+    cached = {"first_pass": _phase(9.0, 2.0, 50), "second_pass": _phase(1.0, 1.0, 300)}
+    a2a = {
+        "ours": ours,
+        "minimal": minimal,
+        "cached": {**cached, "cache_setting_known": True},
+        "encoder_cpu_ms_per_query": 3.0,
+    }
+    results = {
+        "query_encode": {"p50_ms": 3.0, "mean_ms": 3.0},
+        "full_retrieve_and_rank": {"p50_ms": 4.0, "mean_ms": 4.0},
+    }
+    text = "\n".join(a2a_tables(results, a2a))
+    assert (
+        "| CPU of encoding one query alone (the served model, one thread, this run) | 3.00 ms |"
+        in text
+    )
+    assert "10.00 + 2.00 = 12.00 ms (**4.00x the encoder**" in text  # concurrency 1
+    assert "9.00 + 2.00 = 11.00 ms (**3.67x the encoder**)" in text  # concurrency 16
