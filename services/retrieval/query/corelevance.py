@@ -99,9 +99,8 @@ class CoScores:
 
     def columns(self, doc_ids: Sequence[str] | Located) -> tuple[Vector, npt.NDArray[np.int64]]:
         """:meth:`score` and :meth:`rank` of every id in ``doc_ids``, as two arrays."""
-        if not isinstance(doc_ids, Located):
-            doc_ids = Located.of(self._index, doc_ids)
-        at, known = doc_ids.at, doc_ids.known
+        located = Located.of(self._index, doc_ids)
+        at, known = located.at, located.known
         if not len(self._values):  # nothing judged: every score 0, every rank last
             return np.zeros(len(at)), np.ones(len(at), dtype=np.int64)
         scores = np.where(known, self._values[at], 0.0)

@@ -87,9 +87,8 @@ class JudgedBy:
         cols = sorted({self._vocabulary[t] for t in query_terms if t in self._vocabulary})
         if not cols or not len(doc_ids):
             return out
-        if not isinstance(doc_ids, Located):
-            doc_ids = Located.of(self._judgements.doc_index, doc_ids)
-        at, known = doc_ids.at, doc_ids.known
+        located = Located.of(self._judgements.doc_index, doc_ids)
+        at, known = located.at, located.known
         columns = self._doc_tf[:, cols].toarray()  # every document's counts of the query's terms
         tf = columns[at]
         length = self._doc_length[at].copy()
@@ -188,9 +187,8 @@ class NudgedDocs:
         """
         if not len(doc_ids) or not self._nudged.shape[1]:
             return np.full(len(doc_ids), np.nan)
-        if not isinstance(doc_ids, Located):
-            doc_ids = Located.of(self._judgements.doc_index, doc_ids)
-        at, known = doc_ids.at, doc_ids.known
+        located = Located.of(self._judgements.doc_index, doc_ids)
+        at, known = located.at, located.known
         own = self._judgements.query_index.get(exclude_query) if exclude_query else None
         if own is None:
             nudged = self._nudged[at]

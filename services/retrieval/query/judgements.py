@@ -56,19 +56,6 @@ class Judgements:
         return self.matrix.indices[start:end], self.matrix.data[start:end]
 
 
-def positions(
-    index: Mapping[str, int], ids: Sequence[str]
-) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.bool_]]:
-    """Where each of ``ids`` sits in ``index``, and which are there at all.
-
-    Unknown ids get position 0 (a valid place to read from) and False: read with ``np.where``.
-    """
-    at = np.fromiter((index.get(i, -1) for i in ids), dtype=np.int64, count=len(ids))
-    known = at >= 0
-    at[~known] = 0
-    return at, known
-
-
 @dataclass(frozen=True, slots=True)
 class Located:
     """Documents by their column in the judgement matrix: ``at`` (0 where unknown) and ``known``.
@@ -84,9 +71,18 @@ class Located:
         return len(self.at)
 
     @classmethod
-    def of(cls, index: Mapping[str, int], ids: Sequence[str]) -> Located:
-        """``ids`` located in ``index`` (doc id -> column)."""
-        return cls(*positions(index, ids))
+    def of(cls, index: Mapping[str, int], ids: Sequence[str] | Located) -> Located:
+        """``ids`` located in ``index`` (doc id -> column); located ones as they are.
+
+        Unknown ids get column 0 (a valid place to read from) and ``known`` False: read
+        with ``np.where``.
+        """
+        if isinstance(ids, Located):
+            return ids
+        at = np.fromiter((index.get(i, -1) for i in ids), dtype=np.int64, count=len(ids))
+        known = at >= 0
+        at[~known] = 0
+        return cls(at, known)
 
     @classmethod
     def known_at(cls, at: npt.NDArray[np.int64]) -> Located:

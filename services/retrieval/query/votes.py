@@ -116,9 +116,8 @@ class VoteTable:
 
     def columns(self, doc_ids: Sequence[str] | Located) -> VoteColumns:
         """The votes of ``doc_ids`` as arrays, one entry per id (unknown ids have no vote)."""
-        if not isinstance(doc_ids, Located):
-            doc_ids = Located.of(self._judgements.doc_index, doc_ids)
-        at, known = doc_ids.at, doc_ids.known
+        located = Located.of(self._judgements.doc_index, doc_ids)
+        at, known = located.at, located.known
         return VoteColumns(
             voted=known & (self.voters[at] > 0),
             score=self.score[at],
@@ -202,9 +201,8 @@ class LexicalVoters:
             docs = matrix.indices[start:end]
             vote[docs] += (scores[row] / top) ** LEXICAL_POWER * matrix.data[start:end]
             voters[docs] += 1
-        if not isinstance(doc_ids, Located):
-            doc_ids = Located.of(self._judgements.doc_index, doc_ids)
-        at, known = doc_ids.at, doc_ids.known
+        located = Located.of(self._judgements.doc_index, doc_ids)
+        at, known = located.at, located.known
         return LexicalColumns(
             np.where(known, vote[at] if width else 0.0, 0.0),
             np.where(known, voters[at] if width else 0.0, 0.0),
