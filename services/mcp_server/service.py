@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Literal
 
 import anyio
@@ -40,6 +42,15 @@ from services.telemetry.http import annotate, query_prefix
 from services.telemetry.tracing import tracer
 
 _tracer = tracer(__name__)
+
+
+@contextmanager
+def _encoding() -> Iterator[None]:
+    """The span and the latency of one query's encoding, wherever it runs."""
+    began = time.perf_counter()
+    with _tracer.start_as_current_span("encode"):
+        yield
+    exemplars.observe(ENCODE_SECONDS, time.perf_counter() - began)
 
 
 class SearchUnavailableError(RuntimeError):
@@ -123,10 +134,8 @@ class SearchService:
         def rank_now(encoded: EncodedQuery | None) -> SearchHits:
             started.set()
             if encoded is None:  # alone: encoded in this thread, one hand-off instead of two
-                began = time.perf_counter()
-                with _tracer.start_as_current_span("encode"):
+                with _encoding():
                     encoded = self.encoder.encode_here(query)
-                exemplars.observe(ENCODE_SECONDS, time.perf_counter() - began)
             hits = self._rank_sync(encoded, top_k, include_text)
             self._keep(key, hits)
             return hits
@@ -138,10 +147,8 @@ class SearchService:
                 # A thread free and no pass to share: encode alone, in the thread that ranks.
                 # Otherwise wait with the others, whose queries share a model pass.
                 if not (self.encoder.idle and self._limiter.available_tokens >= 1):
-                    began = time.perf_counter()
-                    with _tracer.start_as_current_span("encode"):
+                    with _encoding():
                         encoded = await self.encoder.encode(query)
-                    exemplars.observe(ENCODE_SECONDS, time.perf_counter() - began)
                 hits = await anyio.to_thread.run_sync(rank_now, encoded, limiter=self._limiter)
         except anyio.get_cancelled_exc_class():
             # The caller went away (see services.common.disconnect): a search still waiting for
