@@ -41,15 +41,26 @@ CACHED_ENTRIES = 4096
 BENCH_ENV = {"MCP_RESULT_CACHE_ENTRIES": "0", "RETRIEVAL_EDGE_PRIVATE_COPY": "true"}
 
 
-def mcp_server(cache_entries: int = 0, env: dict[str, str] | None = None) -> ServerProcess:
-    """The MCP server with the bench's environment (and a result cache of ``cache_entries``)."""
+def mcp_server(
+    cache_entries: int = 0, env: dict[str, str] | None = None, cwd: Path | None = None
+) -> ServerProcess:
+    """The MCP server with the bench's environment (and a result cache of ``cache_entries``).
+
+    ``env`` adds to it; ``cwd`` runs another checkout's server (see ``devtools.bench.pair``).
+    """
     cache = {"MCP_RESULT_CACHE_ENTRIES": str(cache_entries)}
-    return ServerProcess.module("services.mcp_server", env={**BENCH_ENV, **(env or {}), **cache})
+    env = {**BENCH_ENV, **(env or {}), **cache}
+    return ServerProcess.module("services.mcp_server", env=env, cwd=cwd)
 
 
-def our_agent(mcp_url: str) -> ServerProcess:
-    """Our purple agent in front of ``mcp_url``."""
-    return ServerProcess.module("services.purple_agent", ["--mcp-url", mcp_url], env=BENCH_ENV)
+def our_agent(
+    mcp_url: str, env: dict[str, str] | None = None, cwd: Path | None = None
+) -> ServerProcess:
+    """Our purple agent in front of ``mcp_url`` (``env`` and ``cwd`` as :func:`mcp_server`)."""
+    args = ["--mcp-url", mcp_url]
+    return ServerProcess.module(
+        "services.purple_agent", args, env={**BENCH_ENV, **(env or {})}, cwd=cwd
+    )
 
 
 def minimal_agent(mcp_url: str) -> ServerProcess:

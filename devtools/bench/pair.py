@@ -22,8 +22,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from devtools.bench.a2a_agents import SATURATION_CONCURRENCY, encoder_cpu_ms, measure_agent
-from harness.processes import REPO, ServerProcess
+from devtools.bench.a2a_agents import (
+    SATURATION_CONCURRENCY,
+    encoder_cpu_ms,
+    mcp_server,
+    measure_agent,
+    our_agent,
+)
+from harness.processes import BASE_ENV, REPO
 from services.green_agent.dataset import load_test_set
 from services.nfcorpus.dataset import load_qrels, load_queries
 from services.retrieval.settings import RetrievalSettings
@@ -37,8 +43,6 @@ def side_env(root: Path, data_dir: Path) -> dict[str, str]:
         "PYTHONPATH": str(root),
         "RETRIEVAL_DATA_DIR": str(data_dir),
         "RETRIEVAL_EDGE_PATH": str(root / "var" / "qdrant-edge"),
-        "RETRIEVAL_EDGE_PRIVATE_COPY": "true",
-        "MCP_RESULT_CACHE_ENTRIES": "0",
     }
 
 
@@ -50,11 +54,10 @@ def prepare_base(commit: str, data_dir: Path) -> Path:
     root = REPO / "var" / "pair" / sha[:12]
     if not root.exists():
         subprocess.run(["git", "worktree", "add", "--detach", str(root), sha], cwd=REPO, check=True)
-    env = {**side_env(root, data_dir), "OPENBLAS_NUM_THREADS": "1"}
     subprocess.run(
         [sys.executable, "-m", "services.retrieval.indexing.index"],
         cwd=root,
-        env={**os.environ, **env},
+        env={**os.environ, **BASE_ENV, **side_env(root, data_dir)},
         check=True,
     )
     return root
@@ -63,10 +66,8 @@ def prepare_base(commit: str, data_dir: Path) -> Path:
 def measure(root: Path, data_dir: Path, texts: list[str], valid: frozenset[str]) -> dict[str, Any]:
     """One turn: the checkout at ``root``'s MCP server and purple agent under our load."""
     env = side_env(root, data_dir)
-    with ServerProcess.module("services.mcp_server", env=env, cwd=root) as mcp:
-        agent_args = ["--mcp-url", mcp.base_url + "/mcp"]
-        with ServerProcess.module("services.purple_agent", agent_args, env=env, cwd=root) as agent:
-            return measure_agent(mcp, agent, texts, valid)
+    with mcp_server(env=env, cwd=root) as mcp, our_agent(mcp.base_url + "/mcp", env, root) as agent:
+        return measure_agent(mcp, agent, texts, valid)
 
 
 def summary(turns: list[dict[str, Any]], encode_ms: float) -> dict[str, Any]:
