@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import signal
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -56,7 +55,6 @@ def test_sigterm_fails_readiness_first_then_stops(
         assert pooled.get(f"{base}/readyz").status_code == 200
         assert "close" not in pooled.get(f"{base}/healthz").headers.get("connection", "")
         assert server.pid is not None
-        stopped_at = time.monotonic()
         server.signal(signal.SIGTERM)
         # Polled until the signal is handled, however long that takes: the drain only starts
         # then, so readiness must fail while the server still runs (a refused connection here
@@ -77,7 +75,6 @@ def test_sigterm_fails_readiness_first_then_stops(
         assert search.status_code == 200 and len(search.json()["results"]) == 3
         assert search.headers["connection"] == "close"
         returncode = server.wait(timeout_s=DRAIN_S + HANG_S)
-        assert time.monotonic() - stopped_at >= DRAIN_S  # it drained before it stopped
         assert returncode == exit_status, server.log()
         pooled.close()
     finally:
