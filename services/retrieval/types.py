@@ -24,15 +24,25 @@ import numpy.typing as npt
 DENSE = "dense"
 NO_PAYLOAD: Mapping[str, Any] = MappingProxyType({})  # shared, so read-only
 SPARSE = "bm25"
-# Fixed namespace: the same doc id gives the same point id in every collection and every run,
+# Fixed namespace: the same key gives the same point id in every collection and every run,
 # which is what makes re-indexing idempotent.
 POINT_NAMESPACE = uuid.UUID("6f1d3c2e-8a4b-4e1f-9c7d-2b5a0e9f4c31")
+
+#: A point's id as Qdrant takes it: an unsigned integer or a UUID's text. Documents are
+#: numbered (a search returns hundreds of them, and the engine's binding builds a ``uuid.UUID``
+#: object for every UUID id it returns); voting queries and the ranker have uuid5 ids.
+PointId = int | str
 
 
 @lru_cache(maxsize=65536)
 def point_id(key: str) -> str:
-    """Deterministic point id (uuid5) of a document or query id."""
+    """Deterministic point id (uuid5) of a key such as ``knn:<query id>``."""
     return str(uuid.uuid5(POINT_NAMESPACE, key))
+
+
+def id_key(raw: object) -> PointId:
+    """A point id as either client returns it (int, str or ``uuid.UUID``), as :data:`PointId`."""
+    return raw if isinstance(raw, int) else str(raw)
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,7 +65,7 @@ class CollectionSpec:
 class Point:
     """One point to upsert."""
 
-    id: str
+    id: PointId
     dense: Sequence[float]
     payload: dict[str, Any]
     sparse: SparseVector | None = None
@@ -83,7 +93,7 @@ class Hit(NamedTuple):
     faster than a frozen dataclass.
     """
 
-    id: str
+    id: PointId
     score: float
     payload: Mapping[str, Any] = NO_PAYLOAD
     sparse: SparseVector | None = None

@@ -7,6 +7,7 @@ import signal
 import subprocess
 import sys
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -98,9 +99,21 @@ def test_fused_search_returns_payloads(store: Store, fusion: Fusion) -> None:
 def test_retrieve_keeps_the_requested_order(store: Store) -> None:
     store.create_collection("c", SPEC)
     store.upsert("c", POINTS)
-    hits = store.retrieve("c", [point_id("D3"), point_id("missing"), point_id("D1")])
+    hits = store.retrieve("c", [2, 99, 0])  # D3, a number nobody has, D1
     assert _ids(hits) == ["D3", "D1"]
     assert hits[0].payload == {"doc_id": "D3", "title": "t3", "text": "x3"}
+
+
+def test_numbered_and_uuid_ids_come_back_as_they_were_given(store: Store) -> None:
+    # Documents are numbered, voting queries and the ranker have uuid5 ids: both kinds come
+    # back from every call as the caller spelled them (an int, the UUID's text).
+    store.create_collection("c", SPEC)
+    d2 = point_id("D2")
+    store.upsert("c", [POINTS[0], replace(POINTS[1], id=d2)])
+    (hits,) = store.search("c", [VectorQuery([1, 1, 0, 0], 2)], payload=False)
+    assert {h.id for h in hits} == {0, d2}
+    assert [h.id for h in store.retrieve("c", [d2, 0])] == [d2, 0]
+    assert {h.id for h in store.scroll("c", payload=False)} == {0, d2}
 
 
 def test_scroll_returns_every_point(store: Store) -> None:

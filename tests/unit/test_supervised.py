@@ -14,10 +14,18 @@ from services.retrieval.query.features import (
     candidates,
 )
 from services.retrieval.query.judgements import Judgements, Located
-from services.retrieval.query.retrievers import Evidence, RankedDocs
+from services.retrieval.query.retrievers import Depths, Evidence, RankedDocs, gather, point_columns
 from services.retrieval.query.votes import LexicalColumns, VoteTable
-from services.retrieval.settings import KnnSettings
-from services.retrieval.types import DocInfo
+from services.retrieval.settings import FeedbackSettings, KnnSettings
+from services.retrieval.store.base import StoreError
+from services.retrieval.types import (
+    DocInfo,
+    EncodedQuery,
+    Hit,
+    PointId,
+    SparseVector,
+    VectorQuery,
+)
 
 
 def _ranked(judgements: Judgements, *scored: tuple[str, float]) -> RankedDocs:
@@ -249,3 +257,35 @@ def test_a_document_listed_twice_keeps_its_first_place() -> None:
     scores = np.array([3.0, 2.0, 1.0])  # z over the whole list, duplicates included
     z = (scores - scores.mean()) / scores.std()
     assert f["dense_z"].tolist() == pytest.approx([z[1], z[0]])
+
+
+def test_point_columns_map_numbered_documents_and_refuse_uuid_ones() -> None:
+    names: dict[PointId, str] = {
+        0: "C",
+        3: "A",
+        1: "Z",
+    }  # a gap (2), and a document the matrix does not know
+    table = point_columns(names, JUDGEMENTS.doc_index)
+    assert table.tolist() == [2, -1, -1, 0]
+    with pytest.raises(StoreError, match="older index schema"):
+        point_columns({0: "A", "6f1d3c2e-8a4b-4e1f-9c7d-2b5a0e9f4c31": "B"}, JUDGEMENTS.doc_index)
+
+
+def test_gather_numbers_documents_by_point_id_and_drops_unknown_ones() -> None:
+    class TwoLists:
+        """The two calls gather makes without a lexical side or voters: dense, nothing else."""
+
+        def search(self, name: str, queries: list[VectorQuery], payload: object) -> list[list[Hit]]:
+            return [[Hit(3, 0.9), Hit(7, 0.8), Hit(0, 0.5), Hit(1, 0.4)]]
+
+    names: dict[PointId, str] = {
+        0: "C",
+        1: "Z",
+        3: "A",
+    }  # 7 is past the table, Z unknown to the matrix
+    columns = point_columns(names, JUDGEMENTS.doc_index)
+    q = EncodedQuery([1.0], SparseVector([], []), "the", ())
+    depths = Depths(4, FeedbackSettings(docs=0), 0)
+    evidence = gather(TwoLists(), "docs", None, q, depths, columns, {})  # type: ignore[arg-type]
+    assert evidence.dense.at.tolist() == [0, 2]  # A, C
+    assert evidence.dense.scores.tolist() == [0.9, 0.5]

@@ -3,8 +3,8 @@
 ``python -m services.retrieval.indexing.index`` (or ``make index``). The collection name carries a version
 hash of everything that shapes what it serves (:mod:`services.retrieval.indexing.versions`), and the service
 reads an alias. A build fills a fresh versioned collection and moves the alias only once every
-point is in, so a re-index never serves a half-built collection. Point ids are uuid5 of the doc
-id: re-running (also after an interruption) overwrites points instead of adding any.
+point is in, so a re-index never serves a half-built collection. Documents are numbered in the
+corpus's order: re-running (also after an interruption) overwrites points instead of adding any.
 """
 
 from __future__ import annotations

@@ -24,7 +24,8 @@ log = logging.getLogger(__name__)
 # 3: dense vectors memory-mapped (Cold) and no WAL: same points, less resident memory.
 # 4: documents carry their abstract's length, training queries their analyzed terms.
 # 5: shards search on the calling thread (no search pool): the same points and rankings.
-SCHEMA_VERSION = "5"
+# 6: documents' point ids are their numbers in the corpus's order (were uuid5 of the doc id).
+SCHEMA_VERSION = "6"
 
 
 def collection_version(*parts: object) -> str:

@@ -29,7 +29,14 @@ from services.retrieval.encoders.dense import DIMENSION, Matrix
 from services.retrieval.query.ranker import Ranker
 from services.retrieval.store.base import Store, StoreError
 from services.retrieval.text import analyze
-from services.retrieval.types import CollectionSpec, DocInfo, Point, SparseVector, point_id
+from services.retrieval.types import (
+    CollectionSpec,
+    DocInfo,
+    Point,
+    PointId,
+    SparseVector,
+    point_id,
+)
 
 RANKER_POINT = point_id("ranker")
 DOC_INFO = ["doc_id", "title_terms", "train_votes", "text_terms"]
@@ -61,10 +68,14 @@ def document_points(
     sparse: Sequence[SparseVector],
     train_votes: Mapping[str, int],
 ) -> list[Point]:
-    """One point per document (uuid5 of the doc id: re-upserting replaces, never duplicates)."""
+    """One point per document, numbered in the order given (the corpus's order).
+
+    The same corpus gives the same numbers, so re-upserting replaces, never duplicates; the
+    order given is also the order of upserting, which breaks ties between equal scores.
+    """
     return [
         Point(
-            id=point_id(d.doc_id),
+            id=i,
             dense=dense[i].tolist(),
             sparse=sparse[i],
             payload={
@@ -86,7 +97,7 @@ def document_points(
 class DocRecords:
     """A documents collection as the ranker reads it: ids, static features and vectors."""
 
-    names: dict[str, str]  # point id -> doc id
+    names: dict[PointId, str]  # point id -> doc id
     info: dict[str, DocInfo]  # doc id -> its static ranker features
     vectors: dict[str, npt.NDArray[np.float32]]  # doc id -> its dense vector
 
@@ -139,7 +150,7 @@ def upsert_knn(store: Store, name: str, points: Sequence[Point], batch: int = 25
 class KnnTable:
     """The voting queries of one index version: point id -> query id, judgements, terms, vectors."""
 
-    names: dict[str, str]
+    names: dict[PointId, str]
     judgements: dict[str, dict[str, int]]
     terms: dict[str, tuple[str, ...]]
     vectors: dict[str, npt.NDArray[np.float32]]

@@ -35,15 +35,17 @@ from services.retrieval.query.judgements import Judgements
 from services.retrieval.query.ranker import Ranker
 from services.retrieval.query.retrievers import (
     ANSWER_FIELDS,
+    Columns,
     Depths,
     HybridSearcher,
     fuse,
     gather,
+    point_columns,
 )
 from services.retrieval.query.votes import LexicalVoters, VoteTable
 from services.retrieval.settings import RetrievalSettings
 from services.retrieval.store.base import Store, StoreError
-from services.retrieval.types import EncodedQuery, RankedDocument, VectorQuery, point_id
+from services.retrieval.types import EncodedQuery, PointId, RankedDocument, VectorQuery
 from services.telemetry.tracing import tracer
 
 log = logging.getLogger(__name__)
@@ -54,16 +56,18 @@ _tracer = tracer(__name__)
 class Supervised:
     """The supervised side of one index version, read from Qdrant once when it is first served.
 
-    ``columns`` maps documents' point ids to their columns in the judgement matrix, ``names``
-    voting queries' point ids to their ids, ``judgements`` holds the voting queries' qrels: with
-    them, per-query searches return bare ids and scores instead of payloads.
+    ``columns`` maps documents' point ids to their columns in the judgement matrix, ``points``
+    doc ids to point ids, ``names`` voting queries' point ids to their ids, ``judgements`` holds
+    the voting queries' qrels: with them, per-query searches return bare ids and scores instead
+    of payloads.
     """
 
     knn: str
     docs: DocTable
     judgements: Judgements
-    columns: Mapping[str, int]
-    names: Mapping[str, str]
+    columns: Columns
+    points: Mapping[str, PointId]
+    names: Mapping[PointId, str]
     co_relevance: CoRelevance
     lexical: LexicalVoters
     judged_by: JudgedBy
@@ -151,7 +155,8 @@ class RankingPipeline:
                 log.warning("no ranker for %s (%s): fusing votes without it", docs, e)
         # Documents in id order: ties in every ranking then break by doc id, by column too.
         matrix = Judgements(voters.judgements, sorted(documents.info))
-        columns = {p: matrix.doc_index[d] for p, d in documents.names.items()}
+        columns = point_columns(documents.names, matrix.doc_index)
+        points = {d: p for p, d in documents.names.items()}
         lexical = LexicalVoters(voters.terms, matrix)
         judged_by = JudgedBy(voters.terms, matrix)
         nudged = NudgedDocs(
@@ -160,8 +165,9 @@ class RankingPipeline:
         table = DocTable({d: documents.info[d] for d in matrix.docs})  # read by column
         co = CoRelevance(matrix)
         return Supervised(
-            knn, table, matrix, columns, voters.names, co, lexical, judged_by, nudged, model
-        )
+            knn, table, matrix, columns, points, voters.names, co, lexical, judged_by, nudged,
+            model,
+        )  # fmt: skip
 
     def encode(self, query: str) -> EncodedQuery:
         """Dense and sparse representations of the query."""
@@ -220,7 +226,7 @@ class RankingPipeline:
             scored = self._fuse_votes(v.docs, sup, q, top_k)
         # The same as sorted(...)[:top_k] (heapq documents it so), without sorting every candidate's score.
         top = heapq.nsmallest(top_k, scored.items(), key=lambda kv: (-kv[1], kv[0]))
-        hits = self._store.retrieve(v.docs, [point_id(d) for d, _ in top], ANSWER_FIELDS)
+        hits = self._store.retrieve(v.docs, [sup.points[d] for d, _ in top], ANSWER_FIELDS)
         by_id = {str(h.payload["doc_id"]): h.payload for h in hits}
         return [
             RankedDocument(d, score, str(by_id[d].get("title", "")), str(by_id[d]["text"]))

@@ -27,7 +27,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from statistics import fmean, pstdev
-from typing import Literal
+from typing import Literal, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -35,17 +35,26 @@ import numpy.typing as npt
 from services.retrieval.encoders.dense import DenseEncoder
 from services.retrieval.encoders.sparse import query_vector
 from services.retrieval.settings import FeedbackSettings, HybridSettings
-from services.retrieval.store.base import Store
+from services.retrieval.store.base import Store, StoreError
 from services.retrieval.text import analyze
-from services.retrieval.types import EncodedQuery, Hit, RankedDocument, SparseVector, VectorQuery
+from services.retrieval.types import (
+    EncodedQuery,
+    Hit,
+    PointId,
+    RankedDocument,
+    SparseVector,
+    VectorQuery,
+)
 from services.telemetry.tracing import tracer
 
 _tracer = tracer(__name__)
 
 Normalization = Literal["zscore", "minmax"]
+#: What fused lists are keyed by: doc ids, or point ids of one collection (ties break by key).
+K = TypeVar("K", bound=int | str)
 
 
-def normalize(scores: Mapping[str, float], how: Normalization) -> dict[str, float]:
+def normalize(scores: Mapping[K, float], how: Normalization) -> dict[K, float]:
     """Scores of one list mapped to a common scale."""
     if not scores:
         return {}
@@ -58,8 +67,8 @@ def normalize(scores: Mapping[str, float], how: Normalization) -> dict[str, floa
 
 
 def fuse(
-    lists: Sequence[Mapping[str, float]], weights: Sequence[float], how: Normalization
-) -> list[tuple[str, float]]:
+    lists: Sequence[Mapping[K, float]], weights: Sequence[float], how: Normalization
+) -> list[tuple[K, float]]:
     """Weighted sum of normalized scores over the union of candidates, best first."""
     if len(lists) != len(weights):
         raise ValueError("one weight per list")
@@ -213,6 +222,8 @@ def _result(hit: Hit, score: float) -> RankedDocument:
 
 #: (voting query id, similarity), nearest first.
 Ranked = list[tuple[str, float]]
+#: Documents' columns in the judgement matrix, indexed by point id (-1: not a document).
+Columns = npt.NDArray[np.int64]
 
 
 @dataclass(frozen=True, slots=True)
@@ -244,17 +255,34 @@ class Evidence:
     neighbours: Ranked
 
 
-def _numbered(hits: list[Hit], columns: Mapping[str, int]) -> RankedDocs:
+def point_columns(names: Mapping[PointId, str], index: Mapping[str, int]) -> Columns:
+    """Documents' columns in the judgement matrix by point id (-1: no such document).
+
+    Documents are numbered (schema 6), so a table indexed by point id maps a whole ranked list
+    at once; an index whose documents have UUID ids is of an older schema.
+    """
+    numbered = [p for p in names if isinstance(p, int) and p >= 0]
+    if len(numbered) < len(names):
+        raise StoreError("documents without numbered point ids: an older index schema, rebuild it")
+    table = np.full(max(numbered, default=-1) + 1, -1, dtype=np.int64)
+    for p in numbered:
+        table[p] = index.get(names[p], -1)
+    return table
+
+
+def _numbered(hits: list[Hit], columns: Columns) -> RankedDocs:
     # Payloads stay in Qdrant: point ids map to columns through the version's table, which
     # spares converting hundreds of payloads per query.
-    kept = [(at, h.score) for h in hits if (at := columns.get(h.id)) is not None]
-    return RankedDocs(
-        np.fromiter((at for at, _ in kept), dtype=np.int64, count=len(kept)),
-        np.fromiter((score for _, score in kept), dtype=np.float64, count=len(kept)),
-    )
+    ids = np.fromiter((h.id for h in hits), dtype=np.int64, count=len(hits))
+    scores = np.fromiter((h.score for h in hits), dtype=np.float64, count=len(hits))
+    inside = ids < len(columns)
+    at = np.full(len(ids), -1, dtype=np.int64)
+    at[inside] = columns[ids[inside]]
+    kept = at >= 0
+    return RankedDocs(at[kept], scores[kept])
 
 
-def _named(hits: list[Hit], names: Mapping[str, str]) -> Ranked:
+def _named(hits: list[Hit], names: Mapping[PointId, str]) -> Ranked:
     return [(names[h.id], h.score) for h in hits if h.id in names]
 
 
@@ -273,8 +301,8 @@ def gather(
     knn: str | None,
     q: EncodedQuery,
     depths: Depths,
-    columns: Mapping[str, int],
-    names: Mapping[str, str],
+    columns: Columns,
+    names: Mapping[PointId, str],
     exclude_query: str | None = None,
 ) -> Evidence:
     """Everything the learned ranker looks at for one query, gathered from Qdrant in three calls.
@@ -286,7 +314,8 @@ def gather(
        their judgements are read once per index version, :mod:`.judgements`).
 
     ``knn`` None skips the third (zero-shot); ``columns`` maps documents' point ids to their
-    columns in the judgement matrix, ``names`` voting queries' point ids to their ids. Training and serving gather alike; only ``exclude_query`` differs, which drops a
+    columns in the judgement matrix (:func:`point_columns`), ``names`` voting queries' point ids
+    to their ids. Training and serving gather alike; only ``exclude_query`` differs, which drops a
     voting query from its own neighbours (leave-one-out), or it would vote for its own answers
     and the ranker would learn to trust votes far more than they deserve.
     """

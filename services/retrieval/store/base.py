@@ -20,8 +20,10 @@ from services.retrieval.types import (
     CollectionSpec,
     Hit,
     Point,
+    PointId,
     SparseVector,
     VectorQuery,
+    id_key,
 )
 
 Fusion = Literal["rrf", "dbsf"]
@@ -33,7 +35,7 @@ def hit_from_point(p: Any) -> Hit:
     sparse = vectors.get(SPARSE)
     dense = vectors.get(DENSE)
     return Hit(
-        str(p.id),
+        id_key(p.id),
         float(getattr(p, "score", 0.0)),
         dict(p.payload) if p.payload else NO_PAYLOAD,
         SparseVector(list(sparse.indices), list(sparse.values)) if sparse else None,
@@ -89,7 +91,7 @@ class Store(Protocol):
         ...
 
     def retrieve(
-        self, name: str, ids: Sequence[str], payload: Sequence[str] | bool = True
+        self, name: str, ids: Sequence[PointId], payload: Sequence[str] | bool = True
     ) -> list[Hit]:
         """Points with full payload, in the order of ``ids`` (missing ids are skipped)."""
         ...

@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 from services.retrieval.store.base import Fusion, Store
-from services.retrieval.types import CollectionSpec, Hit, Point, VectorQuery
+from services.retrieval.types import CollectionSpec, Hit, Point, PointId, VectorQuery
 from services.telemetry.tracing import tracer
 
 _tracer = tracer(__name__)
@@ -108,7 +108,7 @@ class CountingStore:
         return self._call("fused_search", self._inner.fused_search, name, prefetch, fusion, limit)
 
     def retrieve(
-        self, name: str, ids: Sequence[str], payload: Sequence[str] | bool = True
+        self, name: str, ids: Sequence[PointId], payload: Sequence[str] | bool = True
     ) -> list[Hit]:
         """Counted :meth:`Store.retrieve`."""
         return self._call("retrieve", self._inner.retrieve, name, ids, payload)

@@ -26,34 +26,20 @@ from services.retrieval.types import (
     CollectionSpec,
     Hit,
     Point,
+    PointId,
     SparseVector,
     VectorQuery,
+    id_key,
 )
 
 _ALIASES = "aliases"
-# Point ids come back from the engine as uuid.UUID objects, whose str() costs more than the rest
-# of a hit: their text is remembered by the UUID's integer, forgotten all at once past the bound.
-_ID_TEXTS: dict[int, str] = {}
-_MAX_ID_TEXTS = 200_000
-
-
-def _id_text(point_id: Any) -> str:
-    key = getattr(point_id, "int", None)  # integer ids have no .int (and are cheap to str)
-    if key is None:
-        return str(point_id)
-    text = _ID_TEXTS.get(key)
-    if text is None:
-        if len(_ID_TEXTS) >= _MAX_ID_TEXTS:
-            _ID_TEXTS.clear()
-        text = _ID_TEXTS[key] = str(point_id)
-    return text
 
 
 def _hits(points: Sequence[Any], with_sparse: bool, payload: Sequence[str] | bool) -> list[Hit]:
     if with_sparse or payload:
         return [hit_from_point(p) for p in points]
     # Scores and ids only: most hits of a query (ranked lists, neighbours) take this path.
-    return [Hit(_id_text(p.id), p.score) for p in points]
+    return [Hit(id_key(p.id), p.score) for p in points]
 
 
 def _vector(v: Sequence[float] | SparseVector) -> Any:
@@ -210,11 +196,12 @@ class EdgeStore:
         return [hit_from_point(p) for p in self._shard(name).query(request)]
 
     def retrieve(
-        self, name: str, ids: Sequence[str], payload: Sequence[str] | bool = True
+        self, name: str, ids: Sequence[PointId], payload: Sequence[str] | bool = True
     ) -> list[Hit]:
         """Points by id, in the order asked."""
         shard = self._shard(name)
-        found = {str(r.id): r for r in shard.retrieve(list(ids), _payload_selector(payload), False)}
+        records = shard.retrieve(list(ids), _payload_selector(payload), False)
+        found = {id_key(r.id): r for r in records}
         return [hit_from_point(found[i]) for i in ids if i in found]
 
     def scroll(

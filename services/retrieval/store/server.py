@@ -20,8 +20,10 @@ from services.retrieval.types import (
     CollectionSpec,
     Hit,
     Point,
+    PointId,
     SparseVector,
     VectorQuery,
+    id_key,
 )
 
 # Local mode raises ValueError for a missing collection; the HTTP client raises the others.
@@ -142,7 +144,7 @@ class ServerStore:
         return [hit_from_point(p) for p in response.points]
 
     def retrieve(
-        self, name: str, ids: Sequence[str], payload: Sequence[str] | bool = True
+        self, name: str, ids: Sequence[PointId], payload: Sequence[str] | bool = True
     ) -> list[Hit]:
         """Points by id, in the order asked."""
         records = self._call(
@@ -152,7 +154,7 @@ class ServerStore:
             ids=list(ids),
             with_payload=payload if isinstance(payload, bool) else list(payload),
         )
-        found = {str(r.id): r for r in records}
+        found = {id_key(r.id): r for r in records}
         return [hit_from_point(found[i]) for i in ids if i in found]
 
     def scroll(
