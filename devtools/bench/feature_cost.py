@@ -18,8 +18,6 @@ from typing import Any
 
 from services.nfcorpus.dataset import load_qrels, load_queries
 from services.retrieval.encoders.dense import OnnxMiniLM
-from services.retrieval.query.features import Candidates
-from services.retrieval.query.judgements import Located
 from services.retrieval.query.pipeline import RankingPipeline
 from services.retrieval.query.ranker import SEEDS
 from services.retrieval.settings import RetrievalSettings
@@ -53,9 +51,9 @@ def main() -> None:
         for q in sorted(load_qrels(settings.data_dir, "test")):
             encoded = pipeline.encode(queries[q])
             cs = pipeline.candidate_set(encoded)
-            terms, at = encoded.terms, Located.of(sup.judgements.doc_index, cs.doc_ids)
+            terms, at = encoded.terms, cs.candidates.located
             lexical.append(_timed(sup.lexical.columns, terms, at))
-            docs.append(_timed(sup.docs.columns, Candidates(cs.doc_ids, at), terms))
+            docs.append(_timed(sup.docs.columns, cs.candidates, terms))
             judged.append(_timed(sup.judged_by.scores, terms, at))
             nudged.append(_timed(sup.nudged.cosines, encoded.dense, at))
             model.append(_timed(sup.ranker.score, cs.features))

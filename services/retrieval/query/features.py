@@ -44,19 +44,33 @@ _COL = {name: i for i, name in enumerate(FEATURES)}
 
 
 @dataclass(frozen=True, slots=True)
-class CandidateSet:
-    """Candidate doc ids and their feature rows (``features[i]`` describes ``doc_ids[i]``)."""
+class Candidates:
+    """A query's candidates: their columns in the judgement matrix, whose doc ids are ``docs``.
 
-    doc_ids: list[str]
-    features: npt.NDArray[np.float32]
+    They are documents of the matrix (all located). Their ids are named on demand: serving
+    names only the few it answers with.
+    """
+
+    located: Located
+    docs: Sequence[str]
+
+    @property
+    def ids(self) -> list[str]:
+        """The candidates' doc ids, in candidate order."""
+        return [self.docs[i] for i in self.located.at]
 
 
 @dataclass(frozen=True, slots=True)
-class Candidates:
-    """A query's candidates: their ids, and their columns in the judgement matrix."""
+class CandidateSet:
+    """Candidates and their feature rows (``features[i]`` describes candidate ``i``)."""
 
-    ids: list[str]
-    located: Located
+    candidates: Candidates
+    features: npt.NDArray[np.float32]
+
+    @property
+    def doc_ids(self) -> list[str]:
+        """The candidates' doc ids."""
+        return self.candidates.ids
 
 
 def _list_features(
@@ -93,8 +107,7 @@ def candidates(
     )
     _, first = np.unique(listed, return_index=True)
     at = listed[np.sort(first)]
-    docs = judgements.docs
-    return Candidates([docs[i] for i in at], Located.known_at(at)), votes
+    return Candidates(Located.known_at(at), judgements.docs), votes
 
 
 def _fill_list(
@@ -178,27 +191,29 @@ class DocTable:
         matrix's order. ``own_judgements`` (training only) are taken out of the prior:
         leave-one-out.
         """
+        named: Sequence[str]
         if isinstance(doc_ids, Candidates):
-            at, known = doc_ids.located.at, doc_ids.located.known
-            doc_ids = doc_ids.ids
+            located = doc_ids.located
+            named = doc_ids.ids if own_judgements else []  # only training reads the names
         else:
-            located = Located.of(self._index, doc_ids)
-            at, known = located.at, located.known
+            located, named = Located.of(self._index, doc_ids), doc_ids
+        at, known = located.at, located.known
         size = len(self._log_prior)
 
         def read(values: Column, missing: float = NAN) -> Column:
             return np.where(known, values[at] if size else 0.0, missing)
 
         prior = read(self._log_prior, 0.0)
-        for i, d in enumerate(doc_ids):
-            if own_judgements and d in own_judgements and d in self.info:
-                prior[i] = log_prior(self.info[d].train_votes - 1)
+        if own_judgements:
+            for i, d in enumerate(named):
+                if d in own_judgements and d in self.info:
+                    prior[i] = log_prior(self.info[d].train_votes - 1)
         terms = set(query_terms)
         shared = np.zeros(size)
         for term in terms:
             if (rows := self._titles.rows(term)) is not None:
                 shared[rows] += 1
-        overlap = read(shared / len(terms)) if terms else np.full(len(doc_ids), NAN)
+        overlap = read(shared / len(terms)) if terms else np.full(len(at), NAN)
         bm25 = self._titles.scores(query_terms)
         return DocColumns(
             prior, overlap, read(self._doc_length), read(self._titles.lengths), read(bm25)
@@ -226,7 +241,7 @@ def build_features(
     matrix's order); ``own_judgements`` (training only) are removed from the prior, as the
     query is from the neighbours (leave-one-out).
     """
-    located, n = cands.located, len(cands.ids)
+    located, n = cands.located, len(cands.located)
     rows = np.empty((n, len(FEATURES)), dtype=np.float32)
     position = np.full(len(votes.score), -1, dtype=np.int64)
     position[located.at] = np.arange(n)

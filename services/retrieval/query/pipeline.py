@@ -14,6 +14,8 @@ import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
 from services.retrieval.encoders.dense import DenseEncoder
 from services.retrieval.query.corelevance import CoRelevance, anchors
 from services.retrieval.query.features import (
@@ -208,8 +210,8 @@ class RankingPipeline:
             rows = build_features(
                 evidence, cands, votes, sup.docs, query, depth, co, own_judgements
             )
-            span.set_attribute("ranking.candidates", len(cands.ids))
-        return CandidateSet(cands.ids, rows)
+            span.set_attribute("ranking.candidates", len(located))
+        return CandidateSet(cands, rows)
 
     def rank(self, q: EncodedQuery, top_k: int) -> list[RankedDocument]:
         """Top ``top_k`` documents with title and text."""
@@ -220,12 +222,17 @@ class RankingPipeline:
         if sup.ranker is not None:
             cs = self.candidate_set(q)
             with _tracer.start_as_current_span("score model"):
-                scores = [float(x) for x in sup.ranker.score(cs.features)]
-            scored = dict(zip(cs.doc_ids, scores, strict=True))
+                scores = sup.ranker.score(cs.features)
+            # Best score first, ties by doc id: columns are in doc id order. Only the answer
+            # is named.
+            at = cs.candidates.located.at
+            best = np.lexsort((at, -scores))[:top_k]
+            names = sup.judgements.docs
+            top = [(names[at[i]], float(scores[i])) for i in best]
         else:
             scored = self._fuse_votes(v.docs, sup, q, top_k)
-        # The same as sorted(...)[:top_k] (heapq documents it so), without sorting every candidate's score.
-        top = heapq.nsmallest(top_k, scored.items(), key=lambda kv: (-kv[1], kv[0]))
+            # The same as sorted(...)[:top_k] (heapq documents it so), without sorting them all.
+            top = heapq.nsmallest(top_k, scored.items(), key=lambda kv: (-kv[1], kv[0]))
         hits = self._store.retrieve(v.docs, [sup.points[d] for d, _ in top], ANSWER_FIELDS)
         by_id = {str(h.payload["doc_id"]): h.payload for h in hits}
         return [

@@ -69,12 +69,14 @@ class VoteTable:
         """Tally the ``k`` nearest ``(query id, similarity)``, ``exclude_query`` left out."""
         self._judgements = judgements
         kept = [(q, sim) for q, sim in neighbours if q != exclude_query][:k]
-        parts = [(judgements.row(q), rank, sim) for rank, (q, sim) in enumerate(kept, start=1)]
+        rows = [judgements.row(q) for q, _ in kept]
         n = len(judgements.docs)
-        docs = np.concatenate([cols for (cols, _), _, _ in parts]) if parts else np.zeros(0, int)
-        grades = np.concatenate([g for (_, g), _, _ in parts]) if parts else np.zeros(0)
-        ranks = np.concatenate([np.full(len(c), r) for (c, _), r, _ in parts]) if parts else docs
-        sims = np.concatenate([np.full(len(c), s) for (c, _), _, s in parts]) if parts else grades
+        docs = np.concatenate([cols for cols, _ in rows]) if rows else np.zeros(0, int)
+        grades = np.concatenate([g for _, g in rows]) if rows else np.zeros(0)
+        # Each judgement carries its voter's rank (1-based) and similarity.
+        lengths = [len(cols) for cols, _ in rows]
+        ranks = np.repeat(np.arange(1, len(rows) + 1), lengths)
+        sims = np.repeat(np.array([sim for _, sim in kept], dtype=np.float64), lengths)
         weights = np.maximum(sims, 0.0) ** power * grades
         # float64: the weights are (np.bincount is typed as if it always counted)
         self.score: npt.NDArray[np.float64] = np.bincount(docs, weights=weights, minlength=n)  # type: ignore[assignment]
