@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from services.retrieval.query import ranker
-from services.retrieval.query.corelevance import CoRelevance, CoScores, anchors
+from services.retrieval.query.corelevance import CoRelevance, anchors
 from services.retrieval.query.features import (
     FEATURES,
     Candidates,
@@ -289,20 +289,3 @@ def test_gather_numbers_documents_by_point_id_and_drops_unknown_ones() -> None:
     evidence = gather(TwoLists(), "docs", None, q, depths, columns, {})  # type: ignore[arg-type]
     assert evidence.dense.at.tolist() == [0, 2]  # A, C
     assert evidence.dense.scores.tolist() == [0.9, 0.5]
-
-
-def test_co_relevance_ranks_equal_a_stable_sort_of_every_document() -> None:
-    # Only the scored documents are sorted; zeros (and -0.0) rank after them in index order,
-    # and a vector with negatives falls back to sorting everything: ranks as a stable argsort.
-    rng = np.random.default_rng(7)
-    for trial in range(300):
-        n = int(rng.integers(0, 40))
-        values = np.where(rng.random(n) < 0.3, rng.integers(0, 4, n).astype(float), 0.0)
-        if trial % 3 == 0:
-            values[rng.random(n) < 0.2] = -0.0
-        if trial % 5 == 0:
-            values -= rng.integers(0, 2, n)
-        expected = np.empty(n, dtype=np.int64)
-        expected[np.argsort(-values, kind="stable")] = np.arange(1, n + 1)
-        scores = CoScores({f"D{i}": i for i in range(n)}, values)
-        assert scores.columns(Located.known_at(np.arange(n)))[1].tolist() == expected.tolist()

@@ -83,7 +83,9 @@ class CoScores:
         """Wrap the score vector (``index`` maps doc ids to positions)."""
         self._index = index
         self._values = values
-        self._ranks = _ranks(values)
+        order = np.argsort(-values, kind="stable")
+        self._ranks = np.empty(len(values), dtype=np.int64)
+        self._ranks[order] = np.arange(1, len(values) + 1)
 
     def score(self, doc_id: str) -> float:
         """The document's score (0 for unknown documents)."""
@@ -104,24 +106,6 @@ class CoScores:
         scores = np.where(known, self._values[at], 0.0)
         ranks = np.where(known, self._ranks[at], len(self._values) + 1)
         return scores, ranks
-
-
-def _ranks(values: Vector) -> npt.NDArray[np.int64]:
-    """1-based ranks by value, highest first, ties in index order (a stable sort's ranks).
-
-    Co-relevance reaches a few hundred of the thousands of documents; the rest score 0 and
-    rank after them in index order, so only the scored ones are sorted.
-    """
-    ranks = np.empty(len(values), dtype=np.int64)
-    scored = np.flatnonzero(values)
-    if len(scored) and values[scored].min() < 0:  # not co-relevance's own scores: sort all
-        ranks[np.argsort(-values, kind="stable")] = np.arange(1, len(values) + 1)
-        return ranks
-    ranks[scored[np.argsort(-values[scored], kind="stable")]] = np.arange(1, len(scored) + 1)
-    zero = np.ones(len(values), dtype=np.bool_)
-    zero[scored] = False
-    ranks[zero] = np.arange(len(scored) + 1, len(values) + 1)
-    return ranks
 
 
 def anchors(rankings: Sequence[Sequence[Doc]], n: int = 10, k: int = 60) -> dict[Doc, float]:
