@@ -99,16 +99,13 @@ class SearchService:
         started = time.perf_counter()
         self._store.start_timing()
         with _tracer.start_as_current_span("retrieve") as span:  # store calls are its children
-            results = self._searcher.rank(encoded, top_k)
+            results = self._searcher.rank(encoded, top_k, text=include_text)
             span.set_attribute("search.results", len(results))
         store_s = self._store.thread_seconds
         exemplars.observe(STORE_SECONDS, store_s)
         exemplars.observe(RANKING_SECONDS, max(0.0, time.perf_counter() - started - store_s))
         return tuple(
-            SearchHit(
-                doc_id=r.doc_id, score=r.score, title=r.title, text=r.text if include_text else ""
-            )
-            for r in results
+            SearchHit(doc_id=r.doc_id, score=r.score, title=r.title, text=r.text) for r in results
         )
 
     async def search(

@@ -1,5 +1,6 @@
 """The served pipeline over the small real index: modes, ablation switch, hot re-index."""
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -11,6 +12,8 @@ from services.retrieval.query.pipeline import RankingPipeline
 from services.retrieval.query.retrievers import HybridSearcher
 from services.retrieval.settings import RetrievalSettings, StoreSettings
 from services.retrieval.store import open_store
+from services.retrieval.store.base import Store
+from services.retrieval.types import Hit, PointId
 from tests.support.small_index import SmallIndex
 
 QUERY = "Does green tea protect against prostate cancer?"
@@ -31,6 +34,21 @@ def test_zero_shot_mode_is_the_plain_hybrid_search(
         store.close()
 
 
+def _payloads_asked(store: Store) -> list[object]:
+    """What ``store.retrieve`` is asked to read from now on, call by call."""
+    asked: list[object] = []
+    inner = store.retrieve
+
+    def retrieve(
+        name: str, ids: Sequence[PointId], payload: Sequence[str] | bool = True
+    ) -> list[Hit]:
+        asked.append(payload)
+        return inner(name, ids, payload)
+
+    store.retrieve = retrieve  # type: ignore[method-assign]
+    return asked
+
+
 def test_every_stage_answers_top_k_unique_documents(
     small_index: SmallIndex, encoder: OnnxMiniLM
 ) -> None:
@@ -39,6 +57,7 @@ def test_every_stage_answers_top_k_unique_documents(
             ranker={"enabled": use_ranker}, store={"edge_private_copy": True}
         )
         store = open_store(settings.store)
+        asked = _payloads_asked(store)
         try:
             pipeline = RankingPipeline(store, encoder, settings)
             assert pipeline.supervised and (pipeline.ranker is not None) == use_ranker
@@ -46,6 +65,13 @@ def test_every_stage_answers_top_k_unique_documents(
                 results = pipeline.search(QUERY, top_k)
                 assert len(results) == top_k and len({r.doc_id for r in results}) == top_k
                 assert all(r.text for r in results)
+                # Without abstracts: the same documents, and the store is not asked for them.
+                asked.clear()
+                lean = pipeline.rank(pipeline.encode(QUERY), top_k, text=False)
+                assert [(r.doc_id, r.score, r.title) for r in lean] == [
+                    (r.doc_id, r.score, r.title) for r in results
+                ]
+                assert {r.text for r in lean} == {""} and asked == [("doc_id", "title")]
         finally:
             store.close()
 

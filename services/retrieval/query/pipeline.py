@@ -36,10 +36,10 @@ from services.retrieval.query.judged_by import JudgedBy, NudgedDocs
 from services.retrieval.query.judgements import Judgements
 from services.retrieval.query.ranker import Ranker
 from services.retrieval.query.retrievers import (
-    ANSWER_FIELDS,
     Columns,
     Depths,
     HybridSearcher,
+    answer_fields,
     fuse,
     gather,
     point_columns,
@@ -213,12 +213,12 @@ class RankingPipeline:
             span.set_attribute("ranking.candidates", len(located))
         return CandidateSet(cands, rows)
 
-    def rank(self, q: EncodedQuery, top_k: int) -> list[RankedDocument]:
-        """Top ``top_k`` documents with title and text."""
+    def rank(self, q: EncodedQuery, top_k: int, text: bool = True) -> list[RankedDocument]:
+        """Top ``top_k`` documents with title and, with ``text``, abstract (else empty)."""
         v = self._version
         sup = v.supervised
         if sup is None:
-            return self._hybrid.rank(q, top_k, v.docs)
+            return self._hybrid.rank(q, top_k, v.docs, text)
         if sup.ranker is not None:
             cs = self.candidate_set(q)
             with _tracer.start_as_current_span("score model"):
@@ -233,10 +233,11 @@ class RankingPipeline:
             scored = self._fuse_votes(v.docs, sup, q, top_k)
             # The same as sorted(...)[:top_k] (heapq documents it so), without sorting them all.
             top = heapq.nsmallest(top_k, scored.items(), key=lambda kv: (-kv[1], kv[0]))
-        hits = self._store.retrieve(v.docs, [sup.points[d] for d, _ in top], ANSWER_FIELDS)
+        fields = answer_fields(text)
+        hits = self._store.retrieve(v.docs, [sup.points[d] for d, _ in top], fields)
         by_id = {str(h.payload["doc_id"]): h.payload for h in hits}
         return [
-            RankedDocument(d, score, str(by_id[d].get("title", "")), str(by_id[d]["text"]))
+            RankedDocument(d, score, str(by_id[d].get("title", "")), str(by_id[d].get("text", "")))
             for d, score in top
             if d in by_id
         ]

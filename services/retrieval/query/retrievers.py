@@ -132,6 +132,11 @@ TIE_MARGIN = 10
 ANSWER_FIELDS = ("doc_id", "title", "text")
 
 
+def answer_fields(text: bool) -> tuple[str, ...]:
+    """The payload fields an answer reads: the abstract only when the caller wants it."""
+    return ANSWER_FIELDS if text else ("doc_id", "title")
+
+
 def encoded_query(dense: Sequence[float], text: str) -> EncodedQuery:
     """The query of ``text`` with its MiniLM vector ``dense``: analyzed here, once."""
     terms = tuple(analyze(text))
@@ -177,9 +182,9 @@ class HybridSearcher:
         return [encoded_query(vector, text) for vector, text in zip(dense, queries, strict=True)]
 
     def rank(
-        self, q: EncodedQuery, top_k: int, collection: str | None = None
+        self, q: EncodedQuery, top_k: int, collection: str | None = None, text: bool = True
     ) -> list[RankedDocument]:
-        """Top ``top_k`` documents by the configured fusion, with title and text."""
+        """Top ``top_k`` documents by the configured fusion, with title and (``text``) abstract."""
         s = self._params
         collection = collection or self.collection
         limit = max(s.candidates, top_k)
@@ -199,7 +204,8 @@ class HybridSearcher:
         ranked = fuse([{h.id: h.score for h in hits} for hits in lists], weights, s.fusion)
         top = ranked[:top_k]
         ids = [i for i, _ in top]
-        payloads = {h.id: h for h in self._store.retrieve(collection, ids, ANSWER_FIELDS)}
+        fields = answer_fields(text)
+        payloads = {h.id: h for h in self._store.retrieve(collection, ids, fields)}
         return [_result(payloads[i], score) for i, score in top if i in payloads]
 
     def _with_feedback(self, sparse: SparseVector, collection: str) -> SparseVector:
@@ -217,7 +223,8 @@ class HybridSearcher:
 
 def _result(hit: Hit, score: float) -> RankedDocument:
     p = hit.payload
-    return RankedDocument(str(p["doc_id"]), float(score), str(p.get("title", "")), str(p["text"]))
+    title, text = str(p.get("title", "")), str(p.get("text", ""))
+    return RankedDocument(str(p["doc_id"]), float(score), title, text)
 
 
 #: (voting query id, similarity), nearest first.
