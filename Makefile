@@ -57,8 +57,9 @@ bench: index  ## latency benchmarks, written to reports/bench.json and reports/b
 	$(PY) -m devtools.bench.latency --out $(REPORTS)/bench
 	$(PY) -m devtools.bench.model_memory --out $(REPORTS)/model_memory.json
 
-bench-pair: index  ## the A2A path of BASE=<commit> (own worktree and index) and this checkout, in turns -> reports/pair.json
+bench-pair: index  ## the A2A path of BASE=<commit> (own worktree and index) and this checkout, in turns -> reports/pair.json, docs/figures.json
 	$(PY) -m devtools.bench.pair --base $(BASE)
+	$(PY) -m devtools.figures pair $(REPORTS)/pair.json
 
 rankings: index  ## every test query's top 100 ids and their digest -> reports/rankings.json, docs/figures.json (EXPECT=sha256 or EXPECT=recorded checks it)
 	$(PY) -m devtools.eval.rankings --out $(REPORTS)/rankings.json --record $(if $(EXPECT),--expect $(EXPECT))

@@ -14,6 +14,8 @@ Sections and their targets:
                                 the digest served and computed inside it
   chart     make chart-run      the chart's pods: every pod Ready, 323 queries through the purple
                                 Service, the load during both rolling restarts
+  pair      make bench-pair     a base commit's servers and ours in turns: throughput, latency,
+                                server CPU per A2A query and its ratio to the encoder's, memory
 
 ``python -m devtools.figures SECTION REPORT`` records a section from a target's JSON report;
 ``python -m devtools.figures --check`` only compares (exit 1 with the stale pages).
@@ -74,8 +76,16 @@ def formatted(key: str, value: Any) -> str:
         return f"{value / 1e6:.0f} MB"
     if name.endswith("_s") and isinstance(value, float | int):
         return f"{value:.1f} s"
+    if name.endswith("cpu_ms") and isinstance(value, float | int):
+        return f"{value:.2f} ms"
     if name.endswith("_ms") and isinstance(value, float | int):
-        return f"{value:.0f} ms"
+        return f"{value:.1f} ms" if value < 100 else f"{value:.0f} ms"
+    if name.endswith("_x") and isinstance(value, float | int):
+        return f"{value:.2f}x"
+    if name.endswith("_qps") and isinstance(value, float | int):
+        return f"{value:.1f} q/s"
+    if name.endswith("_mb") and isinstance(value, float | int):
+        return f"{value:.0f} MB"
     if name == "commit":
         return f"`{value[:7]}`"
     if isinstance(value, int):
@@ -166,10 +176,31 @@ def _chart(report: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def _pair(report: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "base_commit": report["base_commit"],
+        "encoder_cpu_ms": report["encoder_cpu_ms_per_query"],
+        "c16_throughput_x": report["throughput_c16_head_over_base"],
+    }
+    for side in ("base", "head"):
+        figures = report[side]
+        out[f"{side}_rss_mb"] = figures["mcp_rss_after_start_mb"]
+        for phase, short in (("concurrency_1", "c1"), ("concurrency_16", "c16")):
+            f = figures[phase]
+            out[f"{side}_{short}_qps"] = f["throughput_qps"]
+            out[f"{side}_{short}_p50_ms"] = f["p50_ms"]
+            out[f"{side}_{short}_p99_ms"] = f["p99_ms"]
+            out[f"{side}_{short}_cpu_ms"] = f["server_cpu_ms_per_query"]
+            out[f"{side}_{short}_encoders_x"] = f["cpu_over_encoder"]
+            out[f"{side}_{short}_failed"] = f["failed"]
+    return out
+
+
 #: Section -> its target and how its headline is read off the target's JSON report.
 FROM_REPORT: dict[str, tuple[str, Callable[[dict[str, Any]], dict[str, Any]]]] = {
     "image": ("make test-image", _image),
     "chart": ("make chart-run", _chart),
+    "pair": ("make bench-pair", _pair),
 }
 
 

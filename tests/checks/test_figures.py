@@ -45,6 +45,12 @@ def test_figures_are_written_as_their_names_say() -> None:
     assert formatted("image.size_bytes", 839_912_345) == "840 MB"
     assert formatted("rankings.sha256", "e6730e43ab") == "`e6730e43…`"
     assert formatted("chart.load_requests", 5081) == "5,081"
+    assert formatted("chart.load_p95_ms", 41.27) == "41.3 ms"
+    assert formatted("chart.load_p95_ms", 412.7) == "413 ms"
+    assert formatted("pair.head_c1_cpu_ms", 8.7261) == "8.73 ms"
+    assert formatted("pair.c16_throughput_x", 1.6161) == "1.62x"
+    assert formatted("pair.head_c16_qps", 175.61) == "175.6 q/s"
+    assert formatted("pair.head_rss_mb", 263.96) == "264 MB"
 
 
 def test_recording_a_run_rewrites_the_section_and_every_quote(tmp_path: Path) -> None:
