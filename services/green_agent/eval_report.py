@@ -79,6 +79,9 @@ class EvalReport(BaseModel):
     answered: int
     failed: int
     metrics: dict[str, float]
+    #: Each metric summed over the queries: shards of one run merge exactly by adding these and
+    #: ``num_queries`` (a mean of the shards' means would weigh a small shard like a big one).
+    sums: dict[str, float]
     ndcg_spread: dict[str, Spread]
     latency: LatencyStats
     throughput_qps: float
@@ -164,6 +167,7 @@ def build_report(
         per[o.query_id] = scores
     names = sorted({name for scores in per.values() for name in scores})
     metrics = {n: statistics.fmean(s[n] for s in per.values()) if per else 0.0 for n in names}
+    sums = {n: math.fsum(s[n] for s in per.values()) for n in names}
     failures = [
         Failure(query_id=o.query_id, reason=o.reason or "unknown", message=o.error or "")
         for o in outcomes
@@ -179,6 +183,7 @@ def build_report(
         answered=answered,
         failed=len(failures),
         metrics=metrics,
+        sums=sums,
         ndcg_spread={
             f"ndcg@{k}": spread([per[o.query_id][f"ndcg@{k}"] for o in outcomes]) for k in CUTOFFS
         },

@@ -53,6 +53,18 @@ def test_metrics_agree_with_the_nfcorpus_measures() -> None:
     assert report.metrics["mrr"] == pytest.approx((1.0 + 0 + 0) / 3)
 
 
+def test_sums_merge_shards_into_the_whole_runs_means() -> None:
+    # Shards of 2 and 1 queries: their sums add up to the whole run's, whose mean they give.
+    whole = _report()
+    shards = [
+        build_report(part, QRELS, agent="a", protocol="1.0", top_k=5, seed=1, wall_s=0.5)
+        for part in (OUTCOMES[:2], OUTCOMES[2:])
+    ]
+    for name, mean in whole.metrics.items():
+        merged = sum(s.sums[name] for s in shards) / sum(s.num_queries for s in shards)
+        assert merged == pytest.approx(mean) and whole.sums[name] == pytest.approx(3 * mean)
+
+
 def test_agentbeats_variant_uses_the_retrieved_ideal_and_is_labelled() -> None:
     report = _report()
     # Retrieved gains [1, 0, 2, 0, 0]; their ideal order [2, 1]: 2 + 1/log2(3).
