@@ -131,7 +131,9 @@ def test_the_green_manifest_describes_the_assessment_it_runs() -> None:
     manifest = _load("green")
     assert manifest["metadata"]["participant_roles"] == [ROLE]
     AssessmentConfig.model_validate(manifest["metadata"]["assessment_config"])
-    assert set(manifest["slots"]) == {ROLE}
+    # It reaches its participant through the gateway's proxy (agentbeats/scenario.json5).
+    assert manifest["slots"] == {"proxy": {"kind": "a2a"}}
+    assert manifest["program"]["env"]["AMBER_HINT_PROXY"] == "${slots.proxy}"
 
 
 def test_the_workflow_builds_for_amd64_and_publishes_latest_and_semver() -> None:
@@ -187,7 +189,7 @@ def test_compose_publishes_on_loopback_and_the_green_agent_calls_only_its_partic
 )
 def test_the_green_manifest_allows_the_slot_and_the_gateways_proxy(slot_url: str) -> None:
     env = _load("green")["program"]["env"]
-    value = env["GREEN_ALLOWED_ORIGINS"].replace("${slots.retrieval_agent.url}", slot_url)
+    value = env["GREEN_ALLOWED_ORIGINS"].replace("${slots.proxy.url}", slot_url)
     allowed = AllowedOrigins(value.split(","))  # as Amber renders it for docker or Kubernetes
     for url in (slot_url + "/", f"http://127.0.0.1:41234/{ROLE}"):
         assert allowed.refusal(url) is None, url
