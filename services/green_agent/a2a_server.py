@@ -63,6 +63,7 @@ from services.green_agent.dataset import TestSet, fetch_test_set
 from services.green_agent.egress import SETTING
 from services.green_agent.eval_report import build_report, eval_summary
 from services.green_agent.evaluator import QueryOutcome, evaluate
+from services.green_agent.json_numbers import WholeNumbers
 from services.green_agent.mcp_counters import calls_between, qdrant_calls_total
 from services.green_agent.settings import GreenSettings
 from services.telemetry.tracing import current_trace_id
@@ -356,7 +357,7 @@ def create_app(settings: GreenSettings) -> Starlette:
     card = build_card(settings.public_url, authenticated=bool(tokens))
     routes = a2a_routes(card, AssessmentExecutor(settings), InMemoryTaskStore())
     checks = {A2A_RPC_PATH: message_problem}
-    return service_app(
+    app = service_app(
         SERVICE,
         routes,
         jsonrpc_paths=[A2A_RPC_PATH],
@@ -364,3 +365,6 @@ def create_app(settings: GreenSettings) -> Starlette:
         tokens=tokens,
         public_get_paths=CARD_PATHS,
     )
+    # Outermost: the result's counts leave as integers whichever protocol asked.
+    app.add_middleware(WholeNumbers, paths=[A2A_RPC_PATH])
+    return app

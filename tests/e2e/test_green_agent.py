@@ -10,6 +10,7 @@ import os
 import signal
 import subprocess
 import sys
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,7 @@ from services.nfcorpus.measures import ndcg_at_k
 from services.purple_agent.ranking_policy import ServerOrder
 from services.purple_agent.search.backend import read_answer
 from services.purple_agent.settings import PurpleSettings
+from tests.conformance import wire
 from tests.support.green import CLI_TIMEOUT_S, assess, run_green
 from tests.support.polling import wait_for
 from tests.support.ports import closed_url
@@ -172,3 +174,53 @@ async def test_green_a2a_server_runs_an_assessment(
     assert "NDCG@5" in summary and "30 answered" in summary
     assert (data["num_queries"], data["answered"], data["top_k"]) == (30, 30, 5)
     assert set(data["metrics"]) >= {"ndcg@5", "ndcg@10", "agentbeats_ndcg@5", "mrr"}
+
+
+def _result_over_the_wire(green_url: str, protocol: str, streaming: bool, text: str) -> Any:
+    """The data part of the assessment's result, read from the raw JSON of the answer."""
+    if protocol == "0.3":
+        answer = wire.stream(green_url, text)[0] if streaming else wire.send(green_url, text)
+        assert answer.state == "completed", answer.status_text
+        (artifact,) = answer.artifacts
+        (data,) = [p["data"] for p in artifact["parts"] if p.get("kind") == "data"]
+        return data
+    message = {"messageId": uuid.uuid4().hex, "role": "ROLE_USER", "parts": [{"text": text}]}
+    method = "SendStreamingMessage" if streaming else "SendMessage"
+    params: dict[str, Any] = {"message": message}
+    if not streaming:  # the answer waits for the task to end
+        params["configuration"] = {"returnImmediately": False}
+    body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": params}
+    headers = {"A2A-Version": "1.0"}
+    if not streaming:
+        task = wire.post(green_url, body, headers).json()["result"]["task"]
+        artifacts = task["artifacts"]
+    else:
+        with httpx.stream("POST", green_url, json=body, headers=headers, timeout=120) as reply:
+            events = [
+                json.loads(line.removeprefix("data:"))["result"]
+                for line in reply.iter_lines()
+                if line.startswith("data:")
+            ]
+        artifacts = [e["artifactUpdate"]["artifact"] for e in events if "artifactUpdate" in e]
+    (artifact,) = artifacts
+    (data,) = [p["data"] for p in artifact["parts"] if "data" in p]
+    return data
+
+
+@pytest.mark.parametrize("protocol", ["0.3", "1.0"])
+@pytest.mark.parametrize("streaming", [False, True], ids=["send", "stream"])
+def test_counts_are_integers_on_the_wire(
+    green_agent: ServerProcess, purple_agent: ServerProcess, protocol: str, streaming: bool
+) -> None:
+    # As the public evaluator sends them ("total_queries": 12, not 12.0), whichever protocol
+    # and call asked; fractions stay fractions.
+    request = {
+        "participants": {"retrieval_agent": purple_agent.base_url},
+        "config": {"num_queries": 12, "top_k": 5, "random_seed": 5},
+    }
+    data = _result_over_the_wire(green_agent.base_url, protocol, streaming, json.dumps(request))
+    counts = ("total_queries", "successful_communications", "num_queries", "answered", "top_k")
+    assert all(type(data[name]) is int for name in counts), {n: data[n] for n in counts}
+    assert (data["total_queries"], data["top_k"], data["seed"]) == (12, 5, 5)
+    assert type(data["latency"]["count"]) is int and type(data["failed"]) is int
+    assert type(data["wall_s"]) is float and type(data["latency"]["mean_s"]) is float
