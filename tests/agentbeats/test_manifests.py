@@ -17,13 +17,13 @@ import shlex
 from typing import Any
 
 import json5
-import jsonschema  # type: ignore[import-untyped]  # no stubs
 import pytest
 import yaml
 
 from harness.processes import REPO
 from services.green_agent.assessment import ROLE, AssessmentConfig
 from services.green_agent.egress import AllowedOrigins
+from tests.support.amber import amber_problems
 
 MANIFESTS = {
     "purple": REPO / "amber-manifest.json5",
@@ -41,44 +41,6 @@ def _image_entrypoint() -> list[str]:
 
 def _load(which: str) -> dict[str, Any]:
     return dict(json5.loads(MANIFESTS[which].read_text()))
-
-
-def amber_problems(manifest: dict[str, Any]) -> list[str]:
-    """What Amber would refuse in ``manifest``; empty when nothing."""
-    problems = []
-    if manifest.get("manifest_version") != "0.1.0":
-        problems.append(f"manifest_version {manifest.get('manifest_version')!r} is not 0.1.0")
-    schema = manifest.get("config_schema", {})
-    try:
-        jsonschema.Draft202012Validator.check_schema(schema)
-    except jsonschema.SchemaError as e:
-        problems.append(f"config_schema is no JSON Schema: {e.message}")
-    if schema.get("type") != "object":
-        problems.append("config_schema is not an object schema")
-    program = manifest.get("program", {})
-    missing = {"image", "entrypoint", "network"} - set(program)
-    if missing:
-        return [*problems, f"program lacks {sorted(missing)}"]
-    env = program.get("env", {})
-    problems += [f"env {k} is not a string" for k, v in env.items() if not isinstance(v, str)]
-    listed = program["network"]["endpoints"]
-    endpoints = {e["name"]: e["port"] for e in listed}
-    if len(endpoints) != len(listed):
-        problems.append("two endpoints share a name")
-    for name, provided in manifest.get("provides", {}).items():
-        if provided.get("kind") != "a2a" or provided.get("endpoint") not in endpoints:
-            problems.append(f"provides {name}: not an a2a capability on a declared endpoint")
-    for export in set(manifest.get("exports", {}).values()) - set(manifest.get("provides", {})):
-        problems.append(f"exports {export}, which it does not provide")
-    slots = set(manifest.get("slots", {}))
-    for value in [program["entrypoint"], *(v for v in env.values() if isinstance(v, str))]:
-        for slot in re.findall(r"\$\{slots\.(\w+)", value):
-            if slot not in slots:
-                problems.append(f"{value} names an undeclared slot")
-        for key in re.findall(r"\$\{config\.(\w+)", value):
-            if key not in schema.get("properties", {}):
-                problems.append(f"{value} names an undeclared config key")
-    return problems
 
 
 @pytest.mark.parametrize("which", sorted(MANIFESTS))
