@@ -111,7 +111,7 @@ import httpx
 green = "http://green-agent:9009/"
 agent = "http://retrieval-agent:9009/"
 deadline = time.monotonic() + 180
-# As agentbeats-run does, the assessment goes out once both agents answer: compose's
+# As the AgentBeats gateway does, the assessment goes out once both agents answer: compose's
 # depends_on condition is not honoured by every engine (podman-compose starts the green agent
 # at once), so on a slow or busy machine the whole agent may still be starting.
 for url in (agent + "readyz", green + "healthz"):
