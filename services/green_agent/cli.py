@@ -4,7 +4,10 @@
 can gate a pipeline; ``load`` exits 0 whatever the error count (read the report), and SIGTERM or
 Ctrl-C ends it early with its report. ``load --html PATH`` also writes the report as one
 self-contained HTML page (throughput and latency over time, latency histogram, failures), e.g.
-``load --agent URL --duration 30 --concurrency 4 --html load.html``. ``rest`` scores an MCP
+``load --agent URL --duration 30 --concurrency 4 --html load.html``. ``load --workers N`` runs
+N generator processes sharing the pace and the queries, and merges their reports into one
+(:mod:`services.green_agent.load_workers`); ``load --worker I --workers N`` runs worker I only
+(a pod of an Indexed Job), and ``load-merge`` merges such workers' reports. ``rest`` scores an MCP
 server's ``POST /search_nfcorpus`` directly, on whole splits.
 
 ``eval``, ``load`` and ``rest`` call the URLs a person typed on the command line: they send the
@@ -19,6 +22,8 @@ import argparse
 import asyncio
 import json
 import sys
+import tempfile
+import time
 from pathlib import Path
 from typing import Any, get_args
 
@@ -34,7 +39,14 @@ from services.green_agent.eval_report import build_report, eval_tables
 from services.green_agent.evaluator import QueryOutcome, evaluate
 from services.green_agent.load import QueryPool, query_pool, run_load, stopped_by_signals
 from services.green_agent.load_html import write_load_html
-from services.green_agent.load_report import build_load_report, load_table
+from services.green_agent.load_report import (
+    LoadReport,
+    build_load_report,
+    load_table,
+    merge_load_reports,
+    workers_table,
+)
+from services.green_agent.load_workers import Share, run_workers
 from services.green_agent.mcp_counters import cache_effect, cache_lookups
 from services.green_agent.rest_eval import evaluate_rest, splits_argument, table
 from services.green_agent.settings import GreenSettings, load_settings
@@ -101,9 +113,15 @@ async def _eval(args: argparse.Namespace, settings: GreenSettings) -> int:
 
 
 async def _load(args: argparse.Namespace, settings: GreenSettings) -> int:
+    if args.workers > 1 and args.worker is None:
+        return await _load_split(args)
+    share = Share(args.worker or 0, args.workers)
+    concurrency = share.concurrency(args.concurrency) if args.concurrency else None
+    rate = share.rate(args.rate) if args.rate else None
     test_set = fetch_test_set(args.data_dir, settings.download_url, settings.download_md5)
-    queries = query_pool(args.data_dir, args.queries, test_set.queries, args.seed)
-    connections = args.concurrency or args.max_in_flight
+    pool = query_pool(args.data_dir, args.queries, test_set.queries, args.seed)
+    queries = share.queries(pool)
+    connections = concurrency or args.max_in_flight
     lookups_before = await cache_lookups(args.mcp_url)
     client = await connect(
         args.agent,
@@ -115,19 +133,21 @@ async def _load(args: argparse.Namespace, settings: GreenSettings) -> int:
     try:
         # SIGTERM or Ctrl-C ends the run early, with its report.
         with stopped_by_signals() as stop:
+            cpu_before = time.process_time()  # the generator's own cost (its report says it)
             outcomes, dropped, wall_s = await run_load(
                 client,
                 queries,
                 test_set.doc_ids,
                 top_k=args.top_k,
                 duration_s=args.duration,
-                concurrency=args.concurrency,
-                rate=args.rate,
+                concurrency=concurrency,
+                rate=rate,
                 max_in_flight=args.max_in_flight,
                 drain_timeout_s=settings.timeout_s,
                 legacy=args.protocol == "0.3",
                 stop=stop,
             )
+            cpu_s = time.process_time() - cpu_before
     finally:
         await client.aclose()
     report = build_load_report(
@@ -137,18 +157,59 @@ async def _load(args: argparse.Namespace, settings: GreenSettings) -> int:
         agent=args.agent,
         protocol=args.protocol,
         duration_s=args.duration,
-        concurrency=args.concurrency,
-        rate=args.rate,
+        concurrency=concurrency,
+        rate=rate,
         query_pool=args.queries,
         pool_size=len(queries),
         result_cache=cache_effect(lookups_before, await cache_lookups(args.mcp_url)),
         stopped_early=stop.is_set(),
+        worker=share.index,
+        split=share.count > 1,
+        cpu_s=cpu_s,
     )
-    _write(report, args.out)
-    if args.html is not None:
-        write_load_html(report, args.html)
-    Console().print(load_table(report))
+    _show(report, args.out, args.html)
     return 0
+
+
+async def _load_split(args: argparse.Namespace) -> int:
+    """``load --workers N``: N worker processes at once, their reports merged into one."""
+    Share(0, args.workers).concurrency(args.concurrency or args.workers)  # splits, or says why
+    pace = (
+        ["--concurrency", str(args.concurrency)] if args.concurrency else ["--rate", str(args.rate)]
+    )
+    argv = [
+        *("--agent", args.agent, "--top-k", str(args.top_k), "--seed", str(args.seed)),
+        *("--protocol", args.protocol, "--data-dir", str(args.data_dir)),
+        *("--duration", str(args.duration), "--max-in-flight", str(args.max_in_flight)),
+        *("--queries", args.queries, *pace),
+    ]
+    lookups_before = await cache_lookups(args.mcp_url)
+    with stopped_by_signals() as stop, tempfile.TemporaryDirectory() as folder:
+        reports = await run_workers(argv, args.workers, Path(folder), stop)
+    report = merge_load_reports(reports).model_copy(
+        update={"result_cache": cache_effect(lookups_before, await cache_lookups(args.mcp_url))}
+    )
+    _show(report, args.out, args.html)
+    return 0
+
+
+def _load_merge(args: argparse.Namespace) -> int:
+    """``load-merge``: the reports of a run's workers (e.g. the pods of a Job) as one."""
+    reports = [LoadReport.model_validate_json(path.read_text()) for path in args.reports]
+    _show(merge_load_reports(reports), args.out, args.html)
+    return 0
+
+
+def _show(report: LoadReport, out: Path | None, html: Path | None) -> None:
+    _write(report, out)
+    if html is not None:
+        write_load_html(report, html)
+    console = Console()
+    console.print(load_table(report))
+    if len(report.workers) > 1:
+        console.print(workers_table(report))
+    for reason in report.generator_bound:
+        console.print(f"[bold red]generator-bound:[/] {reason}")
 
 
 async def _rest(args: argparse.Namespace, _: GreenSettings) -> int:
@@ -200,6 +261,22 @@ def _parser(settings: GreenSettings) -> argparse.ArgumentParser:
         metavar="PATH",
         help="also write the report as one self-contained HTML page (charts, failures) here",
     )
+    run_load.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        help="generator processes sharing the pace and the queries; their reports merge into one",
+    )
+    run_load.add_argument(
+        "--worker",
+        type=int,
+        help="run as this worker (0..workers-1) only, e.g. a Job pod's JOB_COMPLETION_INDEX",
+    )
+
+    merge = commands.add_parser("load-merge", help="merge the reports of a run's workers")
+    merge.add_argument("reports", type=Path, nargs="+", help="the workers' JSON reports")
+    merge.add_argument("--out", type=Path, help="write the merged JSON report here")
+    merge.add_argument("--html", type=Path, metavar="PATH", help="and its HTML page here")
 
     serve = commands.add_parser("serve", help="serve the evaluator over A2A")
     serve.add_argument("--host", default=settings.host)
@@ -237,9 +314,13 @@ def main(argv: list[str] | None = None) -> int:
             if args.command == "load" and (args.concurrency or args.rate or 0) <= 0:
                 parser.error("--concurrency and --rate must be positive")
             setup_tracing("green-agent")
+            if args.command == "load-merge":
+                return _load_merge(args)
+            if args.command == "load" and args.workers < 1:
+                parser.error("--workers must be at least 1")
             runner = {"eval": _eval, "load": _load, "rest": _rest}[args.command]
             return asyncio.run(runner(args, settings))
-    except (TransportFailure, ValueError) as e:
+    except (TransportFailure, ValueError, RuntimeError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     serve(app, settings.host, settings.port)

@@ -42,6 +42,7 @@ code { display: block; white-space: pre-wrap; word-break: break-all; background:
   border: 1px solid #e5e7eb; border-radius: 6px; padding: 6px 10px; margin: 6px 0;
   font: 13px/1.4 ui-monospace, "DejaVu Sans Mono", monospace; }
 .empty { color: #6b7280; font-style: italic; }
+.bound { color: #dc2626; }
 footer { color: #6b7280; font-size: 13px; margin-top: 18px; }
 """
 
@@ -187,6 +188,42 @@ def _failures(report: LoadReport) -> str:
     )
 
 
+def _generators(report: LoadReport) -> str:
+    """Each generator's figures, and a warning when one was the bottleneck."""
+    warning = ""
+    if report.generator_bound:
+        reasons = "".join(f"<li>{escape(r)}</li>" for r in report.generator_bound)
+        warning = (
+            '<p class="bound"><b>The load generators may have set the pace, not the agent:</b>'
+            f"</p><ul>{reasons}</ul>\n"
+        )
+    rows = "\n".join(
+        f'<tr><td class="n">{w.worker}</td><td class="n">{w.requests:,}</td>'
+        f'<td class="n">{w.ok:,}</td><td class="n">{w.errors:,}</td>'
+        f'<td class="n">{w.dropped:,}</td>'
+        f'<td class="n">{"-" if w.asked_rate is None else f"{w.asked_rate:.1f}"}</td>'
+        f'<td class="n">{w.started_rate:.1f}</td>'
+        f'<td class="n">{_duration(w.latency.p50_s)}</td>'
+        f'<td class="n">{_duration(w.latency.p99_s)}</td>'
+        f'<td class="n">{"-" if w.cpu_ms_per_request is None else f"{w.cpu_ms_per_request:.2f} ms"}</td>'
+        f'<td class="n">{"-" if w.core_share is None else f"{w.core_share:.0%}"}</td></tr>'
+        for w in report.workers
+    )
+    head = "".join(
+        f'<th class="n">{name}</th>'
+        for name in (
+            "worker", "sent", "ok", "errors", "dropped", "asked/s", "started/s", "p50", "p99",
+            "CPU per request", "of a core",
+        )
+    )  # fmt: skip
+    return (
+        f"<section><h2>Generators ({len(report.workers)})</h2>\n{warning}"
+        f"<table><thead><tr>{head}</tr></thead>\n<tbody>{rows}</tbody></table>\n"
+        "<p>Percentiles of the whole run come from the generators' merged histograms (1% "
+        "resolution), not from their own percentiles.</p></section>"
+    )
+
+
 def render_load_html(report: LoadReport) -> str:
     """Render ``report`` as a self-contained HTML page.
 
@@ -210,6 +247,7 @@ def render_load_html(report: LoadReport) -> str:
             _charts_over_time(report),
             _histogram(report),
             _failures(report),
+            _generators(report),
             "<footer>Latencies and percentiles are those of the answers; failures are counted "
             "apart. Histogram edges are the Prometheus histogram buckets of the services, so "
             "the shares agree with their dashboards.</footer>",

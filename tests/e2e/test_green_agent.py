@@ -121,6 +121,31 @@ def test_load_runs_for_its_duration_and_reports(
     assert cache["lookups"] >= report["requests"] and cache["hits"] <= cache["lookups"]
 
 
+def test_load_from_three_workers_gives_one_report_of_their_sums(
+    purple_agent: ServerProcess, mcp_server: Any, tmp_path: Path
+) -> None:
+    # An open-loop rate split across 3 generator processes: each starts its third, the merged
+    # report adds their counts and reads its percentiles from their merged histograms.
+    out, html = tmp_path / "load.json", tmp_path / "load.html"
+    args = ["--agent", purple_agent.base_url, "--rate", "24", "--duration", "2.5"]
+    args += ["--workers", "3", "--out", str(out), "--html", str(html)]
+    run = run_green("load", *args, "--mcp-url", mcp_server.mcp_url)
+    assert run.returncode == 0, run.stdout + run.stderr
+    report = json.loads(out.read_text())
+    workers = report["workers"]
+    assert [w["worker"] for w in workers] == [0, 1, 2]
+    assert report["requests"] == sum(w["requests"] for w in workers) > 0
+    assert report["ok"] == sum(w["ok"] for w in workers) == report["latencies"]["count"]
+    assert report["errors"] == 0 and report["dropped"] == 0, report["error_samples"]
+    assert report["target_rate"] == 24 and all(w["asked_rate"] == 8 for w in workers)
+    # The rate was achieved (every worker started its share: nothing flagged).
+    assert report["requests"] >= 0.95 * 24 * 2.5 and report["generator_bound"] == []
+    assert all(w["cpu_ms_per_request"] > 0 and 0 < w["core_share"] < 1 for w in workers)
+    assert report["repeats"] == 0  # each worker draws its own slice of the pool
+    assert report["result_cache"]["lookups"] >= report["requests"]
+    assert "Generators (3)" in html.read_text() and "generators" in run.stdout
+
+
 def test_load_ends_early_on_sigterm_with_its_report(
     purple_agent: ServerProcess, tmp_path: Path
 ) -> None:

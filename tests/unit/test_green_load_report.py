@@ -7,14 +7,15 @@ import re
 import pytest
 
 from services.green_agent.cli import _parser
-from services.green_agent.eval_report import latency_stats
 from services.green_agent.evaluator import QueryOutcome
+from services.green_agent.histogram import LatencyHistogram
 from services.green_agent.load_html import render_load_html
 from services.green_agent.load_report import (
     LoadReport,
     bucket_width,
     build_load_report,
     build_timeline,
+    histogram_stats,
     latency_histogram,
 )
 from services.green_agent.settings import GreenSettings
@@ -70,8 +71,9 @@ def test_outcomes_fall_in_the_bucket_where_they_ended() -> None:
     assert [(p.answered, p.failed) for p in points] == [(2, 0), (1, 1), (0, 0), (2, 0)]
     assert [p.throughput_rps for p in points] == pytest.approx([2.0, 1.0, 0.0, 2 / 1.4])
     assert [p.error_rps for p in points] == pytest.approx([0.0, 1.0, 0.0, 0.0])
-    # Percentiles are the report's own (latency_stats), over the answers of the bucket only.
-    assert points[0].latency == latency_stats([0.2, 0.4])
+    # Percentiles are read from the bucket's own histogram, over its answers only.
+    assert points[0].latency == histogram_stats(LatencyHistogram.of([0.2, 0.4]))
+    assert 0.2 <= points[0].latency.p50_s <= 0.2 * 1.01 and points[0].latency.max_s == 0.4
     assert points[2].latency.count == 0
 
 

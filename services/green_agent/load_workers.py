@@ -1,0 +1,121 @@
+"""One load run from several generator processes: each worker's share, and running them here.
+
+One generator tops out near a few hundred requests per second per core, and a release scaled
+out answers more: a run is split across ``count`` workers, each a process of its own (here
+:func:`run_workers` starts them; in a cluster each is one pod of an Indexed Job, its index in
+``JOB_COMPLETION_INDEX``). Worker ``index`` asks its share of the pace (the rate divided evenly,
+the concurrency spread with the remainder on the first workers) and draws every ``count``-th
+query of the seeded pool from ``index`` on, so the workers ask disjoint queries and together
+the run's. Each writes its own report; :func:`~services.green_agent.load_report.merge_load_reports`
+makes them one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TypeVar
+
+from services.green_agent.load_report import LoadReport
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class Share:
+    """Worker ``index`` of ``count``: its part of the pace."""
+
+    index: int
+    count: int
+
+    def __post_init__(self) -> None:
+        """Refuse an index outside ``0..count-1``."""
+        if not 0 <= self.index < self.count:
+            raise ValueError(
+                f"worker {self.index} of {self.count}: the index is 0..{self.count - 1}"
+            )
+
+    def concurrency(self, total: int) -> int:
+        """Its part of ``total`` requests in flight; :class:`ValueError` if it would get none."""
+        if total < self.count:
+            raise ValueError(f"concurrency {total} cannot be split across {self.count} workers")
+        return total // self.count + (1 if self.index < total % self.count else 0)
+
+    def rate(self, total: float) -> float:
+        """Its part of ``total`` requests started per second."""
+        return total / self.count
+
+    def queries(self, pool: Sequence[T]) -> list[T]:
+        """Its slice of the query pool: every ``count``-th from ``index`` on."""
+        return list(pool[self.index :: self.count])
+
+
+def worker_argv(argv: Sequence[str], index: int, count: int, out: Path) -> list[str]:
+    """The command of worker ``index``: the run's own ``load`` arguments, as that worker.
+
+    ``argv`` is the run's command line after ``load``, without ``--workers``, ``--out``,
+    ``--html`` and ``--mcp-url`` (the run reads the server's counters and writes the report).
+    """
+    return [
+        sys.executable,
+        "-m",
+        "services.green_agent",
+        "load",
+        *argv,
+        "--workers",
+        str(count),
+        "--worker",
+        str(index),
+        "--out",
+        str(out),
+    ]
+
+
+async def run_workers(
+    argv: Sequence[str], count: int, folder: Path, stop: asyncio.Event | None = None
+) -> list[LoadReport]:
+    """Run ``count`` worker processes at once and read their reports (``folder``/worker-I.json).
+
+    ``folder`` exists (a temporary one, say).
+
+    When ``stop`` is set, every worker gets SIGTERM: each ends early with its report.
+
+    Raises:
+        RuntimeError: a worker failed (its exit status and the end of its output).
+
+    """
+    outs = [folder / f"worker-{i}.json" for i in range(count)]
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    processes = [
+        await asyncio.create_subprocess_exec(
+            *worker_argv(argv, i, count, out),
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.STDOUT,
+            env=env,
+        )
+        for i, out in enumerate(outs)
+    ]
+
+    async def forward_stop() -> None:
+        if stop is not None:
+            await stop.wait()
+            for process in processes:
+                if process.returncode is None:
+                    process.send_signal(signal.SIGTERM)
+
+    forwarding = asyncio.create_task(forward_stop())
+    try:
+        outputs = await asyncio.gather(*(p.communicate() for p in processes))
+    finally:
+        forwarding.cancel()
+    for i, (process, (output, _)) in enumerate(zip(processes, outputs, strict=True)):
+        if process.returncode != 0:
+            tail = output.decode(errors="replace")[-2000:]
+            raise RuntimeError(f"load worker {i} exited with {process.returncode}: {tail}")
+    texts = await asyncio.gather(*(asyncio.to_thread(out.read_text) for out in outs))
+    return [LoadReport.model_validate_json(text) for text in texts]

@@ -1,0 +1,63 @@
+"""The mergeable latency histogram: exact merges, percentiles within its resolution."""
+
+from __future__ import annotations
+
+import math
+import random
+
+import pytest
+
+from services.green_agent.histogram import (
+    FLOOR_S,
+    GROWTH,
+    RESOLUTION,
+    LatencyHistogram,
+    bucket_of,
+    merge_all,
+    upper_edge,
+)
+
+
+def _latencies(n: int, seed: int) -> list[float]:
+    rng = random.Random(seed)
+    return [rng.lognormvariate(math.log(0.02), 1.0) for _ in range(n)]
+
+
+def test_a_bucket_holds_its_lower_edge_and_not_its_upper_one() -> None:
+    for index in (0, 1, 57, 1000):
+        lower = FLOOR_S * GROWTH**index
+        assert bucket_of(lower) == index
+        assert bucket_of(upper_edge(index)) == index + 1
+        assert bucket_of(math.nextafter(upper_edge(index), 0)) == index
+    assert bucket_of(0.0) == bucket_of(FLOOR_S / 2) == 0
+
+
+def test_merging_equals_recording_everything_in_one() -> None:
+    parts = [_latencies(n, seed) for n, seed in ((500, 1), (37, 2), (0, 3), (1200, 4))]
+    whole = LatencyHistogram.of(x for part in parts for x in part)
+    merged = merge_all(LatencyHistogram.of(part) for part in parts)
+    assert merged.counts == whole.counts and merged.count == whole.count == 1737
+    assert (merged.min_s, merged.max_s) == (whole.min_s, whole.max_s)
+    assert merged.sum_s == pytest.approx(whole.sum_s, rel=1e-12)
+    for q in (0.0, 0.5, 0.9, 0.95, 0.99, 0.999, 1.0):
+        assert merged.quantile(q) == whole.quantile(q)
+    # Through JSON, as the workers' reports travel.
+    assert LatencyHistogram.model_validate_json(merged.model_dump_json()) == merged
+
+
+def test_a_percentile_reads_at_most_the_resolution_high_and_never_low() -> None:
+    values = _latencies(2000, 5)
+    ordered = sorted(values)
+    histogram = LatencyHistogram.of(values)
+    for q in (0.01, 0.5, 0.95, 0.99, 1.0):
+        exact = ordered[max(1, math.ceil(q * len(values))) - 1]  # nearest rank
+        assert exact <= histogram.quantile(q) <= exact * (1 + RESOLUTION)
+    assert histogram.quantile(1.0) == max(values)
+    assert LatencyHistogram().quantile(0.99) == 0.0
+
+
+def test_histograms_of_other_buckets_do_not_merge() -> None:
+    with pytest.raises(ValueError, match="cannot merge"):
+        LatencyHistogram(resolution=0.05).merged(LatencyHistogram())
+    with pytest.raises(ValueError, match="within"):
+        LatencyHistogram().quantile(1.5)
