@@ -11,7 +11,8 @@ from __future__ import annotations
 from html import escape
 from pathlib import Path
 
-from services.green_agent.load_report import LatencyBin, LoadReport, workload_line
+from services.green_agent.load_report import LoadReport, workload_line
+from services.green_agent.load_timeline import LatencyBin
 from services.green_agent.svg_charts import Series, bar_chart, label, line_chart
 
 GREEN, RED, BLUE, AMBER, PURPLE = "#16a34a", "#dc2626", "#2563eb", "#d97706", "#7c3aed"

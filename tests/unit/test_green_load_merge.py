@@ -9,12 +9,8 @@ import pytest
 
 from services.green_agent.evaluator import QueryOutcome
 from services.green_agent.histogram import LatencyHistogram
-from services.green_agent.load_report import (
-    LoadReport,
-    build_load_report,
-    histogram_stats,
-    merge_load_reports,
-)
+from services.green_agent.load_report import LoadReport, build_load_report, merge_load_reports
+from services.green_agent.load_timeline import histogram_stats
 from services.green_agent.load_workers import Share
 
 T0 = 500.0

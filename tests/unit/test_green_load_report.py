@@ -10,10 +10,9 @@ from services.green_agent.cli import _parser
 from services.green_agent.evaluator import QueryOutcome
 from services.green_agent.histogram import LatencyHistogram
 from services.green_agent.load_html import render_load_html
-from services.green_agent.load_report import (
-    LoadReport,
+from services.green_agent.load_report import LoadReport, build_load_report
+from services.green_agent.load_timeline import (
     bucket_width,
-    build_load_report,
     build_timeline,
     histogram_stats,
     latency_histogram,
