@@ -7,7 +7,8 @@ self-contained HTML page (throughput and latency over time, latency histogram, f
 ``load --agent URL --duration 30 --concurrency 4 --html load.html``. ``load --workers N`` runs
 N generator processes sharing the pace and the queries, and merges their reports into one
 (:mod:`services.green_agent.load_workers`); ``load --worker I --workers N`` runs worker I only
-(a pod of an Indexed Job), and ``load-merge`` merges such workers' reports. ``rest`` scores an MCP
+(a pod of an Indexed Job; ``--report-to URL`` hands its report to a ``load-collect`` server, which
+merges the run's reports once all have come), and ``load-merge`` merges workers' reports. ``rest`` scores an MCP
 server's ``POST /search_nfcorpus`` directly, on whole splits.
 
 ``eval``, ``load`` and ``rest`` call the URLs a person typed on the command line: they send the
@@ -38,6 +39,7 @@ from services.green_agent.dataset import fetch_test_set, sample_query_ids
 from services.green_agent.eval_report import build_report, eval_tables
 from services.green_agent.evaluator import QueryOutcome, evaluate
 from services.green_agent.load import QueryPool, query_pool, run_load, stopped_by_signals
+from services.green_agent.load_collector import Collector, create_collector_app
 from services.green_agent.load_html import write_load_html
 from services.green_agent.load_report import (
     LoadReport,
@@ -46,7 +48,7 @@ from services.green_agent.load_report import (
     merge_load_reports,
     workers_table,
 )
-from services.green_agent.load_workers import Share, run_workers
+from services.green_agent.load_workers import Share, hand_in, run_workers
 from services.green_agent.mcp_counters import cache_effect, cache_lookups
 from services.green_agent.rest_eval import evaluate_rest, splits_argument, table
 from services.green_agent.settings import GreenSettings, load_settings
@@ -168,6 +170,8 @@ async def _load(args: argparse.Namespace, settings: GreenSettings) -> int:
         cpu_s=cpu_s,
     )
     _show(report, args.out, args.html)
+    if args.report_to is not None:
+        await hand_in(report, args.report_to)
     return 0
 
 
@@ -273,6 +277,19 @@ def _parser(settings: GreenSettings) -> argparse.ArgumentParser:
         help="run as this worker (0..workers-1) only, e.g. a Job pod's JOB_COMPLETION_INDEX",
     )
 
+    run_load.add_argument(
+        "--report-to",
+        metavar="URL",
+        help="POST the report to a load collector's /reports when the run ends (load-collect)",
+    )
+
+    collect = commands.add_parser("load-collect", help="collect and merge a run's worker reports")
+    collect.add_argument("--workers", type=int, required=True, help="reports that make the run")
+    collect.add_argument("--host", default=settings.host)
+    collect.add_argument("--port", type=int, default=settings.port)
+    collect.add_argument("--out", type=Path, help="write the merged JSON report here")
+    collect.add_argument("--html", type=Path, metavar="PATH", help="and its HTML page here")
+
     merge = commands.add_parser("load-merge", help="merge the reports of a run's workers")
     merge.add_argument("reports", type=Path, nargs="+", help="the workers' JSON reports")
     merge.add_argument("--out", type=Path, help="write the merged JSON report here")
@@ -308,6 +325,9 @@ def main(argv: list[str] | None = None) -> int:
         setup_logging()
         if args.command == "serve":
             app = create_app(settings)  # reads the tokens: an unusable one stops the start
+        elif args.command == "load-collect":
+            app = create_collector_app(Collector(args.workers, args.out, args.html))
+            settings = load_settings(host=args.host, port=args.port)
         else:
             if args.command == "load" and not 0 < args.duration <= MAX_LOAD_SECONDS:
                 parser.error(f"--duration must be within (0, {MAX_LOAD_SECONDS:g}] seconds")

@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
+import httpx
+
 from services.green_agent.load_report import LoadReport
 
 T = TypeVar("T")
@@ -119,3 +121,39 @@ async def run_workers(
             raise RuntimeError(f"load worker {i} exited with {process.returncode}: {tail}")
     texts = await asyncio.gather(*(asyncio.to_thread(out.read_text) for out in outs))
     return [LoadReport.model_validate_json(text) for text in texts]
+
+
+#: Tries at handing a report in, the first delay (doubled each time): a collector that is still
+#: starting, or restarting, gets about half a minute.
+HAND_IN_TRIES, HAND_IN_DELAY_S = 6, 1.0
+
+
+async def hand_in(report: LoadReport, url: str) -> None:
+    """POST ``report`` to a load collector (``url``: its base or its ``/reports``).
+
+    Retries refused connections and 5xx answers; a 4xx says the report was refused, and why.
+
+    Raises:
+        RuntimeError: the collector refused the report, or never answered.
+
+    """
+    target = url if url.rstrip("/").endswith("/reports") else url.rstrip("/") + "/reports"
+    body = report.model_dump_json().encode()
+    headers = {"content-type": "application/json"}
+    delay, problem = HAND_IN_DELAY_S, ""
+    async with httpx.AsyncClient(timeout=30) as http:
+        for attempt in range(HAND_IN_TRIES):
+            try:
+                answer = await http.post(target, content=body, headers=headers)
+            except httpx.TransportError as e:
+                problem = f"{type(e).__name__}: {e}"
+            else:
+                if answer.status_code < 500:
+                    if answer.is_success:
+                        return
+                    raise RuntimeError(f"the collector refused the report: {answer.text[:500]}")
+                problem = f"HTTP {answer.status_code}"
+            if attempt < HAND_IN_TRIES - 1:
+                await asyncio.sleep(delay)
+                delay *= 2
+    raise RuntimeError(f"no collector answered at {target}: {problem}")

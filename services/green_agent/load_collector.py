@@ -1,0 +1,112 @@
+"""Where the workers of a split load run leave their reports, and the one report they make.
+
+In a cluster the workers are pods (an Indexed Job); each posts its report to ``/reports`` when
+its run ends (``load --report-to URL``). Once every worker of the run has reported, the
+collector merges them (:func:`~services.green_agent.load_report.merge_load_reports`), writes the
+merged JSON and HTML where it was told, logs the run's headline, and serves the report at
+``GET /report`` and ``GET /report.html`` (404 until it is complete). A report that is not one,
+comes from a worker outside the run or from another run is refused with what is wrong, and what
+is already stored stays; a worker that reports again (a retried pod) replaces its own.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from pathlib import Path
+
+from pydantic import ValidationError
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, JSONResponse, Response
+from starlette.routing import Route
+
+from services.common.frame import ServiceId, service_app
+from services.common.limits import ServerLimits
+from services.green_agent.load_html import render_load_html, write_load_html
+from services.green_agent.load_report import LoadReport, merge_load_reports
+
+_log = logging.getLogger(__name__)
+SERVICE = ServiceId(metric_prefix="load_collector", trace_name="load-collector")
+#: A worker's report holds its timeline's histograms: far more than a request's 64 KB default.
+MAX_REPORT_BYTES = 16 * 1024 * 1024
+
+
+class Collector:
+    """The reports of one run's ``workers``, and their merge once all have come."""
+
+    def __init__(self, workers: int, out: Path | None = None, html: Path | None = None) -> None:
+        """Expect ``workers`` reports; write the merged one to ``out`` and ``html`` if given."""
+        if workers < 1:
+            raise ValueError("a run has at least one worker")
+        self.workers = workers
+        self._out, self._html = out, html
+        self.reports: dict[int, LoadReport] = {}
+        self.merged: LoadReport | None = None
+
+    def add(self, report: LoadReport) -> str | None:
+        """Keep ``report``; the reason it is refused, or None. Merges when the run is complete."""
+        if not 0 <= report.worker < self.workers:
+            return f"worker {report.worker} is not one of this run's {self.workers} (0..{self.workers - 1})"
+        others = [r for i, r in self.reports.items() if i != report.worker]
+        try:
+            merged = merge_load_reports([*others, report])
+        except ValueError as e:
+            return f"not the same run: {e}"
+        self.reports[report.worker] = report
+        if len(self.reports) == self.workers:
+            self.merged = merged
+            self._write(merged)
+        return None
+
+    def _write(self, merged: LoadReport) -> None:
+        if self._out is not None:
+            self._out.parent.mkdir(parents=True, exist_ok=True)
+            self._out.write_text(merged.model_dump_json(indent=2) + "\n", encoding="utf-8")
+        if self._html is not None:
+            write_load_html(merged, self._html)
+        _log.info(
+            "load run complete: %d workers, %d requests, %d answered, p99 %.1f ms%s",
+            self.workers,
+            merged.requests,
+            merged.ok,
+            merged.latency.p99_s * 1000,
+            "; generator-bound: " + "; ".join(merged.generator_bound)
+            if merged.generator_bound
+            else "",
+        )
+
+
+def create_collector_app(collector: Collector) -> Starlette:
+    """The collector's routes in the service frame."""
+    lock = asyncio.Lock()
+
+    async def post_report(request: Request) -> Response:
+        try:
+            report = LoadReport.model_validate_json(await request.body())
+        except ValidationError as e:
+            return JSONResponse({"error": f"not a load report: {e.error_count()} problems"}, 400)
+        async with lock:  # one merge at a time: the last report completes the run once
+            refused = await asyncio.to_thread(collector.add, report)
+        if refused is not None:
+            return JSONResponse({"error": refused}, status_code=409)
+        body = {"received": sorted(collector.reports), "workers": collector.workers}
+        return JSONResponse({**body, "complete": collector.merged is not None})
+
+    async def get_report(_: Request) -> Response:
+        if collector.merged is None:
+            waiting = sorted(set(range(collector.workers)) - set(collector.reports))
+            return JSONResponse({"error": "the run is not complete", "waiting_for": waiting}, 404)
+        return Response(collector.merged.model_dump_json(), media_type="application/json")
+
+    async def get_html(_: Request) -> Response:
+        if collector.merged is None:
+            return JSONResponse({"error": "the run is not complete"}, status_code=404)
+        return HTMLResponse(render_load_html(collector.merged))
+
+    routes = [
+        Route("/reports", post_report, methods=["POST"]),
+        Route("/report", get_report, methods=["GET"]),
+        Route("/report.html", get_html, methods=["GET"]),
+    ]
+    return service_app(SERVICE, routes, limits=ServerLimits(max_body_bytes=MAX_REPORT_BYTES))
