@@ -21,7 +21,7 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, computed_field
 from rich.table import Table
 
 from services.green_agent.eval_report import LatencyStats, milliseconds
@@ -102,8 +102,13 @@ class LoadReport(BaseModel):
     worker: int = 0
     cpu_s: float | None = None
     workers: list[WorkerFigures] = []
-    #: Why the load, not the agent, may have set the pace (empty: the generators kept up).
-    generator_bound: list[str] = []
+
+    @computed_field  # type: ignore[prop-decorator]  # pydantic's documented pattern
+    @property
+    def generator_bound(self) -> list[str]:
+        """Why the load, not the agent, may have set the pace (empty: the generators kept up)."""
+        return [reason for w in self.workers for reason in w.bound]
+
     # The workload (services.green_agent.load): which queries, how many asked again, and
     # how much of the run the MCP server's result cache answered (None: its metrics unread).
     query_pool: str = "test"
@@ -178,7 +183,7 @@ def build_load_report(
         cpu_s=cpu_s,
     )
     figures = worker_figures(report)
-    return report.model_copy(update={"workers": [figures], "generator_bound": figures.bound})
+    return report.model_copy(update={"workers": [figures]})
 
 
 def worker_figures(report: LoadReport) -> WorkerFigures:
@@ -276,7 +281,6 @@ def merge_load_reports(reports: Sequence[LoadReport]) -> LoadReport:
         error_latencies=error_latencies,
         cpu_s=math.fsum(c for c in cpu if c is not None) if None not in cpu else None,
         workers=workers,
-        generator_bound=[reason for w in workers for reason in w.bound],
     )
 
 
