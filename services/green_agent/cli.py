@@ -34,7 +34,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from services.common.server import serve
 from services.green_agent.a2a_server import create_app
-from services.green_agent.client import Protocol_, TransportFailure, connect
+from services.green_agent.client import Protocol_, TransportFailure, connect, wait_for_agent
 from services.green_agent.dataset import fetch_test_set, sample_query_ids
 from services.green_agent.eval_report import build_report, eval_tables
 from services.green_agent.evaluator import QueryOutcome, evaluate
@@ -124,6 +124,8 @@ async def _load(args: argparse.Namespace, settings: GreenSettings) -> int:
     pool = query_pool(args.data_dir, args.queries, test_set.queries, args.seed)
     queries = share.queries(pool)
     connections = concurrency or args.max_in_flight
+    if args.wait_agent:
+        await wait_for_agent(args.agent, args.wait_agent)
     lookups_before = await cache_lookups(args.mcp_url)
     client = await connect(
         args.agent,
@@ -168,6 +170,7 @@ async def _load(args: argparse.Namespace, settings: GreenSettings) -> int:
         worker=share.index,
         split=share.count > 1,
         cpu_s=cpu_s,
+        run=args.run,
     )
     _show(report, args.out, args.html)
     if args.report_to is not None:
@@ -185,7 +188,8 @@ async def _load_split(args: argparse.Namespace) -> int:
         *("--agent", args.agent, "--top-k", str(args.top_k), "--seed", str(args.seed)),
         *("--protocol", args.protocol, "--data-dir", str(args.data_dir)),
         *("--duration", str(args.duration), "--max-in-flight", str(args.max_in_flight)),
-        *("--queries", args.queries, *pace),
+        *("--queries", args.queries, "--run", args.run, "--wait-agent", str(args.wait_agent)),
+        *pace,
     ]
     lookups_before = await cache_lookups(args.mcp_url)
     with stopped_by_signals() as stop, tempfile.TemporaryDirectory() as folder:
@@ -278,6 +282,18 @@ def _parser(settings: GreenSettings) -> argparse.ArgumentParser:
     )
 
     run_load.add_argument(
+        "--run",
+        default="",
+        help="name of the run its report belongs to (a collector takes only its own run's)",
+    )
+    run_load.add_argument(
+        "--wait-agent",
+        type=float,
+        default=0.0,
+        metavar="SECONDS",
+        help="first wait this long at most for the agent's card (a Job started with its release)",
+    )
+    run_load.add_argument(
         "--report-to",
         metavar="URL",
         help="POST the report to a load collector's /reports when the run ends (load-collect)",
@@ -285,6 +301,7 @@ def _parser(settings: GreenSettings) -> argparse.ArgumentParser:
 
     collect = commands.add_parser("load-collect", help="collect and merge a run's worker reports")
     collect.add_argument("--workers", type=int, required=True, help="reports that make the run")
+    collect.add_argument("--run", default="", help="the run whose reports it takes (load --run)")
     collect.add_argument("--host", default=settings.host)
     collect.add_argument("--port", type=int, default=settings.port)
     collect.add_argument("--out", type=Path, help="write the merged JSON report here")
@@ -326,7 +343,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "serve":
             app = create_app(settings)  # reads the tokens: an unusable one stops the start
         elif args.command == "load-collect":
-            app = create_collector_app(Collector(args.workers, args.out, args.html))
+            app = create_collector_app(Collector(args.workers, args.run, args.out, args.html))
             settings = load_settings(host=args.host, port=args.port)
         else:
             if args.command == "load" and not 0 < args.duration <= MAX_LOAD_SECONDS:

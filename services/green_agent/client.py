@@ -9,7 +9,9 @@ latency measures the agent rather than TLS-context set-up on the evaluator's sid
 
 from __future__ import annotations
 
+import asyncio
 import json
+import time
 import uuid
 from typing import Any, Literal, Protocol
 
@@ -243,3 +245,35 @@ async def connect(
     if protocol == "0.3":
         return LegacyAgentClient(url, timeout_s, max_connections, authorization, allowed)
     return await SdkAgentClient.connect(url, timeout_s, max_connections, authorization, allowed)
+
+
+#: Seconds between two looks at an agent that does not answer yet.
+WAIT_POLL_S = 1.0
+
+
+async def wait_for_agent(url: str, seconds: float) -> None:
+    """Until the agent at ``url`` serves its card (a generator started with the release).
+
+    A Service answers only from Ready pods, so a card through it means one pod serves. Returns
+    at once when ``seconds`` is 0 or less and the card answers; else polls for ``seconds``.
+
+    Raises:
+        TransportFailure: no card came within ``seconds``; the last problem is named.
+
+    """
+    card = url.rstrip("/") + CARD_PATH
+    deadline = time.monotonic() + max(seconds, 0.0)
+    async with httpx.AsyncClient(timeout=5) as http:
+        while True:
+            try:
+                answer = await http.get(card)
+                if answer.is_success:
+                    return
+                problem = f"HTTP {answer.status_code}"
+            except httpx.TransportError as e:
+                problem = f"{type(e).__name__}: {e}"
+            if time.monotonic() >= deadline:
+                raise TransportFailure(
+                    "transport", f"no agent card at {card} after {seconds:g} s: {problem}"
+                )
+            await asyncio.sleep(WAIT_POLL_S)

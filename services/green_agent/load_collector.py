@@ -35,11 +35,14 @@ MAX_REPORT_BYTES = 16 * 1024 * 1024
 class Collector:
     """The reports of one run's ``workers``, and their merge once all have come."""
 
-    def __init__(self, workers: int, out: Path | None = None, html: Path | None = None) -> None:
-        """Expect ``workers`` reports; write the merged one to ``out`` and ``html`` if given."""
+    def __init__(
+        self, workers: int, run: str = "", out: Path | None = None, html: Path | None = None
+    ) -> None:
+        """Expect ``workers`` reports of ``run``; write the merge to ``out`` and ``html`` if given."""
         if workers < 1:
             raise ValueError("a run has at least one worker")
         self.workers = workers
+        self.run = run
         self._out, self._html = out, html
         self.reports: dict[int, LoadReport] = {}
         self.merged: LoadReport | None = None
@@ -48,6 +51,10 @@ class Collector:
         """Keep ``report``; the reason it is refused, or None. Merges when the run is complete."""
         if not 0 <= report.worker < self.workers:
             return f"worker {report.worker} is not one of this run's {self.workers} (0..{self.workers - 1})"
+        if report.run != self.run:
+            # A generator of an earlier release revision, still running, or a collector left
+            # from one: its report belongs to another run's merge.
+            return f"the report is of run {report.run!r}; this collector gathers run {self.run!r}"
         others = [r for i, r in self.reports.items() if i != report.worker]
         try:
             merged = merge_load_reports([*others, report])
@@ -66,7 +73,8 @@ class Collector:
         if self._html is not None:
             write_load_html(merged, self._html)
         _log.info(
-            "load run complete: %d workers, %d requests, %d answered, p99 %.1f ms%s",
+            "load run %r complete: %d workers, %d requests, %d answered, p99 %.1f ms%s",
+            self.run,
             self.workers,
             merged.requests,
             merged.ok,

@@ -118,6 +118,9 @@ class LoadReport(BaseModel):
     result_cache: CacheEffect | None = None
     # Ended by a signal before ``duration_s`` had passed (``wall_s`` is how long it ran).
     stopped_early: bool = False
+    # The run the report belongs to (``load --run``, e.g. a release and its revision): workers'
+    # reports merge only within one run, and a collector takes only its own run's.
+    run: str = ""
 
 
 def build_load_report(
@@ -137,6 +140,7 @@ def build_load_report(
     worker: int = 0,
     split: bool = False,
     cpu_s: float | None = None,
+    run: str = "",
 ) -> LoadReport:
     """Summarise a load run: latency of the answers, and apart how fast the failures came.
 
@@ -181,6 +185,7 @@ def build_load_report(
         error_latencies=error_latencies,
         worker=worker,
         cpu_s=cpu_s,
+        run=run,
     )
     figures = worker_figures(report)
     return report.model_copy(update={"workers": [figures]})
@@ -224,15 +229,16 @@ def merge_load_reports(reports: Sequence[LoadReport]) -> LoadReport:
     ``result_cache`` is left to the caller, who reads the server's counters around the whole run.
 
     Raises:
-        ValueError: no reports, or reports of different runs (agent, protocol, mode, buckets).
+        ValueError: no reports, or reports of different runs (run name, agent, protocol, mode,
+            buckets).
 
     """
     if not reports:
         raise ValueError("no worker reports to merge")
     first = reports[0]
     for r in reports[1:]:
-        theirs = (r.agent, r.protocol, r.mode, r.timeline_bucket_s)
-        ours = (first.agent, first.protocol, first.mode, first.timeline_bucket_s)
+        theirs = (r.run, r.agent, r.protocol, r.mode, r.timeline_bucket_s)
+        ours = (first.run, first.agent, first.protocol, first.mode, first.timeline_bucket_s)
         if theirs != ours:
             raise ValueError(f"worker {r.worker} ran {theirs}, worker {first.worker} {ours}")
     wall_s = max(r.wall_s for r in reports)
@@ -281,6 +287,7 @@ def merge_load_reports(reports: Sequence[LoadReport]) -> LoadReport:
         error_latencies=error_latencies,
         cpu_s=math.fsum(c for c in cpu if c is not None) if None not in cpu else None,
         workers=workers,
+        run=first.run,
     )
 
 

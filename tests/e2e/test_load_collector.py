@@ -20,12 +20,13 @@ from services.green_agent.load_workers import hand_in
 from tests.support.green import CLI_TIMEOUT_S
 
 WORKERS = 2
+RUN = "release-r1"
 
 
 @pytest.fixture
 def collector(tmp_path: Path) -> Iterator[tuple[ServerProcess, Path]]:
     out = tmp_path / "merged.json"
-    args = ["load-collect", "--workers", str(WORKERS), "--out", str(out)]
+    args = ["load-collect", "--workers", str(WORKERS), "--run", RUN, "--out", str(out)]
     server = ServerProcess.module(
         "services.green_agent", args, ready_path="/healthz", log_path=tmp_path / "collector.log"
     )
@@ -38,7 +39,9 @@ def collector(tmp_path: Path) -> Iterator[tuple[ServerProcess, Path]]:
 
 def _worker(index: int, agent: str, collector: str, out: Path) -> subprocess.Popen[bytes]:
     args = ["--agent", agent, "--rate", "10", "--duration", "1.5", "--queries", "test"]
-    args += ["--worker", str(index), "--workers", str(WORKERS), "--out", str(out)]
+    args += ["--worker", str(index), "--workers", str(WORKERS), "--out", str(out), "--run", RUN]
+    # As a Job's pods start with their release: the agent may not answer yet.
+    args += ["--wait-agent", "30"]
     command = [sys.executable, "-m", "services.green_agent", "load", *args]
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     return subprocess.Popen([*command, "--report-to", collector], cwd=REPO, env=env)
@@ -57,6 +60,7 @@ def test_workers_hand_in_their_reports_and_the_collector_merges_them(
     merged = LoadReport.model_validate_json(httpx.get(server.base_url + "/report").content)
     assert merged == merge_load_reports(reports)
     assert merged.requests == sum(r.requests for r in reports) == 16  # 5/s each from 0 s to 1.5
+    assert merged.run == RUN
     assert merged.ok == merged.latencies.count == merged.requests and merged.errors == 0
     assert json.loads(merged_file.read_text())["requests"] == merged.requests
     assert "Generators (2)" in httpx.get(server.base_url + "/report.html").text
@@ -78,6 +82,9 @@ def test_the_collector_refuses_what_is_not_a_report_of_its_run(
     other_run = report.model_copy(update={"worker": 1, "agent": "http://elsewhere/"})
     with pytest.raises(RuntimeError, match="not the same run"):
         asyncio.run(hand_in(other_run, url))
+    earlier_revision = report.model_copy(update={"worker": 1, "run": "release-r0"})
+    with pytest.raises(RuntimeError, match="this collector gathers run 'release-r1'"):
+        asyncio.run(hand_in(earlier_revision, url))
     # What was stored stays: worker 0's report, and the run still waits for worker 1.
     waiting = httpx.get(server.base_url + "/report")
     assert waiting.status_code == 404 and waiting.json()["waiting_for"] == [1]

@@ -2,9 +2,19 @@
 
 from __future__ import annotations
 
+import json
+import socket
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
 import pytest
 
-from services.green_agent.client import LegacyAgentClient
+from services.green_agent.client import (
+    CARD_PATH,
+    LegacyAgentClient,
+    TransportFailure,
+    wait_for_agent,
+)
 from services.green_agent.evaluator import QueryOutcome
 from services.green_agent.load import run_load
 from services.green_agent.load_report import build_load_report
@@ -53,3 +63,50 @@ def test_report_counts_errors_and_times_successes_only() -> None:
     assert report.latency.max_s == pytest.approx(0.030)
     assert report.errors_by_reason == {"timeout": 2}
     assert report.error_samples == ["timeout: no reply in time"]
+
+
+async def test_a_generator_waits_for_an_agent_that_comes_up_late() -> None:
+    # Bound from the start (connections refused: nobody listens), listening after 1.5 s.
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = int(sock.getsockname()[1])
+    card = json.dumps({"name": "late"}).encode()
+
+    class Card(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            status = 200 if self.path == CARD_PATH else 404
+            self.send_response(status)
+            self.end_headers()
+            self.wfile.write(card)
+
+        def log_message(self, *_: object) -> None:
+            pass
+
+    server: ThreadingHTTPServer | None = None
+
+    def start() -> None:
+        nonlocal server
+        server = ThreadingHTTPServer(("127.0.0.1", port), Card, bind_and_activate=False)
+        server.socket.close()
+        server.socket = sock
+        server.server_activate()
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+
+    timer = threading.Timer(1.5, start)
+    timer.start()
+    try:
+        await wait_for_agent(f"http://127.0.0.1:{port}/", 30)
+        assert server is not None  # it returned once the card answered, not before
+    finally:
+        timer.join()
+        if server is not None:
+            server.shutdown()
+        sock.close()
+
+
+async def test_a_generator_gives_up_on_an_agent_that_never_answers() -> None:
+    with (
+        closed_url("") as nobody,
+        pytest.raises(TransportFailure, match=r"no agent card at .* after 0\.5 s: Connect"),
+    ):
+        await wait_for_agent(nobody, 0.5)

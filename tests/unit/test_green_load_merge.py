@@ -97,6 +97,9 @@ def test_reports_of_different_runs_do_not_merge() -> None:
     other = a.model_copy(update={"agent": "http://elsewhere"})
     with pytest.raises(ValueError, match="ran"):
         merge_load_reports([a, other])
+    revision_2 = a.model_copy(update={"worker": 1, "run": "release-r2"})
+    with pytest.raises(ValueError, match="release-r2"):
+        merge_load_reports([a, revision_2])
     with pytest.raises(ValueError, match="no worker reports"):
         merge_load_reports([])
 
