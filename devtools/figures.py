@@ -173,6 +173,22 @@ def _chart(report: dict[str, Any]) -> dict[str, Any]:
         "load_p50_ms": load_["p50_s"] * 1000,
         "load_p95_ms": load_["p95_s"] * 1000,
         "run_s": report["seconds"],
+        **_chart_load_test(report["load_test"]["report"]),
+    }
+
+
+def _chart_load_test(run: dict[str, Any]) -> dict[str, Any]:
+    """The in-cluster load test's merged report, and its generators' cost."""
+    per_request = [w["cpu_ms_per_request"] for w in run["workers"]]
+    return {
+        "load_test_workers": len(run["workers"]),
+        "load_test_asked_qps": run["target_rate"],
+        "load_test_requests": run["requests"],
+        "load_test_errors": run["errors"],
+        "load_test_qps": run["throughput_rps"],
+        "load_test_p50_ms": run["p50_s"] * 1000,
+        "load_test_p99_ms": run["p99_s"] * 1000,
+        "load_test_generator_cpu_ms": max(per_request),
     }
 
 

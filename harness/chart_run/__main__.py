@@ -10,7 +10,11 @@
 5. Under the green agent's load through the same name, a rolling restart of each Deployment
    (new pod Ready, then the old one leaves the endpoints, runs its preStop, gets SIGTERM):
    0 failed requests, every old pod drained within its grace period (exit 0, never killed).
-6. Every pod terminated the same way; the figures in ``--out`` (reports/chart-run.json) and
+6. The chart's load test (``loadTest``, on in the scenario): its Indexed Job's generator pods,
+   run as the Job controller runs them (in a cluster the Job starts with the release; here after
+   the rollouts, so that it measures a settled release), each handing its report to the
+   collector; the merged report must be its workers' sum, with no failed request.
+7. Every pod terminated the same way; the figures in ``--out`` (reports/chart-run.json) and
    as a page beside it (reports/chart-run.md).
 
     python -m harness.chart_run --image NAME:TAG [--values FILE] [--out FILE]
@@ -33,6 +37,7 @@ import httpx
 
 from harness.chart_run.engine import Engine
 from harness.chart_run.kubelet import Pod
+from harness.chart_run.load_test import run_load_test
 from harness.chart_run.manifests import load_release
 from harness.chart_run.release import Cluster, Rollout
 from harness.chart_run.spec import Deployment, PodSpec, Release
@@ -173,6 +178,9 @@ async def run(args: argparse.Namespace, work: Path) -> dict[str, Any]:
             cluster, url, test_pod, purple, args.load, work / "out"
         )
         print(f"chart-run: load during the rollouts: {report['load']}")
+        report["load_test"] = await run_load_test(cluster)
+        print(f"chart-run: load test: {json.dumps(report['load_test'], default=str)[:2000]}")
+        cluster.check()
         report["scratch_bytes"] = cluster.scratch()
         serving_until = time.time()
         report["final_termination"] = await cluster.stop_all()

@@ -10,8 +10,9 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.chart_run.spec import FieldRef, PodSpec
@@ -49,6 +50,35 @@ class Placement:
     network: str
     volume_dirs: Mapping[str, Path]
     labels: Mapping[str, str]
+    annotations: Mapping[str, str] = field(default_factory=dict)
+
+    def field_value(self, ref: FieldRef) -> str:
+        """The pod's own metadata a downward-API env value names (a missing annotation: "")."""
+        if ref.path == "metadata.name":
+            return self.pod
+        if ref.path == "metadata.namespace":
+            return self.namespace
+        key = ref.path.removeprefix("metadata.annotations['").removesuffix("']")
+        return self.annotations.get(key, "")
+
+
+# $(NAME) names a variable of the container's env; $$ is a literal $ (the kubelet's expansion).
+_REFERENCE = re.compile(r"\$\$|\$\(([A-Za-z_][A-Za-z0-9_.-]*)\)")
+
+
+def expand(text: str, env: Mapping[str, str]) -> str:
+    """``text`` with ``$(NAME)`` replaced as the kubelet does in a command and its args.
+
+    A name the env does not hold stays as written; ``$$`` gives ``$``.
+    """
+
+    def value(match: re.Match[str]) -> str:
+        name = match.group(1)
+        if name is None:
+            return "$"
+        return env.get(name, match.group(0))
+
+    return _REFERENCE.sub(value, text)
 
 
 def run_args(spec: PodSpec, where: Placement) -> list[str]:
@@ -76,15 +106,18 @@ def run_args(spec: PodSpec, where: Placement) -> list[str]:
         flags += ["--memory", str(memory_bytes(spec.memory_limit))]
     for key, label in sorted(where.labels.items()):
         flags += ["--label", f"{key}={label}"]
-    fields = {"metadata.name": where.pod, "metadata.namespace": where.namespace}
-    for name, value in spec.env:
-        flags += ["--env", f"{name}={fields[value.path] if isinstance(value, FieldRef) else value}"]
+    env = {
+        name: where.field_value(value) if isinstance(value, FieldRef) else value
+        for name, value in spec.env
+    }
+    for name, value in env.items():
+        flags += ["--env", f"{name}={value}"]
     for volume in spec.volumes:
         mode = "ro" if volume.read_only else "rw"
         flags += ["--volume", f"{where.volume_dirs[volume.name]}:{volume.mount_path}:{mode}"]
     if spec.command:
-        flags += ["--entrypoint", json.dumps(list(spec.command))]
-    return ["run", *flags, spec.image, *spec.args]
+        flags += ["--entrypoint", json.dumps([expand(c, env) for c in spec.command])]
+    return ["run", *flags, spec.image, *(expand(a, env) for a in spec.args)]
 
 
 class Engine:

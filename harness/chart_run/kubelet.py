@@ -130,8 +130,17 @@ class Kubelet:
         self.client = httpx.AsyncClient(limits=httpx.Limits(max_keepalive_connections=0))
         self.failed = asyncio.Event()
 
-    async def start(self, spec: PodSpec, name: str, probe: bool = True) -> Pod:
-        """Create the pod's volumes and start its container; probes run in the background."""
+    async def start(
+        self,
+        spec: PodSpec,
+        name: str,
+        probe: bool = True,
+        annotations: dict[str, str] | None = None,
+    ) -> Pod:
+        """Create the pod's volumes and start its container; probes run in the background.
+
+        ``annotations`` are the ones a controller gives the pod (a Job's completion index).
+        """
         pod = Pod(
             name,
             spec,
@@ -145,6 +154,7 @@ class Kubelet:
             network=self.network,
             volume_dirs=pod.volume_dirs,
             labels=self.labels,
+            annotations=annotations or {},
         )
         await self.engine(*run_args(spec, where))
         pod.ip = await self.engine.ip(pod.container, self.network)

@@ -1,4 +1,4 @@
-"""The rendered chart as the runner needs it: Deployments, Services, test pods, containers.
+"""The rendered chart as the runner needs it: Deployments, Jobs, Services, test pods, containers.
 
 Every reference (Secret, ConfigMap, named port, HPA replica count) is resolved the way the API
 server and the kubelet resolve it, and every field the runner cannot honour is refused by name.
@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import base64
 import math
+import re
 from collections import Counter
 from collections.abc import Mapping
 from typing import Any
@@ -21,6 +22,7 @@ import yaml
 from harness.chart_run.spec import (
     Deployment,
     FieldRef,
+    Job,
     ManifestError,
     PodSpec,
     Probe,
@@ -31,6 +33,8 @@ from harness.chart_run.spec import (
 )
 
 Doc = Mapping[str, Any]
+#: A downward-API path to one annotation of the pod: ``metadata.annotations['key']``.
+ANNOTATION = re.compile(r"metadata\.annotations\['([^']+)'\]")
 
 # Kinds the runner does not start, and why (reported with the run).
 NOT_RUN = {
@@ -58,7 +62,7 @@ def load_release(text: str, namespace: str) -> Release:
     by_kind: dict[str, list[Doc]] = {}
     for doc in docs:
         by_kind.setdefault(doc["kind"], []).append(doc)
-    unknown = set(by_kind) - set(NOT_RUN) - {"Deployment", "Service", "Pod"}
+    unknown = set(by_kind) - set(NOT_RUN) - {"Deployment", "Job", "Service", "Pod"}
     if unknown:
         raise ManifestError(f"kinds the runner cannot start: {', '.join(sorted(unknown))}")
     refs = References(namespace, by_kind.get("Secret", []), by_kind.get("ConfigMap", []))
@@ -74,8 +78,9 @@ def load_release(text: str, namespace: str) -> Release:
         if hook != "test":
             raise ManifestError(f"Pod/{pod['metadata']['name']}: only helm test pods are run")
         tests.append(pod_spec(pod["metadata"], pod["spec"], refs))
+    jobs = tuple(_job(j, refs) for j in by_kind.get("Job", []))
     counts = Counter(k for k in by_kind if k in NOT_RUN for _ in by_kind[k])
-    return Release(namespace, deployments, services, tuple(tests), dict(counts))
+    return Release(namespace, deployments, services, tuple(tests), dict(counts), jobs)
 
 
 def _deployment(doc: Doc, refs: References, hpa_min: Mapping[str, int]) -> Deployment:
@@ -98,6 +103,44 @@ def _deployment(doc: Doc, refs: References, hpa_min: Mapping[str, int]) -> Deplo
         raise ManifestError(f"Deployment/{name}: maxSurge and maxUnavailable are both 0")
     deadline = float(spec.get("progressDeadlineSeconds", 600))
     return Deployment(name, replicas, pod, surge, unavailable, deadline)
+
+
+# Job fields that change which pods count as failed or done; the runner has none of them.
+_JOB_POLICIES = (
+    "podFailurePolicy",
+    "successPolicy",
+    "backoffLimitPerIndex",
+    "podReplacementPolicy",
+)
+
+
+def _job(doc: Doc, refs: References) -> Job:
+    name = doc["metadata"]["name"]
+    if (doc["metadata"].get("annotations") or {}).get("helm.sh/hook"):
+        raise ManifestError(f"Job/{name}: hook Jobs are not run")
+    spec = doc["spec"]
+    policies = [p for p in _JOB_POLICIES if p in spec]
+    if policies:
+        raise ManifestError(f"Job/{name}: {', '.join(policies)} is not run")
+    template = spec["template"]
+    pod = pod_spec({**template["metadata"], "name": name}, template["spec"], refs)
+    if pod.restart_policy != "Never":
+        # OnFailure restarts the container in place; the runner never restarts one.
+        raise ManifestError(f"Job/{name}: only restartPolicy Never is run")
+    mode = spec.get("completionMode", "NonIndexed")
+    if mode not in ("Indexed", "NonIndexed"):
+        raise ManifestError(f"Job/{name}: completionMode {mode!r} is not run")
+    completions = int(spec.get("completions", 1))
+    deadline = spec.get("activeDeadlineSeconds")
+    return Job(
+        name=name,
+        template=pod,
+        completions=completions,
+        parallelism=min(int(spec.get("parallelism", 1)), completions),
+        indexed=mode == "Indexed",
+        backoff_limit=int(spec.get("backoffLimit", 6)),
+        active_deadline_s=None if deadline is None else float(deadline),
+    )
 
 
 def _scaled(value: int | str, replicas: int, rounding: Any) -> int:
@@ -199,13 +242,18 @@ def pod_spec(meta: Doc, spec: Doc, refs: References) -> PodSpec:
 def _env(entry: Doc, refs: References, where: str) -> tuple[str, str | FieldRef]:
     name = entry["name"]
     if "valueFrom" not in entry:
-        return name, str(entry.get("value", ""))
+        value = str(entry.get("value", ""))
+        if "$(" in value:
+            # The kubelet expands references to earlier variables in a value; the runner only
+            # in a command and its args.
+            raise ManifestError(f"{where} env {name}: $(...) references in env values are not run")
+        return name, value
     source = entry["valueFrom"]
     for kind, key in (("Secret", "secretKeyRef"), ("ConfigMap", "configMapKeyRef")):
         if key in source:
             return name, refs.key(kind, source[key], f"{where} env {name}").decode()
-    path = (source.get("fieldRef") or {}).get("fieldPath")
-    if path in ("metadata.name", "metadata.namespace"):
+    path = str((source.get("fieldRef") or {}).get("fieldPath", ""))
+    if path in ("metadata.name", "metadata.namespace") or ANNOTATION.fullmatch(path):
         return name, FieldRef(path)
     raise ManifestError(f"{where} env {name}: valueFrom {sorted(source)} is not supported")
 

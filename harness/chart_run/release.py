@@ -1,9 +1,12 @@
-"""A release's workloads running under podman: its Services, its Deployments' pods, rollouts.
+"""A release's workloads running under podman: its Services, its Deployments' pods, rollouts, Jobs.
 
 One podman network of the run's own holds everything; a Service is reachable there by each of
 its names (``services.py``), a pod by its name. Deployments scale and roll as the Deployment
 controller does: a rollout starts at most ``maxSurge`` new pods above the replica count, waits
 until they are Ready, and only then terminates old ones (at most ``maxUnavailable`` below it).
+A Job runs as the Job controller runs it: ``parallelism`` pods at a time until ``completions``
+succeeded (each index once, when Indexed), a failed pod replaced until ``backoffLimit`` failures,
+every pod deleted (terminated with its grace) when ``activeDeadlineSeconds`` passes.
 """
 
 from __future__ import annotations
@@ -18,7 +21,10 @@ from pathlib import Path
 from harness.chart_run.engine import Engine, EngineError, Placement, memory_bytes, run_args
 from harness.chart_run.kubelet import Kubelet, Pod, PodError, Termination
 from harness.chart_run.services import ServiceProxy, Traffic, read_traffic, start_proxy
-from harness.chart_run.spec import Deployment, PodSpec, Release
+from harness.chart_run.spec import Deployment, Job, PodSpec, Release
+
+#: The annotation in which the Job controller gives an Indexed Job's pod its index.
+COMPLETION_INDEX = "batch.kubernetes.io/job-completion-index"
 
 
 @dataclass
@@ -36,6 +42,23 @@ class Rollout:
     deployment: str
     seconds: float
     steps: list[Step]
+
+
+@dataclass
+class JobRun:
+    """How one Job ran: which indexes succeeded, which pods failed, and whether it completed."""
+
+    job: str
+    seconds: float
+    succeeded: list[int]
+    failed_pods: dict[str, int]
+    failure: str | None
+    logs: dict[str, str]
+
+    @property
+    def complete(self) -> bool:
+        """Every completion succeeded (the Job's Complete condition)."""
+        return self.failure is None
 
 
 class Cluster:
@@ -138,6 +161,61 @@ class Cluster:
             )
         finally:
             await self.kubelet.remove(pod)
+
+    async def run_job(self, job: Job) -> JobRun:
+        """Run ``job`` to its end, as the Job controller does; the last lines of each pod."""
+        began = time.monotonic()
+        deadline = began + job.active_deadline_s if job.active_deadline_s else None
+        pending, succeeded = list(range(job.completions)), []
+        failed: dict[str, int] = {}
+        logs: dict[str, str] = {}
+        running: dict[asyncio.Task[int], tuple[int, Pod]] = {}
+        started: list[Pod] = []
+        failure = None
+        try:
+            while pending or running:
+                while pending and len(running) < job.parallelism:
+                    index = pending.pop(0)
+                    pod = await self._job_pod(job, index)
+                    started.append(pod)
+                    wait = asyncio.create_task(self._exit_code(pod))
+                    running[wait] = (index, pod)
+                left = None if deadline is None else max(0.0, deadline - time.monotonic())
+                done, _ = await asyncio.wait(running, timeout=left, return_when="FIRST_COMPLETED")
+                if not done:
+                    failure = f"DeadlineExceeded: not complete after {job.active_deadline_s:g} s"
+                    break
+                for task in done:
+                    index, pod = running.pop(task)
+                    logs[pod.name] = await self.engine.logs(pod.container, 20)
+                    if task.result() == 0:
+                        succeeded.append(index)
+                        continue
+                    failed[pod.name] = task.result()
+                    if len(failed) > job.backoff_limit:
+                        failure = f"BackoffLimitExceeded: {len(failed)} failed pods"
+                    else:
+                        pending.append(index)  # a new pod for the same index
+                if failure:
+                    break
+        finally:
+            # A Job that ends (failed, or its deadline passed) deletes the pods it still runs.
+            for task, (_, pod) in running.items():
+                task.cancel()
+                await self.kubelet.stop(pod)
+                logs[pod.name] = await self.engine.logs(pod.container, 20)
+            for pod in started:
+                await self.kubelet.remove(pod)
+        return JobRun(job.name, time.monotonic() - began, sorted(succeeded), failed, failure, logs)
+
+    async def _job_pod(self, job: Job, index: int) -> Pod:
+        name = f"{job.name}-{index}-{secrets.token_hex(3)}"
+        annotations = {COMPLETION_INDEX: str(index)} if job.indexed else {}
+        return await self.kubelet.start(job.template, name, probe=False, annotations=annotations)
+
+    async def _exit_code(self, pod: Pod) -> int:
+        await self.engine("wait", pod.container, timeout_s=24 * 3600)
+        return await self.engine.exit_code(pod.container)
 
     async def client(
         self, name: str, args: list[str], like: PodSpec, out: Path, detach: bool = False

@@ -1,4 +1,4 @@
-"""The typed model of a rendered chart that the runner starts: pods, Deployments, Services.
+"""The typed model of a rendered chart that the runner starts: pods, Deployments, Jobs, Services.
 
 ``manifests.load_release`` builds it from ``helm template`` output, every reference resolved.
 """
@@ -40,7 +40,11 @@ class Volume:
 
 @dataclass(frozen=True)
 class FieldRef:
-    """An env value from the pod's own metadata (``metadata.name`` or ``metadata.namespace``)."""
+    """An env value from the pod's own metadata (the downward API).
+
+    ``metadata.name``, ``metadata.namespace`` or ``metadata.annotations['key']`` (a Job's pods:
+    their completion index).
+    """
 
     path: str
 
@@ -93,6 +97,23 @@ class Deployment:
 
 
 @dataclass(frozen=True)
+class Job:
+    """A Job: ``completions`` pods of a template to succeed, ``parallelism`` at a time.
+
+    Indexed: each pod has its index (0..completions-1) in the annotation
+    ``batch.kubernetes.io/job-completion-index``, and every index must succeed once.
+    """
+
+    name: str
+    template: PodSpec
+    completions: int
+    parallelism: int
+    indexed: bool
+    backoff_limit: int
+    active_deadline_s: float | None
+
+
+@dataclass(frozen=True)
 class Service:
     """A ClusterIP Service: its names, selector and ports (port -> target port, name or number)."""
 
@@ -121,3 +142,4 @@ class Release:
     services: tuple[Service, ...]
     test_pods: tuple[PodSpec, ...]
     not_run: Mapping[str, int] = field(default_factory=dict)
+    jobs: tuple[Job, ...] = ()

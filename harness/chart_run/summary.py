@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.chart_run.kubelet import Termination
+from harness.chart_run.load_test import load_test_problems
 from harness.chart_run.release import Rollout
 
 
@@ -25,6 +26,8 @@ def verdict(report: dict[str, Any], min_ndcg5: float) -> list[str]:
         problems.append(
             f"load: {load['errors']} of {load['requests']} failed: {load['error_samples']}"
         )
+    if report.get("load_test") is not None:
+        problems += load_test_problems(report["load_test"])
     stops = [
         (name, t) for r in report["rollouts"] for s in r.steps for name, t in s.terminated.items()
     ]
@@ -78,6 +81,34 @@ def _rollout(r: Rollout) -> list[str]:
     return lines
 
 
+def _load_test_lines(figures: dict[str, Any] | None) -> list[str]:
+    if figures is None:
+        return []
+    run = figures["report"]
+    if run is None:
+        return [
+            f"| load test, Job {figures['job']} | no report: {figures['failure'] or figures.get('collector')} |"
+        ]
+    pace = (
+        f"{run['target_rate']:g}/s open loop"
+        if run["target_rate"]
+        else f"{run['concurrency']} in flight"
+    )
+    each = ", ".join(
+        f"worker {w['worker']}: {w['requests']} requests"
+        + (f", {w['cpu_ms_per_request']:.1f} ms CPU each" if w["cpu_ms_per_request"] else "")
+        for w in run["workers"]
+    )
+    bound = (
+        "; generator-bound: " + "; ".join(run["generator_bound"]) if run["generator_bound"] else ""
+    )
+    return [
+        f"| load test: Job {figures['job']}, {figures['workers']} generator pods, {pace}, one report from the collector | "
+        f"{run['requests']} requests, {run['errors']} failed, {run['throughput_rps']:.1f} answers/s, "
+        f"p50 {run['p50_s'] * 1000:.0f} ms, p99 {run['p99_s'] * 1000:.0f} ms ({each}){bound} |"
+    ]
+
+
 def markdown(report: dict[str, Any]) -> str:
     """A page of the report: what ran, what it answered, how the rollouts went."""
     ev, load = report["eval"], report["load"]
@@ -93,6 +124,7 @@ def markdown(report: dict[str, Any]) -> str:
         f"| helm test pod | exit {report['helm_test']['exit_code']}: {' '.join(report['helm_test']['output'][-2:])} |",
         f"| green agent, A2A 0.3, {ev['queries']} test queries through {ev['agent']} | {ev['failed']} failed, NDCG@5 {ev['ndcg@5']:.4f}, NDCG@10 {ev['ndcg@10']:.4f} |",
         f"| load during both rolling restarts (green agent, 0.3) | {load['requests']} requests, {load['errors']} failed, {load['throughput_rps']:.1f} answers/s, p50 {load['p50_s'] * 1000:.0f} ms, p95 {load['p95_s'] * 1000:.0f} ms |",
+        *_load_test_lines(report.get("load_test")),
         "",
         "| Deployment | step | new pod | old pod |",
         "| --- | ---: | --- | --- |",

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from harness.chart_run.engine import Placement, cpus, memory_bytes, run_args
+from harness.chart_run.engine import Placement, cpus, expand, memory_bytes, run_args
 from harness.chart_run.manifests import load_release
 from harness.chart_run.spec import FieldRef, ManifestError, Release
 from tests.k8s.rendering import NAMESPACE, render
@@ -26,14 +26,15 @@ def test_the_embedded_scenario_as_the_runner_starts_it() -> None:
     release = _release(EMBEDDED)
     replicas = {d.name.removeprefix("nfcorpus-retrieval-"): d.replicas for d in release.deployments}
     # The MCP server's count comes from its HPA's minReplicas (the Deployment has none).
-    assert replicas == {"mcp-server": 2, "purple-agent": 2}
-    for d in release.deployments:
-        assert (d.max_surge, d.max_unavailable) == (
-            1,
-            0,
-        )  # 25% of 2, rounded as the controller does
+    assert replicas == {"mcp-server": 2, "purple-agent": 2, "load-collector": 1}
+    rollout = {
+        d.name.removeprefix("nfcorpus-retrieval-"): (d.max_surge, d.max_unavailable)
+        for d in release.deployments
+    }
+    # 25% of 2, rounded as the controller does; the collector goes before its successor starts.
+    assert rollout == {"mcp-server": (1, 0), "purple-agent": (1, 0), "load-collector": (0, 1)}
     assert release.not_run == {
-        "NetworkPolicy": 3,
+        "NetworkPolicy": 5,
         "PodDisruptionBudget": 2,
         "HorizontalPodAutoscaler": 1,
         "ServiceAccount": 1,
@@ -122,6 +123,73 @@ def test_quantities_and_field_references() -> None:
     assert "POD=web-1" in run_args(deployment.template, where)
 
 
+def test_the_load_test_job_as_the_runner_runs_it() -> None:
+    (job,) = _release(EMBEDDED).jobs
+    assert job.name == "nfcorpus-retrieval-load-generator-r1"
+    assert (job.completions, job.parallelism, job.indexed) == (3, 3, True)
+    assert (job.backoff_limit, job.active_deadline_s) == (0, 900.0)
+    index = "metadata.annotations['batch.kubernetes.io/job-completion-index']"
+    assert dict(job.template.env)["WORKER_INDEX"] == FieldRef(index)
+    where = Placement(
+        pod="gen-2",
+        namespace=NAMESPACE,
+        container="c",
+        network="net",
+        volume_dirs={v.name: Path(f"/host/{v.name}") for v in job.template.volumes},
+        labels={},
+        annotations={"batch.kubernetes.io/job-completion-index": "2"},
+    )
+    args = run_args(job.template, where)
+    # The kubelet expands $(WORKER_INDEX) in the args from the pod's annotation.
+    assert args[args.index("--worker") + 1] == "2"
+    assert "WORKER_INDEX=2" in args
+    assert args[args.index("--run") + 1] == "nfcorpus-retrieval-r1"
+    collector = "http://nfcorpus-retrieval-load-collector:8080/reports"
+    assert args[args.index("--report-to") + 1] == collector
+
+
+def test_references_expand_as_the_kubelet_expands_them() -> None:
+    env = {"A": "1", "B": "two"}
+    assert expand("--x=$(A)-$(B)", env) == "--x=1-two"
+    assert expand("$(MISSING) stays", env) == "$(MISSING) stays"
+    assert expand("$$(A) is escaped, $$ is a dollar", env) == "$(A) is escaped, $ is a dollar"
+
+
+def _job(**spec: object) -> str:
+    template = {
+        "metadata": {"labels": {"app": "gen"}},
+        "spec": {
+            "restartPolicy": spec.pop("restartPolicy", "Never"),
+            "containers": [
+                {"name": "gen", "image": "img:1", "securityContext": {"runAsUser": 10001}}
+            ],
+        },
+    }
+    annotations = spec.pop("annotations", {})
+    job = {"kind": "Job", "metadata": {"name": "gen", "annotations": annotations}}
+    return yaml.safe_dump({**job, "spec": {"template": template, **spec}})
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (_job(restartPolicy="OnFailure"), "only restartPolicy Never"),
+        (_job(completionMode="Whatever"), "completionMode 'Whatever'"),
+        (_job(podFailurePolicy={"rules": []}), "podFailurePolicy is not run"),
+        (_job(annotations={"helm.sh/hook": "post-install"}), "hook Jobs are not run"),
+    ],
+)
+def test_jobs_the_runner_cannot_honour_are_refused_by_name(text: str, message: str) -> None:
+    with pytest.raises(ManifestError, match=message):
+        load_release(text, "ns")
+
+
+def test_a_plain_job_runs_one_pod_to_completion_by_default() -> None:
+    (job,) = load_release(_job(), "ns").jobs
+    assert (job.completions, job.parallelism, job.indexed) == (1, 1, False)
+    assert (job.backoff_limit, job.active_deadline_s) == (6, None)  # Kubernetes' defaults
+
+
 def _manifest(env: list[dict[str, object]] | None = None, **container: object) -> str:
     """A minimal Deployment (and a Secret) to try one field at a time."""
     secret = {
@@ -169,6 +237,7 @@ def _manifest(env: list[dict[str, object]] | None = None, **container: object) -
             ),
             "is not supported",
         ),
+        (_manifest(env=[{"name": "X", "value": "$(Y)-z"}]), "references in env values"),
         (_manifest(readinessProbe={"exec": {"command": ["true"]}}), "only HTTP probes"),
         (
             _manifest(readinessProbe={"httpGet": {"path": "/", "port": "web"}}),

@@ -11,7 +11,7 @@ EMBEDDED = "ci/embedded-values.yaml"
 
 def test_no_qdrant_no_indexer_and_no_qdrant_secret() -> None:
     r = render(EMBEDDED)
-    assert r.of_kind("StatefulSet") == [] and r.of_kind("Job") == []
+    assert r.of_kind("StatefulSet") == [] and r.component("Job", "indexer") == []
     assert not [d for d in r.docs if labels(d).get("app.kubernetes.io/component") == "qdrant"]
     assert [s["metadata"]["name"] for s in r.of_kind("Secret")] == ["nfcorpus-retrieval-auth"]
     # Even with every monitor on, nothing scrapes a Qdrant that is not there.

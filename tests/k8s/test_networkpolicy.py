@@ -97,7 +97,7 @@ PROMETHEUS = Pod("prometheus", "monitoring", "10.244.3.1", {"app": "prometheus"}
 INGRESS = Pod("ingress", "ingress-nginx", "10.244.4.1", {"app": "ingress-nginx"})
 VECTOR_DB = Pod("external-qdrant", "vector-db", "10.244.5.1", {"app": "qdrant"})
 INTERNET = Pod("internet", "", "151.101.1.1")
-PORTS = (9009, 8000, 6333, 6334, 6335, 443, 4317)
+PORTS = (9009, 8000, 6333, 6334, 6335, 443, 4317, 8080)
 
 
 def in_release_edges(rendered: Rendered) -> set[Edge]:
@@ -116,6 +116,8 @@ CORE = {
     ("eval", "purple-agent", 9009),
     ("purple-agent", "mcp-server", 8000),
 }
+# The load test's generators reach the purple agent and hand their reports to the collector.
+LOAD_TEST = {("load-generator", "purple-agent", 9009), ("load-generator", "load-collector", 8080)}
 TO_QDRANT = {(src, "qdrant", port) for src in ("mcp-server", "indexer") for port in (6333, 6334)}
 # The stranger pod is selected by no policy: it may call out (its own egress is open), but every
 # pod of the release refuses it, so it only "reaches" itself and the eval pod (also unselected).
@@ -127,10 +129,10 @@ UNSELECTED = {(a, b, p) for a in ("stranger", "eval") for b in ("stranger", "eva
     [
         ("ci/default-values.yaml", CORE | TO_QDRANT),
         ("ci/cluster-values.yaml", CORE | TO_QDRANT | {("qdrant", "qdrant", 6335)}),
-        ("ci/full-values.yaml", CORE | TO_QDRANT | {("qdrant", "qdrant", 6335)}),
+        ("ci/full-values.yaml", CORE | TO_QDRANT | {("qdrant", "qdrant", 6335)} | LOAD_TEST),
         ("ci/external-qdrant-values.yaml", CORE),
         # The index is in every MCP pod: nothing reaches a store.
-        ("ci/embedded-values.yaml", CORE),
+        ("ci/embedded-values.yaml", CORE | LOAD_TEST),
     ],
 )
 def test_only_the_intended_paths_inside_the_namespace(scenario: str, expected: set[Edge]) -> None:

@@ -36,3 +36,10 @@ def test_with_authentication_on_the_served_green_agent_sends_the_callers_token()
     assert '--env="GREEN_AGENT_TOKEN=$TOKEN"' not in _notes()
     serve = _notes("auth.enabled=true").split("services.green_agent serve")[0].rsplit("5. ", 1)[1]
     assert '--env="GREEN_AGENT_TOKEN=$TOKEN"' in serve
+
+
+def test_with_the_load_test_on_the_notes_name_its_job_and_collector() -> None:
+    assert "Load test" not in _notes()
+    notes = _notes("loadTest.enabled=true", "loadTest.workers=4")
+    assert f"4 generators of Job {RELEASE}-load-generator-r1" in notes
+    assert f"port-forward svc/{RELEASE}-load-collector 8080:8080" in notes

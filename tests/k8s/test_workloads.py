@@ -21,11 +21,14 @@ PORTS = {
     "purple-agent": {"http": 9009},
     "mcp-server": {"http": 8000},
     "qdrant": {"http": 6333, "grpc": 6334, "p2p": 6335},
+    "load-collector": {"http": 8080},
 }
 PROBE_PATHS = {
     "purple-agent": ("/healthz", "/readyz", "/healthz"),
     "mcp-server": ("/healthz", "/readyz", "/healthz"),
     "qdrant": ("/livez", "/readyz", "/livez"),
+    # Nothing to wait for: the collector is ready once it answers.
+    "load-collector": ("/healthz", "/healthz", "/healthz"),
 }
 
 

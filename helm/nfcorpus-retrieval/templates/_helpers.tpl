@@ -362,6 +362,11 @@ failureThreshold: {{ .probe.failureThreshold }}
 {{- if and .Values.qdrant.external.url .Values.qdrant.apiKey.enabled (not .Values.qdrant.apiKey.existingSecret) (not .Values.qdrant.apiKey.value) }}
 {{- fail "an external Qdrant needs qdrant.apiKey.existingSecret or qdrant.apiKey.value (or qdrant.apiKey.enabled=false)" }}
 {{- end }}
+{{- with .Values.loadTest }}
+{{- if and .enabled (not .rate) (lt (int .concurrency) (int .workers)) }}
+{{- fail "loadTest.concurrency is split across loadTest.workers: give every worker at least one request in flight (concurrency >= workers), or set loadTest.rate" }}
+{{- end }}
+{{- end }}
 {{- with .Values.auth }}
 {{- if .enabled }}
 {{- if and (not .clientTokens.existingSecret) (not .mcpToken.existingSecret) (eq .clientTokens.existingSecretKey .mcpToken.existingSecretKey) }}
