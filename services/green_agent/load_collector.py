@@ -7,6 +7,10 @@ merged JSON and HTML where it was told, logs the run's headline, and serves the 
 ``GET /report`` and ``GET /report.html`` (404 until it is complete). A report that is not one,
 comes from a worker outside the run or from another run is refused with what is wrong, and what
 is already stored stays; a worker that reports again (a retried pod) replaces its own.
+
+With ``--out`` each accepted report is also written beside the merged one (``load.worker-I.json``
+for ``load.json``), and a collector that starts where such files are takes back those of its
+run: a restarted collector container (its volume kept) still completes the run.
 """
 
 from __future__ import annotations
@@ -46,9 +50,24 @@ class Collector:
         self._out, self._html = out, html
         self.reports: dict[int, LoadReport] = {}
         self.merged: LoadReport | None = None
+        for kept in self._kept_files():
+            report = LoadReport.model_validate_json(kept.read_text(encoding="utf-8"))
+            if report.run == run and self.add(report, keep=False) is None:
+                _log.info("took back worker %d's report from %s", report.worker, kept)
 
-    def add(self, report: LoadReport) -> str | None:
-        """Keep ``report``; the reason it is refused, or None. Merges when the run is complete."""
+    def _kept(self, worker: int) -> Path | None:
+        if self._out is None:
+            return None
+        return self._out.with_name(f"{self._out.stem}.worker-{worker}.json")
+
+    def _kept_files(self) -> list[Path]:
+        return [p for i in range(self.workers) if (p := self._kept(i)) and p.is_file()]
+
+    def add(self, report: LoadReport, keep: bool = True) -> str | None:
+        """Keep ``report``; the reason it is refused, or None. Merges when the run is complete.
+
+        ``keep``: also write it beside the merged report (when there is one), for a restart.
+        """
         if not 0 <= report.worker < self.workers:
             return f"worker {report.worker} is not one of this run's {self.workers} (0..{self.workers - 1})"
         if report.run != self.run:
@@ -61,6 +80,9 @@ class Collector:
         except ValueError as e:
             return f"not the same run: {e}"
         self.reports[report.worker] = report
+        if keep and (path := self._kept(report.worker)) is not None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(report.model_dump_json(), encoding="utf-8")
         if len(self.reports) == self.workers:
             self.merged = merged
             self._write(merged)

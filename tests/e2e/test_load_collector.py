@@ -88,3 +88,25 @@ def test_the_collector_refuses_what_is_not_a_report_of_its_run(
     # What was stored stays: worker 0's report, and the run still waits for worker 1.
     waiting = httpx.get(server.base_url + "/report")
     assert waiting.status_code == 404 and waiting.json()["waiting_for"] == [1]
+
+
+def test_a_restarted_collector_takes_back_the_reports_it_had(
+    purple_agent: ServerProcess, collector: tuple[ServerProcess, Path], tmp_path: Path
+) -> None:
+    server, merged_file = collector
+    outs = [tmp_path / f"worker-{i}.json" for i in range(WORKERS)]
+    assert _worker(0, purple_agent.base_url, server.base_url, outs[0]).wait(CLI_TIMEOUT_S) == 0
+    # An earlier run's report for worker 1 in the same folder is not taken back.
+    earlier = LoadReport.model_validate_json(outs[0].read_text())
+    stale = merged_file.with_name("merged.worker-1.json")
+    stale.write_text(
+        earlier.model_copy(update={"worker": 1, "run": "release-r0"}).model_dump_json()
+    )
+    server.stop()  # the container restarts; its volume stays
+    server.start(timeout_s=30)
+    waiting = httpx.get(server.base_url + "/report")
+    assert waiting.status_code == 404 and waiting.json()["waiting_for"] == [1]
+    assert _worker(1, purple_agent.base_url, server.base_url, outs[1]).wait(CLI_TIMEOUT_S) == 0
+    merged = LoadReport.model_validate_json(httpx.get(server.base_url + "/report").content)
+    reports = [LoadReport.model_validate_json(out.read_text()) for out in outs]
+    assert merged == merge_load_reports(reports)
