@@ -71,6 +71,7 @@ def create_app(
         cache,
         settings.encode_batch,
         settings.encode_wait_ms / 1000,
+        settings.rank_batch,
     )
 
     mcp = SearchServer(

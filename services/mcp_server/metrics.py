@@ -20,15 +20,21 @@ ENCODE_BATCH = Histogram(
     "Queries encoded together in one model pass (those waiting at once share it).",
     buckets=(1, 2, 3, 4, 6, 8, 12, 16, 24, 32),
 )
+RANK_BATCH = Histogram(
+    "mcp_rank_batch_queries",
+    "Searches ranked together in one pass (those waiting for a thread at once share it).",
+    buckets=(1, 2, 3, 4, 6, 8, 12, 16, 24, 32),
+)
 STORE_SECONDS = Histogram(
     "mcp_store_query_duration_seconds",
-    "Time one search spends in store (Qdrant) calls, all of them summed.",
+    "Time one search spends in store (Qdrant) calls, all of them summed (in a ranking pass of "
+    "several searches, its share of the pass's).",
     buckets=LATENCY_BUCKETS,
 )
 RANKING_SECONDS = Histogram(
     "mcp_ranking_duration_seconds",
     "Time one search spends ranking outside the store: fusion, feedback, kNN votes, features "
-    "and the model.",
+    "and the model (in a ranking pass of several searches, its share of the pass's).",
     buckets=LATENCY_BUCKETS,
 )
 STORE_CALL_SECONDS = Histogram(

@@ -2,10 +2,13 @@
 
 Searches are CPU-bound (the model) and the store client is synchronous, so each stage runs in a
 worker thread; a capacity limiter keeps no more of them in flight than there are cores to run
-them, so queueing happens in the event loop instead of as thread contention. Queries are encoded
-by an :class:`~services.mcp_server.batching.EncodeBatcher` (those waiting together share one
-model pass), then ranked one per thread. A search whose caller has gone while it waited is never
-ranked. Answers are kept in a
+them, so queueing happens in the event loop instead of as thread contention. A search that finds
+the service idle is encoded and ranked in one thread. Under load queries are encoded by an
+:class:`~services.mcp_server.batching.EncodeBatcher` (those waiting together share one model
+pass), then ranked in passes too: the searches waiting for a thread together go through
+:meth:`~services.retrieval.query.pipeline.RankingPipeline.rank_many` at once (their store
+searches in the same calls, one model pass), each to the answer it gets alone. A search whose
+caller has gone while it waited is never ranked. Answers are kept in a
 :class:`~services.mcp_server.cache.ResultCache`: a query asked again is answered on the event
 loop, without a thread or a search, and still counted as a search.
 """
@@ -14,13 +17,14 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from typing import Literal
 
 import anyio
 
-from services.mcp_server.batching import EncodeBatcher
+from services.mcp_server.batching import EncodeBatcher, PassBatcher
 from services.mcp_server.cache import Key, ResultCache
 from services.mcp_server.metrics import (
     CACHE_BYTES,
@@ -28,12 +32,13 @@ from services.mcp_server.metrics import (
     CACHE_LOOKUPS,
     ENCODE_SECONDS,
     INDEX_DOCUMENTS,
+    RANK_BATCH,
     RANKING_SECONDS,
     SEARCHES,
     STORE_SECONDS,
 )
 from services.mcp_server.schemas import SearchHit, SearchHits
-from services.retrieval.query.pipeline import RankingPipeline
+from services.retrieval.query.pipeline import RankAsk, RankingPipeline
 from services.retrieval.store.base import StoreError
 from services.retrieval.store.counting import CountingStore
 from services.retrieval.types import EncodedQuery
@@ -53,6 +58,17 @@ def _encoding() -> Iterator[None]:
     exemplars.observe(ENCODE_SECONDS, time.perf_counter() - began)
 
 
+@dataclass(frozen=True, slots=True)
+class _ToRank:
+    """One encoded search waiting for a ranking pass; ``started`` is set once one takes it."""
+
+    query: EncodedQuery
+    top_k: int
+    include_text: bool
+    key: Key
+    started: threading.Event = field(default_factory=threading.Event)
+
+
 class SearchUnavailableError(RuntimeError):
     """The store could not answer; the message is safe to show to a caller."""
 
@@ -68,11 +84,13 @@ class SearchService:
         cache: ResultCache | None = None,
         encode_batch: int = 1,
         encode_wait_s: float = 0.0,
+        rank_batch: int = 1,
     ) -> None:
         """Wrap a searcher over ``store``; ``threads`` bounds the stages running at once.
 
         Without a ``cache`` every search is run. ``encode_batch`` queries at most share a
-        model pass, the first waiting ``encode_wait_s`` for others.
+        model pass, the first waiting ``encode_wait_s`` for others; ``rank_batch`` searches at
+        most share a ranking pass (they never wait for company).
         """
         self._searcher = searcher
         self._store = store
@@ -80,6 +98,9 @@ class SearchService:
         self._limiter = anyio.CapacityLimiter(threads)
         self.encoder = EncodeBatcher(
             searcher.encode_many, self._limiter, encode_batch, encode_wait_s
+        )
+        self.ranks: PassBatcher[_ToRank, SearchHits] = PassBatcher(
+            self._rank_sync, self._limiter, rank_batch, 0.0, threads, RANK_BATCH.observe
         )
         self._lock = threading.Lock()
         self.search_calls = 0
@@ -95,18 +116,36 @@ class SearchService:
             self.search_calls = 0
         self._store.reset()
 
-    def _rank_sync(self, encoded: EncodedQuery, top_k: int, include_text: bool) -> SearchHits:
+    def _rank_sync(self, searches: Sequence[_ToRank]) -> list[SearchHits]:
+        """Rank ``searches`` in one pass (in a worker thread), keeping each answer in the cache.
+
+        The store's and the ranking's time are observed per search: in a pass of several, each
+        search observes its share.
+        """
+        for s in searches:
+            s.started.set()
         started = time.perf_counter()
         self._store.start_timing()
         with _tracer.start_as_current_span("retrieve") as span:  # store calls are its children
-            results = self._searcher.rank(encoded, top_k, text=include_text)
-            span.set_attribute("search.results", len(results))
+            asks = [RankAsk(s.query, s.top_k, s.include_text) for s in searches]
+            results = self._searcher.rank_many(asks)
+            span.set_attribute("search.results", sum(len(r) for r in results))
+            if len(searches) > 1:
+                span.set_attribute("search.batch", len(searches))
+        n = len(searches)
         store_s = self._store.thread_seconds
-        exemplars.observe(STORE_SECONDS, store_s)
-        exemplars.observe(RANKING_SECONDS, max(0.0, time.perf_counter() - started - store_s))
-        return tuple(
-            SearchHit(doc_id=r.doc_id, score=r.score, title=r.title, text=r.text) for r in results
-        )
+        ranking_s = max(0.0, time.perf_counter() - started - store_s)
+        answers = []
+        for s, ranked in zip(searches, results, strict=True):
+            exemplars.observe(STORE_SECONDS, store_s / n)
+            exemplars.observe(RANKING_SECONDS, ranking_s / n)
+            hits = tuple(
+                SearchHit(doc_id=r.doc_id, score=r.score, title=r.title, text=r.text)
+                for r in ranked
+            )
+            self._keep(s.key, hits)
+            answers.append(hits)
+        return answers
 
     async def search(
         self, query: str, top_k: int, via: Literal["tool", "rest"], include_text: bool = True
@@ -128,25 +167,27 @@ class SearchService:
                 return cached
         started = threading.Event()
 
-        def rank_now(encoded: EncodedQuery | None) -> SearchHits:
+        def alone() -> SearchHits:
             started.set()
-            if encoded is None:  # alone: encoded in this thread, one hand-off instead of two
-                with _encoding():
-                    encoded = self.encoder.encode_here(query)
-            hits = self._rank_sync(encoded, top_k, include_text)
-            self._keep(key, hits)
+            with _encoding():
+                encoded = self.encoder.encode_here(query)
+            (hits,) = self._rank_sync([_ToRank(encoded, top_k, include_text, key, started)])
+            self.ranks.counted(1)  # a ranking pass of one
             return hits
 
         try:
             with _tracer.start_as_current_span("search") as span:
                 span.set_attribute("search.top_k", top_k)
-                encoded = None
-                # A thread free and no pass to share: encode alone, in the thread that ranks.
-                # Otherwise wait with the others, whose queries share a model pass.
-                if not (self.encoder.idle and self._limiter.available_tokens >= 1):
+                # A thread free and nothing to share: encode and rank alone, in one thread.
+                # Otherwise wait with the others, whose queries share a model pass, then a
+                # ranking pass.
+                if self.encoder.idle and self._limiter.available_tokens >= 1:
+                    hits = await anyio.to_thread.run_sync(alone, limiter=self._limiter)
+                else:
                     with _encoding():
                         encoded = await self.encoder.encode(query)
-                hits = await anyio.to_thread.run_sync(rank_now, encoded, limiter=self._limiter)
+                    search = _ToRank(encoded, top_k, include_text, key, started)
+                    hits = await self.ranks.submit(search)
         except anyio.get_cancelled_exc_class():
             # The caller went away (see services.common.disconnect): a search still waiting for
             # a thread is dropped; one that ran is counted as done, its answer unsent.

@@ -32,6 +32,14 @@ class McpServerSettings(BaseSettings, AuthFields):
         description="Queries that share one model pass at most: those waiting at once are "
         "encoded together, to the same bits as alone; 1 encodes each query alone.",
     )
+    rank_batch: int = Field(
+        default=8,
+        ge=1,
+        le=64,
+        description="Searches that share one ranking pass at most: those waiting for a thread "
+        "at once go to the store in the same calls and through one model pass, each to the same "
+        "answer as alone; 1 ranks each alone.",
+    )
     encode_wait_ms: float = Field(
         default=0.0,
         ge=0.0,

@@ -1,9 +1,9 @@
-"""Concurrent searches through the real MCP server: they may share model passes, and each gets
-the answer it gets alone.
+"""Concurrent searches through the real MCP server: they may share model passes and ranking
+passes, and each gets the answer it gets alone.
 
 The server runs without its result cache, so every request is searched. The queries are sent
-one at a time, then all at once; the answers must be the same bytes, and the batch histogram
-must account for every query encoded (whatever the machine made of the overlap).
+one at a time, then all at once; the answers must be the same bytes, and the batch histograms
+must account for every query encoded and ranked (whatever the machine made of the overlap).
 """
 
 from __future__ import annotations
@@ -30,10 +30,10 @@ def server(
         yield process
 
 
-def _encoded(metrics: str) -> tuple[float, float]:
-    """Queries encoded and model passes made, from the batch histogram."""
-    total = re.findall(r"^mcp_encode_batch_queries_sum (\S+)$", metrics, re.M)
-    passes = re.findall(r"^mcp_encode_batch_queries_count (\S+)$", metrics, re.M)
+def _batched(metrics: str, stage: str = "encode") -> tuple[float, float]:
+    """Queries handled and passes made by one stage (encode, rank), from its batch histogram."""
+    total = re.findall(rf"^mcp_{stage}_batch_queries_sum (\S+)$", metrics, re.M)
+    passes = re.findall(rf"^mcp_{stage}_batch_queries_count (\S+)$", metrics, re.M)
     return float(total[0]), float(passes[0])
 
 
@@ -46,11 +46,16 @@ async def test_concurrent_searches_get_the_answers_they_get_alone(
     limits = httpx.Limits(max_connections=len(texts))
     async with httpx.AsyncClient(timeout=60, limits=limits) as http:
         alone = [(await http.post(url, json={"query": t, "top_k": 10})).content for t in texts]
-        before = _encoded((await http.get(server.base_url + "/metrics")).text)
+        before = (await http.get(server.base_url + "/metrics")).text
         answers = await asyncio.gather(
             *(http.post(url, json={"query": t, "top_k": 10}) for t in texts)
         )
-        after = _encoded((await http.get(server.base_url + "/metrics")).text)
+        after = (await http.get(server.base_url + "/metrics")).text
     assert [a.content for a in answers] == alone
-    encoded, passes = after[0] - before[0], after[1] - before[1]
-    assert encoded == len(texts) and 1 <= passes <= len(texts)
+    for stage in ("encode", "rank"):
+        (queries_after, passes_after), (queries_before, passes_before) = (
+            _batched(after, stage),
+            _batched(before, stage),
+        )
+        assert queries_after - queries_before == len(texts), stage
+        assert 1 <= passes_after - passes_before <= len(texts), stage

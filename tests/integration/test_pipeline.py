@@ -8,7 +8,7 @@ import numpy as np
 from services.retrieval.encoders.dense import OnnxMiniLM
 from services.retrieval.indexing.index import build_index
 from services.retrieval.query.features import FEATURES
-from services.retrieval.query.pipeline import RankingPipeline
+from services.retrieval.query.pipeline import RankAsk, RankingPipeline
 from services.retrieval.query.retrievers import HybridSearcher
 from services.retrieval.settings import RetrievalSettings, StoreSettings
 from services.retrieval.store import open_store
@@ -93,6 +93,48 @@ def test_queries_encoded_together_get_the_bits_they_get_alone(
             assert (encoded.sparse, encoded.terms, encoded.text) == (
                 alone.sparse, alone.terms, alone.text,
             )  # fmt: skip
+    finally:
+        store.close()
+
+
+def _counted_searches(store: Store) -> list[int]:
+    """How many queries each ``store.search`` call carries from now on."""
+    sizes: list[int] = []
+    inner = store.search
+
+    def search(name: str, queries: Sequence[object], payload: object) -> object:
+        sizes.append(len(queries))
+        return inner(name, queries, payload)  # type: ignore[arg-type]
+
+    store.search = search  # type: ignore[assignment, method-assign]
+    return sizes
+
+
+def test_queries_ranked_together_get_the_answers_they_get_alone(
+    small_index: SmallIndex, encoder: OnnxMiniLM
+) -> None:
+    # What lets the MCP server rank concurrent requests in one pass without changing a ranking:
+    # their searches go in the same store calls, their rows through one model pass.
+    settings = small_index.settings.updated(store={"edge_private_copy": True})
+    store = open_store(settings.store)
+    try:
+        pipeline = RankingPipeline(store, encoder, settings)
+        assert pipeline.ranker is not None
+        texts = [QUERY, "soy", "the of and", "vitamin D and breast cancer risk", "BPA", "?"]
+        asks = [
+            RankAsk(q, top_k, text)
+            for q, top_k, text in zip(
+                pipeline.encode_many(texts), (10, 1, 5, 20, 10, 3), (True, False) * 3, strict=True
+            )
+        ]
+        alone = [pipeline.rank(a.query, a.top_k, a.text) for a in asks]
+        sizes = _counted_searches(store)
+        together = pipeline.rank_many(asks)
+        assert together == alone  # documents, scores to the bit, titles and abstracts
+        # Three store searches for all of them: the first lists, the RM3 feedback (the
+        # queries with words), the nearest voting queries.
+        assert len(sizes) == 3 and sizes[2] == len(asks)
+        assert [len(a) for a in together] == [10, 1, 5, 20, 10, 3]
     finally:
         store.close()
 

@@ -38,10 +38,12 @@ from services.retrieval.query.ranker import Ranker
 from services.retrieval.query.retrievers import (
     Columns,
     Depths,
+    Evidence,
     HybridSearcher,
     answer_fields,
     fuse,
     gather,
+    gather_many,
     point_columns,
 )
 from services.retrieval.query.votes import LexicalVoters, VoteTable
@@ -75,6 +77,27 @@ class Supervised:
     judged_by: JudgedBy
     nudged: NudgedDocs
     ranker: Ranker | None
+
+
+@dataclass(frozen=True, slots=True)
+class RankAsk:
+    """One query of :meth:`RankingPipeline.rank_many`: what :meth:`~RankingPipeline.rank` takes."""
+
+    query: EncodedQuery
+    top_k: int
+    text: bool = True
+
+
+#: An answer before its documents are read: (doc id, score), best first.
+Scored = list[tuple[str, float]]
+
+
+def _best(sup: Supervised, cs: CandidateSet, scores: np.ndarray, top_k: int) -> Scored:
+    """The ``top_k`` best candidates by score, ties by doc id (columns are in doc id order)."""
+    at = cs.candidates.located.at
+    best = np.lexsort((at, -scores))[:top_k]
+    names = sup.judgements.docs
+    return [(names[at[i]], float(scores[i])) for i in best]
 
 
 @dataclass(frozen=True, slots=True)
@@ -186,16 +209,32 @@ class RankingPipeline:
         own_judgements: Mapping[str, int] | None = None,
     ) -> CandidateSet:
         """Candidates and feature rows for one query (training passes the leave-one-out args)."""
-        s, v = self._settings, self._version
-        sup = v.supervised
-        if sup is None:
-            raise RuntimeError(f"{v.docs} has no supervised side: nothing to build features from")
+        sup = self._supervised()
         # One span per stage, so a trace shows ranking apart from the store calls inside it.
         with _tracer.start_as_current_span("gather evidence"):  # searches, RM3 feedback, kNN
             evidence = gather(
-                self._store, v.docs, sup.knn, q, self._depths, sup.columns, sup.names,
-                exclude_query,
+                self._store, self._version.docs, sup.knn, q, self._depths, sup.columns,
+                sup.names, exclude_query,
             )  # fmt: skip
+        return self._features(sup, q, evidence, exclude_query, own_judgements)
+
+    def _supervised(self) -> Supervised:
+        sup = self._version.supervised
+        if sup is None:
+            raise RuntimeError(
+                f"{self._version.docs} has no supervised side: nothing to build features from"
+            )
+        return sup
+
+    def _features(
+        self,
+        sup: Supervised,
+        q: EncodedQuery,
+        evidence: Evidence,
+        exclude_query: str | None = None,
+        own_judgements: Mapping[str, int] | None = None,
+    ) -> CandidateSet:
+        s = self._settings
         with _tracer.start_as_current_span("knn votes"):
             cands, votes = candidates(evidence, sup.judgements, s.knn, exclude_query)
         with _tracer.start_as_current_span("build features") as span:
@@ -223,24 +262,65 @@ class RankingPipeline:
             cs = self.candidate_set(q)
             with _tracer.start_as_current_span("score model"):
                 scores = sup.ranker.score(cs.features)
-            # Best score first, ties by doc id: columns are in doc id order. Only the answer
-            # is named.
-            at = cs.candidates.located.at
-            best = np.lexsort((at, -scores))[:top_k]
-            names = sup.judgements.docs
-            top = [(names[at[i]], float(scores[i])) for i in best]
+            top = _best(sup, cs, scores, top_k)
         else:
             scored = self._fuse_votes(v.docs, sup, q, top_k)
             # The same as sorted(...)[:top_k] (heapq documents it so), without sorting them all.
             top = heapq.nsmallest(top_k, scored.items(), key=lambda kv: (-kv[1], kv[0]))
-        fields = answer_fields(text)
-        hits = self._store.retrieve(v.docs, [sup.points[d] for d, _ in top], fields)
-        by_id = {str(h.payload["doc_id"]): h.payload for h in hits}
-        return [
-            RankedDocument(d, score, str(by_id[d].get("title", "")), str(by_id[d].get("text", "")))
-            for d, score in top
-            if d in by_id
+        (answer,) = self._answers(v.docs, sup, [top], [text])
+        return answer
+
+    def rank_many(self, asks: Sequence[RankAsk]) -> list[list[RankedDocument]]:
+        """:meth:`rank` of several queries at once: the same answers, the work batched.
+
+        Their store searches go in the same three calls (:func:`gather_many`), their feature
+        rows through one pass of the model (a row's score does not depend on the others), their
+        answers' titles in one read per kind of answer.
+        """
+        v = self._version
+        sup = v.supervised
+        if sup is None or sup.ranker is None or len(asks) < 2:
+            return [self.rank(a.query, a.top_k, a.text) for a in asks]
+        queries = [a.query for a in asks]
+        with _tracer.start_as_current_span("gather evidence") as span:
+            span.set_attribute("ranking.queries", len(asks))
+            evidence = gather_many(
+                self._store, v.docs, sup.knn, queries, self._depths, sup.columns, sup.names
+            )
+        sets = [self._features(sup, q, e) for q, e in zip(queries, evidence, strict=True)]
+        with _tracer.start_as_current_span("score model"):
+            scores = sup.ranker.score(np.concatenate([cs.features for cs in sets]))
+        ends = np.cumsum([len(cs.features) for cs in sets])[:-1]
+        tops = [
+            _best(sup, cs, part, a.top_k)
+            for cs, part, a in zip(sets, np.split(scores, ends), asks, strict=True)
         ]
+        return self._answers(v.docs, sup, tops, [a.text for a in asks])
+
+    def _answers(
+        self, docs: str, sup: Supervised, tops: Sequence[Scored], texts: Sequence[bool]
+    ) -> list[list[RankedDocument]]:
+        """Each top list with its documents' titles (and abstracts where ``texts`` says)."""
+        payloads: dict[bool, dict[str, Mapping[str, object]]] = {}
+        for text in set(texts):
+            wanted = dict.fromkeys(
+                d for top, t in zip(tops, texts, strict=True) if t == text for d, _ in top
+            )
+            hits = self._store.retrieve(docs, [sup.points[d] for d in wanted], answer_fields(text))
+            payloads[text] = {str(h.payload["doc_id"]): h.payload for h in hits}
+        answers = []
+        for top, text in zip(tops, texts, strict=True):
+            by_id = payloads[text]
+            answers.append(
+                [
+                    RankedDocument(
+                        d, score, str(by_id[d].get("title", "")), str(by_id[d].get("text", ""))
+                    )
+                    for d, score in top
+                    if d in by_id
+                ]
+            )
+        return answers
 
     def search(self, query: str, top_k: int) -> list[RankedDocument]:
         """Encode and rank in one call."""

@@ -326,28 +326,60 @@ def gather(
     voting query from its own neighbours (leave-one-out), or it would vote for its own answers
     and the ranker would learn to trust votes far more than they deserve.
     """
+    (evidence,) = gather_many(store, docs, knn, [q], depths, columns, names, [exclude_query])
+    return evidence
+
+
+def gather_many(
+    store: Store,
+    docs: str,
+    knn: str | None,
+    queries: Sequence[EncodedQuery],
+    depths: Depths,
+    columns: Columns,
+    names: Mapping[PointId, str],
+    exclude: Sequence[str | None] | None = None,
+) -> list[Evidence]:
+    """:func:`gather` for several queries in the same three calls, each call one batch of all.
+
+    Every request in a batch is answered as if it were alone, so each query's evidence is the
+    same as :func:`gather` gives it; ``exclude`` is each query's ``exclude_query``.
+    """
+    exclude = list(exclude) if exclude is not None else [None] * len(queries)
     depth, rm3_params = depths.candidates, depths.feedback
-    batch = [VectorQuery(q.dense, depth)]
-    lexical = bool(q.sparse.indices)  # a query of stopwords only has no lexical side
-    feedback = lexical and rm3_params.docs > 0
-    if lexical:
-        batch.append(VectorQuery(q.sparse, depth))
-    if feedback:
-        batch.append(VectorQuery(q.sparse, rm3_params.docs, with_sparse=True))
+    batch: list[VectorQuery] = []
+    shapes = []  # per query: where its lists start in the batch, lexical, feedback
+    for q in queries:
+        lexical = bool(q.sparse.indices)  # a query of stopwords only has no lexical side
+        feedback = lexical and rm3_params.docs > 0
+        shapes.append((len(batch), lexical, feedback))
+        batch.append(VectorQuery(q.dense, depth))
+        if lexical:
+            batch.append(VectorQuery(q.sparse, depth))
+        if feedback:
+            batch.append(VectorQuery(q.sparse, rm3_params.docs, with_sparse=True))
     lists = store.search(docs, batch, payload=False)
-    dense = _numbered(lists[0], columns)
-    bm25 = _numbered(lists[1], columns) if lexical else NO_DOCS
-    rm3 = bm25
-    if feedback:
+    dense = [_numbered(lists[at], columns) for at, _, _ in shapes]
+    bm25 = [_numbered(lists[at + 1], columns) if lex else NO_DOCS for at, lex, _ in shapes]
+    rm3 = list(bm25)
+    fed = [i for i, (_, _, feedback) in enumerate(shapes) if feedback]
+    if fed:
         with _tracer.start_as_current_span("rm3 feedback"):  # expansion, then its search
-            expanded = expand_from_hits(q.sparse, lists[2], rm3_params)
-            (hits,) = store.search(docs, [VectorQuery(expanded, depth)], payload=False)
-            rm3 = _numbered(hits, columns)
-    neighbours: Ranked = []
-    if knn is not None:
+            expanded = [
+                VectorQuery(
+                    expand_from_hits(queries[i].sparse, lists[shapes[i][0] + 2], rm3_params), depth
+                )
+                for i in fed
+            ]
+            for i, hits in zip(fed, store.search(docs, expanded, payload=False), strict=True):
+                rm3[i] = _numbered(hits, columns)
+    neighbours: list[Ranked] = [[] for _ in queries]
+    if knn is not None and queries:
         with _tracer.start_as_current_span("knn neighbours"):
             # One extra neighbour so that leaving the query itself out still leaves k.
-            want = depths.neighbours + (1 if exclude_query else 0)
-            (hits,) = store.search(knn, [VectorQuery(q.dense, want)], payload=False)
-            neighbours = _named(hits, names)
-    return Evidence(dense, bm25, rm3, neighbours)
+            asks = [
+                VectorQuery(q.dense, depths.neighbours + (1 if left_out else 0))
+                for q, left_out in zip(queries, exclude, strict=True)
+            ]
+            neighbours = [_named(hits, names) for hits in store.search(knn, asks, payload=False)]
+    return [Evidence(*fields) for fields in zip(dense, bm25, rm3, neighbours, strict=True)]

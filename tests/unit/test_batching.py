@@ -1,19 +1,21 @@
-"""The encode batcher: a lone query is encoded at once; queries that wait together share a pass.
+"""The batchers: a lone query goes at once; queries that wait together share a pass.
 
-The model pass here records what it is given and can be held open, so a test decides which
-queries arrive while a pass runs (real encodings are checked in tests/integration/test_pipeline.py).
+The pass here records what it is given and can be held open, so a test decides which queries
+arrive while a pass runs (real encodings and rankings are checked in
+tests/integration/test_pipeline.py, through the server in tests/integration/test_encode_batching.py).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import threading
 from collections.abc import Sequence
 
 import anyio
 import pytest
 
-from services.mcp_server.batching import EncodeBatcher
+from services.mcp_server.batching import EncodeBatcher, PassBatcher
 from services.retrieval.types import EncodedQuery, SparseVector
 
 
@@ -119,3 +121,60 @@ async def test_idle_until_a_pass_runs_and_an_encode_here_counts_as_a_pass_of_one
     passes.hold.set()
     await running
     assert batcher.idle
+
+
+CALLER: contextvars.ContextVar[str] = contextvars.ContextVar("caller", default="nobody")
+
+
+class Ranks:
+    """A pass of any work: records its items, the caller whose context it ran in, how many ran
+    at once; ``hold`` keeps passes open until released."""
+
+    def __init__(self) -> None:
+        self.seen: list[list[str]] = []
+        self.contexts: list[str] = []
+        self.hold = threading.Event()
+        self.entered = threading.Semaphore(0)
+        self.lock = threading.Lock()
+        self.running = self.most = 0
+
+    def __call__(self, items: Sequence[str]) -> list[str]:
+        with self.lock:
+            self.seen.append(list(items))
+            self.contexts.append(CALLER.get())
+            self.running += 1
+            self.most = max(self.most, self.running)
+        self.entered.release()
+        self.hold.wait(10)
+        with self.lock:
+            self.running -= 1
+        return [f"ranked {i}" for i in items]
+
+
+async def _submit(batcher: PassBatcher[str, str], item: str) -> str:
+    CALLER.set(item)  # this task's context, as a request's trace would be
+    return await batcher.submit(item)
+
+
+async def test_up_to_max_passes_run_at_once_and_the_rest_share_the_next() -> None:
+    ranks = Ranks()
+    batcher: PassBatcher[str, str] = PassBatcher(ranks, anyio.CapacityLimiter(2), 8, 0.0, 2)
+    first = []
+    for q in ("a", "b"):  # a pass each, both running
+        first.append(asyncio.create_task(_submit(batcher, q)))
+        assert await anyio.to_thread.run_sync(ranks.entered.acquire, True, 10)
+    rest = [asyncio.create_task(_submit(batcher, q)) for q in ("c", "d", "e")]
+    await asyncio.sleep(0)  # they wait: no third pass
+    assert ranks.seen == [["a"], ["b"]]
+    ranks.hold.set()
+    results = await asyncio.gather(*first, *rest)
+    assert results == [f"ranked {q}" for q in "abcde"]
+    assert ranks.most == 2 and sorted(map(len, ranks.seen)) == [1, 1, 3]
+    # Each pass ran in the context of its first caller: a trace, not the runner's.
+    assert ranks.contexts[:2] == ["a", "b"] and ranks.contexts[2] == "c"
+    assert (batcher.passes, batcher.items) == (3, 5) and batcher.idle
+
+
+def test_at_least_one_pass_at_a_time() -> None:
+    with pytest.raises(ValueError, match="at least 1"):
+        PassBatcher(Ranks(), anyio.CapacityLimiter(1), 8, 0.0, 0)
