@@ -1,6 +1,8 @@
 """Two commits' servers on one machine, measured in turns: what a change did to a query's cost.
 
 ``python -m devtools.bench.pair --base <commit> [--rounds 2] [--queries 200] [--out F]``
+``python -m devtools.bench.pair --base-env MCP_RANK_BATCH=1 [...]``: the base is this checkout
+with those settings (a switch's effect, same code and index).
 
 This machine's speed drifts from minute to minute, so a change is measured as a pair: the base
 commit is checked out in a worktree under ``var/pair/``, indexes NFCorpus into its own store
@@ -63,9 +65,15 @@ def prepare_base(commit: str, data_dir: Path) -> Path:
     return root
 
 
-def measure(root: Path, data_dir: Path, texts: list[str], valid: frozenset[str]) -> dict[str, Any]:
-    """One turn: the checkout at ``root``'s MCP server and purple agent under our load."""
-    env = side_env(root, data_dir)
+def measure(
+    root: Path,
+    data_dir: Path,
+    texts: list[str],
+    valid: frozenset[str],
+    extra: dict[str, str] | None = None,
+) -> dict[str, Any]:
+    """One turn: the checkout at ``root``'s MCP server and purple agent (``extra`` env) under load."""
+    env = {**side_env(root, data_dir), **(extra or {})}
     with mcp_server(env=env, cwd=root) as mcp, our_agent(mcp.base_url + "/mcp", env, root) as agent:
         return measure_agent(mcp, agent, texts, valid)
 
@@ -92,7 +100,14 @@ def summary(turns: list[dict[str, Any]], encode_ms: float) -> dict[str, Any]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
-    parser.add_argument("--base", required=True, help="the commit to compare this checkout with")
+    what = parser.add_mutually_exclusive_group(required=True)
+    what.add_argument("--base", help="the commit to compare this checkout with")
+    what.add_argument(
+        "--base-env",
+        action="append",
+        metavar="K=V",
+        help="compare this checkout with itself under these settings instead (repeatable)",
+    )
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--queries", type=int, default=200, help="dev queries per turn")
     parser.add_argument("--out", type=Path, default=REPO / "reports" / "pair.json")
@@ -102,19 +117,21 @@ def main() -> None:
     dev = sorted(load_qrels(settings.data_dir, "dev"))
     texts = [queries[q] for q in dev if q in queries][: args.queries]
     valid = load_test_set(settings.data_dir).doc_ids
-    sides = {"base": prepare_base(args.base, settings.data_dir), "head": REPO}
+    base_env = dict(kv.split("=", 1) for kv in args.base_env or [])
+    base_root = REPO if base_env else prepare_base(args.base, settings.data_dir)
+    sides, envs = {"base": base_root, "head": REPO}, {"base": base_env, "head": {}}
     turns: dict[str, list[dict[str, Any]]] = {"base": [], "head": []}
     encode: list[float] = []
     for round_ in range(args.rounds):
         encode.append(encoder_cpu_ms(texts))
         order = ["base", "head"] if round_ % 2 == 0 else ["head", "base"]
         for side in order:
-            turns[side].append(measure(sides[side], settings.data_dir, texts, valid))
+            turns[side].append(measure(sides[side], settings.data_dir, texts, valid, envs[side]))
     encode_ms = statistics.median(encode)
     base, head = summary(turns["base"], encode_ms), summary(turns["head"], encode_ms)
     ratio = head[SAT]["throughput_qps"] / base[SAT]["throughput_qps"]
     result = {
-        "base_commit": args.base,
+        "base_commit": args.base or "this checkout with " + " ".join(args.base_env),
         "encoder_cpu_ms_per_query": encode_ms,
         "base": base,
         "head": head,
