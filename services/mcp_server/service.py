@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 import anyio
+from opentelemetry import trace
 
 from services.mcp_server.batching import EncodeBatcher, PassBatcher
 from services.mcp_server.cache import Key, ResultCache
@@ -67,6 +68,10 @@ class _ToRank:
     include_text: bool
     key: Key
     started: threading.Event = field(default_factory=threading.Event)
+    # The caller's span: a pass that ranks it with others links to it from the pass's trace.
+    caller: trace.SpanContext = field(
+        default_factory=lambda: trace.get_current_span().get_span_context()
+    )
 
 
 class SearchUnavailableError(RuntimeError):
@@ -126,7 +131,9 @@ class SearchService:
             s.started.set()
         started = time.perf_counter()
         self._store.start_timing()
-        with _tracer.start_as_current_span("retrieve") as span:  # store calls are its children
+        # A pass runs in its first caller's trace and links the others' searches to it.
+        links = [trace.Link(s.caller) for s in searches[1:] if s.caller.is_valid]
+        with _tracer.start_as_current_span("retrieve", links=links) as span:  # store calls inside
             asks = [RankAsk(s.query, s.top_k, s.include_text) for s in searches]
             results = self._searcher.rank_many(asks)
             span.set_attribute("search.results", sum(len(r) for r in results))
@@ -181,8 +188,11 @@ class SearchService:
                 # A thread free and nothing to share: encode and rank alone, in one thread.
                 # Otherwise wait with the others, whose queries share a model pass, then a
                 # ranking pass.
-                if self.encoder.idle and self._limiter.available_tokens >= 1:
-                    hits = await anyio.to_thread.run_sync(alone, limiter=self._limiter)
+                if self._thread_taken():
+                    try:  # the thread's token is this request's already: no limiter again
+                        hits = await anyio.to_thread.run_sync(alone)
+                    finally:
+                        self._limiter.release()
                 else:
                     with _encoding():
                         encoded = await self.encoder.encode(query)
@@ -199,6 +209,20 @@ class SearchService:
             raise SearchUnavailableError(f"search backend unavailable: {e}") from e
         SEARCHES.labels(via, "ok").inc()
         return hits
+
+    def _thread_taken(self) -> bool:
+        """Take a thread's token for a search alone, if one is free and nothing is encoding.
+
+        Taken here, without a yield: requests that arrive together (a burst) cannot all see the
+        same free thread and all go alone; the ones after the first wait and share passes.
+        """
+        if not self.encoder.idle:
+            return False
+        try:
+            self._limiter.acquire_nowait()
+        except anyio.WouldBlock:
+            return False
+        return True
 
     def _keep(self, key: Key, hits: SearchHits) -> None:
         """Cache an answer, unless the index version changed while it was searched for.

@@ -3,6 +3,7 @@ beneath it; the store and ranking times are told apart in the metrics."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from prometheus_client import REGISTRY
@@ -64,3 +65,32 @@ async def test_a_search_traces_every_store_call_under_retrieve(
     searches = sum(1 for s in store_spans if s.name == "store.search")
     after = _sample("mcp_store_call_duration_seconds_count", operation="search")
     assert after == calls_before + searches
+
+
+async def test_a_ranking_pass_of_several_searches_links_them_all(
+    small_index: SmallIndex, encoder: Any
+) -> None:
+    settings = small_index.settings.updated(store={"edge_private_copy": True})
+    store = CountingStore(open_store(settings.store), observe=observe_store_call)
+    texts = ["vitamin D and bone fractures", "soy", "green tea", "BPA", "red meat and cancer"]
+    try:
+        pipeline = RankingPipeline(store, encoder, settings)
+        service = SearchService(pipeline, store, threads=1, encode_batch=8, rank_batch=8)
+        alone = [await service.search(t, 5, via="rest") for t in texts]
+        with collected_spans() as exporter:
+            # One thread: the first search takes it, the others wait and share the next passes.
+            together = await asyncio.gather(*(service.search(t, 5, via="rest") for t in texts))
+        spans = exporter.get_finished_spans()
+    finally:
+        store.close()
+    assert list(together) == alone
+    searches = {s.context.span_id: s for s in spans if s.name == "search"}
+    passes = [s for s in spans if s.name == "retrieve"]
+    batched = [s for s in passes if (s.attributes or {}).get("search.batch", 1) > 1]
+    assert batched and len(passes) < len(texts)
+    for p in batched:
+        # In its first caller's trace, linked to every other search it ranked.
+        assert p.parent is not None and p.parent.span_id in searches
+        linked = [link.context.span_id for link in p.links]
+        assert len(linked) == p.attributes["search.batch"] - 1  # type: ignore[index, operator]
+        assert all(span_id in searches for span_id in linked)
