@@ -13,21 +13,24 @@ from typing import Any
 import httpx
 
 from harness.chart_run.release import Cluster
+from harness.chart_run.spec import PodSpec
 from services.green_agent.load_report import LoadReport
 
 GENERATOR, COLLECTOR = "load-generator", "load-collector"
 
 
+def _component(pod: PodSpec) -> str | None:
+    return pod.labels.get("app.kubernetes.io/component")
+
+
 async def run_load_test(cluster: Cluster) -> dict[str, Any] | None:
     """Run the render's load-generator Job; its figures and the collector's report (None: none)."""
     release = cluster.release
-    jobs = [
-        j for j in release.jobs if j.template.labels.get("app.kubernetes.io/component") == GENERATOR
-    ]
+    jobs = [j for j in release.jobs if _component(j.template) == GENERATOR]
     if not jobs:
         return None
     (job,) = jobs
-    (collector,) = [d for d in release.deployments if d.name.endswith(COLLECTOR)]
+    (collector,) = [d for d in release.deployments if _component(d.template) == COLLECTOR]
     print(f"chart-run: load test: Job {job.name}, {job.completions} generator pods")
     ran = await cluster.run_job(job)
     figures: dict[str, Any] = {
@@ -51,37 +54,26 @@ async def run_load_test(cluster: Cluster) -> dict[str, Any] | None:
     return figures
 
 
+#: What the checks and the page read of the merged report, and of each worker's figures.
+REPORT_FIELDS = {
+    "run", "mode", "target_rate", "concurrency", "requests", "ok", "errors", "errors_by_reason",
+    "error_samples", "throughput_rps", "generator_bound",
+}  # fmt: skip
+WORKER_FIELDS = {
+    "worker", "requests", "ok", "errors", "asked_rate", "started_rate", "cpu_ms_per_request",
+    "core_share",
+}  # fmt: skip
+
+
 def report_figures(merged: LoadReport) -> dict[str, Any]:
     """What the checks and the page need of the merged report."""
     return {
-        "run": merged.run,
-        "mode": merged.mode,
-        "target_rate": merged.target_rate,
-        "concurrency": merged.concurrency,
-        "requests": merged.requests,
-        "ok": merged.ok,
-        "errors": merged.errors,
-        "errors_by_reason": merged.errors_by_reason,
-        "error_samples": merged.error_samples,
+        **merged.model_dump(include=REPORT_FIELDS),
         "answers_in_histogram": merged.latencies.count,
         "failures_in_histogram": merged.error_latencies.count,
-        "throughput_rps": merged.throughput_rps,
         "p50_s": merged.latency.p50_s,
         "p99_s": merged.latency.p99_s,
-        "generator_bound": merged.generator_bound,
-        "workers": [
-            {
-                "worker": w.worker,
-                "requests": w.requests,
-                "ok": w.ok,
-                "errors": w.errors,
-                "asked_rate": w.asked_rate,
-                "started_rate": w.started_rate,
-                "cpu_ms_per_request": w.cpu_ms_per_request,
-                "core_share": w.core_share,
-            }
-            for w in merged.workers
-        ],
+        "workers": [w.model_dump(include=WORKER_FIELDS) for w in merged.workers],
     }
 
 

@@ -134,7 +134,6 @@ class EncodeBatcher(PassBatcher[str, EncodedQuery]):
         At most ``max_batch`` queries share a pass; its first query waits ``max_wait_s`` for others.
         """
         super().__init__(encode_many, limiter, max_batch, max_wait_s, 1, ENCODE_BATCH.observe)
-        self._encode_many = encode_many
 
     @property
     def encoded(self) -> int:
@@ -147,6 +146,6 @@ class EncodeBatcher(PassBatcher[str, EncodedQuery]):
 
     def encode_here(self, query: str) -> EncodedQuery:
         """Encode one query alone in the calling thread (a worker's), counted as a pass of one."""
-        (encoded,) = self._encode_many([query])
+        (encoded,) = self._work([query])
         self.counted(1)
         return encoded

@@ -67,7 +67,7 @@ class _ToRank:
     top_k: int
     include_text: bool
     key: Key
-    started: threading.Event = field(default_factory=threading.Event)
+    started: threading.Event
     # The caller's span: a pass that ranks it with others links to it from the pass's trace.
     caller: trace.SpanContext = field(
         default_factory=lambda: trace.get_current_span().get_span_context()
