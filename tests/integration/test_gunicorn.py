@@ -63,8 +63,10 @@ def test_two_workers_serve_one_index_and_sum_their_metrics(gunicorn_mcp: ServerP
 
 def test_the_pod_keeps_process_metrics_and_exemplars(gunicorn_mcp: ServerProcess) -> None:
     url = gunicorn_mcp.base_url
+    # Exemplars name recorded traces: with no exporter, only the traces their callers sample.
+    traced = {"traceparent": f"00-{'ab' * 16}-{'cd' * 8}-01"}
     for _ in range(6):
-        httpx.post(f"{url}/search_nfcorpus", json={"query": "kale", "top_k": 3})
+        httpx.post(f"{url}/search_nfcorpus", json={"query": "kale", "top_k": 3}, headers=traced)
     metrics = httpx.get(f"{url}/metrics").text
     pids = {
         line.split('pid="')[1].split('"')[0]
@@ -79,7 +81,7 @@ def test_the_pod_keeps_process_metrics_and_exemplars(gunicorn_mcp: ServerProcess
         scrape = httpx.get(f"{url}/metrics", headers=openmetrics)
         assert scrape.headers["content-type"].startswith("application/openmetrics-text")
         assert scrape.text.endswith("# EOF\n")
-        if '# {trace_id="' in scrape.text:
+        if f'# {{trace_id="{"ab" * 16}"' in scrape.text:
             break
     else:
         raise AssertionError("no exemplar in 20 scrapes")

@@ -6,23 +6,20 @@ import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
-from opentelemetry import trace
-from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from services.telemetry.tracing import setup_tracing
+from services.telemetry.tracing import export_spans, setup_tracing
 
 
 @contextmanager
 def collected_spans() -> Iterator[InMemorySpanExporter]:
     """Every span ended inside the block (the provider is the services' own, set up once)."""
     setup_tracing("tests")
-    provider = trace.get_tracer_provider()
-    assert isinstance(provider, TracerProvider)
     exporter = InMemorySpanExporter()
     processor = SimpleSpanProcessor(exporter)
-    provider.add_span_processor(processor)
+    export_spans(processor)
     try:
         yield exporter
     finally:
