@@ -7,7 +7,7 @@ PY := OPENBLAS_NUM_THREADS=1 PYTHONPATH=$(CURDIR) $(BIN)/python
 STAMP := $(VENV)/.installed
 REPORTS := reports
 
-.PHONY: install run test lint tools-reliability tools-prometheus tools-chromium reliability observe fuzz format index eval eval-rest eval-a2a eval-quality ranker-lab bench bench-pair lock clean conformance
+.PHONY: install run test lint tools-reliability tools-prometheus tools-chromium reliability observe fuzz format index eval eval-rest eval-a2a eval-quality ranker-lab bench bench-frame bench-pair lock clean conformance
 
 install: $(STAMP)  ## create .venv and install everything (idempotent)
 
@@ -56,6 +56,10 @@ conformance: install  ## check any A2A retrieval agent: make conformance URL=htt
 bench: index  ## latency benchmarks, written to reports/bench.json and reports/bench.md
 	$(PY) -m devtools.bench.latency --out $(REPORTS)/bench
 	$(PY) -m devtools.bench.model_memory --out $(REPORTS)/model_memory.json
+
+bench-frame: index  ## what is ours around a search (frame, search service), CPU per query -> reports/frame_cost.json, docs/figures.json
+	$(PY) -m devtools.bench.frame_cost --out $(REPORTS)/frame_cost.json
+	$(PY) -m devtools.figures frame $(REPORTS)/frame_cost.json
 
 bench-pair: index  ## the A2A path of BASE=<commit> (own worktree and index) and this checkout, in turns -> reports/pair.json, docs/figures.json
 	$(PY) -m devtools.bench.pair --base $(BASE)

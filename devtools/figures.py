@@ -16,6 +16,8 @@ Sections and their targets:
                                 Service, the load during both rolling restarts
   pair      make bench-pair     a base commit's servers and ours in turns: throughput, latency,
                                 server CPU per A2A query and its ratio to the encoder's, memory
+  frame     make bench-frame    what is ours around a search (the frame, the search service),
+                                CPU per query, spans unexported and exported
 
 ``python -m devtools.figures SECTION REPORT`` records a section from a target's JSON report;
 ``python -m devtools.figures --check`` only compares (exit 1 with the stale pages).
@@ -212,11 +214,23 @@ def _pair(report: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _frame(report: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for mode in ("unexported", "exported"):
+        f = report[mode]
+        out[f"{mode}_frame_cpu_ms"] = f["frame_us"] / 1000
+        out[f"{mode}_service_cpu_ms"] = f["service_over_pipeline_ms"]
+        out[f"{mode}_ours_cpu_ms"] = f["ours_ms"]
+        out[f"{mode}_pipeline_cpu_ms"] = f["pipeline_ms"]
+    return out
+
+
 #: Section -> its target and how its headline is read off the target's JSON report.
 FROM_REPORT: dict[str, tuple[str, Callable[[dict[str, Any]], dict[str, Any]]]] = {
     "image": ("make test-image", _image),
     "chart": ("make chart-run", _chart),
     "pair": ("make bench-pair", _pair),
+    "frame": ("make bench-frame", _frame),
 }
 
 

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from devtools.bench.a2a_report import a2a_tables
+from devtools.bench.frame_cost import summary as frame_summary
 from devtools.bench.pair import SAT, summary
 
 #: The made-up turns' latency and memory (no figure of any machine: the test checks arithmetic).
@@ -65,3 +66,19 @@ def test_the_bench_table_states_the_servers_cpu_in_encoders() -> None:
     )
     assert "10.00 + 2.00 = 12.00 ms (**4.00x the encoder**" in text  # concurrency 1
     assert "9.00 + 2.00 = 11.00 ms (**3.67x the encoder**)" in text  # concurrency 16
+
+
+def test_what_is_ours_is_the_median_of_each_round_s_difference() -> None:
+    rounds = {
+        "bare": [10.0, 12.0, 11.0],
+        "framed": [90.0, 100.0, 95.0],
+        "pipeline": [5.0, 6.0, 7.0],
+        "service": [5.5, 6.2, 7.1],
+    }
+    (figures,) = frame_summary({"unexported": rounds}).values()
+    # The rounds' differences: 80, 88, 84 us and 0.5, 0.2, 0.1 ms; their medians.
+    assert figures["frame_us"] == 84.0
+    assert figures["service_over_pipeline_ms"] == pytest.approx(0.2)
+    assert figures["ours_ms"] == pytest.approx(0.084 + 0.2)
+    assert figures["bare_route_us"] == 11.0 and figures["pipeline_ms"] == 6.0
+    assert figures["rounds"] == rounds
