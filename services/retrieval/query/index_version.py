@@ -39,7 +39,7 @@ from services.retrieval.types import (
 )
 
 RANKER_POINT = point_id("ranker")
-DOC_INFO = ["doc_id", "title_terms", "train_votes", "text_terms"]
+DOC_INFO = ["doc_id", "title", "title_terms", "train_votes", "text_terms"]
 
 #: The training-query collection: one MiniLM embedding per query, judgements as payload.
 KNN_SPEC = CollectionSpec(dense_size=DIMENSION, sparse=False)
@@ -100,14 +100,16 @@ class DocRecords:
     names: dict[PointId, str]  # point id -> doc id
     info: dict[str, DocInfo]  # doc id -> its static ranker features
     vectors: dict[str, npt.NDArray[np.float32]]  # doc id -> its dense vector
+    titles: dict[str, str]  # doc id -> its title, as an answer shows it
 
 
 def read_documents(store: Store, docs: str) -> DocRecords:
-    """Every document's id, static ranker features and dense vector, in one scroll."""
-    out = DocRecords({}, {}, {})
+    """Every document's id, title, static ranker features and dense vector, in one scroll."""
+    out = DocRecords({}, {}, {}, {})
     for h in store.scroll(docs, payload=DOC_INFO, vectors=True):
         doc_id = str(h.payload["doc_id"])
         out.names[h.id] = doc_id
+        out.titles[doc_id] = str(h.payload.get("title", ""))
         out.info[doc_id] = DocInfo(
             tuple(h.payload.get("title_terms", ())),
             int(h.payload.get("train_votes", 0)),
