@@ -3,8 +3,8 @@
 ``python -m devtools.bench.feature_cost`` times, over every test query's real candidate set
 (located once, as the served ranking reads it), the lexical kNN votes, the document columns, the
 judged-by field, the nudged cosines and the ranker's scoring (all its models), then the whole
-ranking as served (right after the query's encoding, its caches cold) and again at once (warm),
-medians; the process's CPU per ranking (every thread: the store's too); and the CPU of encoding
+ranking as served (right after the query's encoding, its caches cold: top 10 with abstracts, and
+as the purple agent asks, top 20 without) and again at once (warm), medians; the process's CPU per ranking (every thread: the store's too); and the CPU of encoding
 a query alone and in passes of 8, as the MCP server batches concurrent queries. Run it on a quiet
 machine; ``RETRIEVAL_COLLECTION=<version>`` times another index version of the same store.
 """
@@ -22,6 +22,9 @@ from services.retrieval.query.pipeline import RankingPipeline
 from services.retrieval.query.ranker import SEEDS
 from services.retrieval.settings import RetrievalSettings
 from services.retrieval.store import open_store
+
+#: What the purple agent asks the MCP server for: 20 candidates, titles without abstracts.
+PURPLE_TOP_K = 20
 
 
 def _timed(run: Callable[..., object], *args: Any) -> float:
@@ -47,7 +50,7 @@ def main() -> None:
         if sup is None or sup.ranker is None:
             raise SystemExit("the served index has no supervised side: run make index")
         queries = load_queries(settings.data_dir)
-        lexical, docs, judged, nudged, model, cold, warm = [], [], [], [], [], [], []
+        lexical, docs, judged, nudged, model, cold, warm, lean = [], [], [], [], [], [], [], []
         for q in sorted(load_qrels(settings.data_dir, "test")):
             encoded = pipeline.encode(queries[q])
             cs = pipeline.candidate_set(encoded)
@@ -60,6 +63,8 @@ def main() -> None:
             encoded = pipeline.encode(queries[q])  # the model's arithmetic evicts the caches
             cold.append(_timed(pipeline.rank, encoded, 10))
             warm.append(_timed(pipeline.rank, encoded, 10))
+            encoded = pipeline.encode(queries[q])
+            lean.append(_timed(pipeline.rank, encoded, PURPLE_TOP_K, False))
         encodings = [
             pipeline.encode(queries[q]) for q in sorted(load_qrels(settings.data_dir, "test"))
         ]
@@ -74,7 +79,8 @@ def main() -> None:
     ms = {name: statistics.median(v) * 1000 for name, v in
           (("lexical votes", lexical), ("document columns", docs), ("judged-by field", judged),
            ("nudged cosines", nudged), (f"the ranker ({len(SEEDS)} models)", model),
-           ("ranking after encoding", cold), ("the same ranking again", warm))}  # fmt: skip
+           ("ranking after encoding", cold), ("the same ranking again", warm),
+           (f"ranking after encoding, top {PURPLE_TOP_K} without abstracts", lean))}  # fmt: skip
     for name, value in ms.items():
         print(f"{name}: {value:.3f} ms median over {len(model)} test queries")
     print(
