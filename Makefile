@@ -6,6 +6,7 @@ BIN := $(VENV)/bin
 PY := OPENBLAS_NUM_THREADS=1 PYTHONPATH=$(CURDIR) $(BIN)/python
 STAMP := $(VENV)/.installed
 REPORTS := reports
+ROUNDS ?= 2
 
 .PHONY: install run test lint tools-reliability tools-prometheus tools-chromium reliability observe fuzz format index eval eval-rest eval-a2a eval-quality ranker-lab bench bench-frame bench-pair lock clean conformance
 
@@ -61,8 +62,8 @@ bench-frame: index  ## what is ours around a search (frame, search service), CPU
 	$(PY) -m devtools.bench.frame_cost --out $(REPORTS)/frame_cost.json
 	$(PY) -m devtools.figures frame $(REPORTS)/frame_cost.json
 
-bench-pair: index  ## the A2A path of BASE=<commit> (own worktree and index) and this checkout, in turns -> reports/pair.json, docs/figures.json
-	$(PY) -m devtools.bench.pair --base $(BASE)
+bench-pair: index  ## the A2A path of BASE=<commit> (own worktree and index) and this checkout, in turns (ROUNDS=2 each) -> reports/pair.json, docs/figures.json
+	$(PY) -m devtools.bench.pair --base $(BASE) --rounds $(ROUNDS)
 	$(PY) -m devtools.figures pair $(REPORTS)/pair.json
 
 rankings: index  ## every test query's top 100 ids and their digest -> reports/rankings.json, docs/figures.json (EXPECT=sha256 or EXPECT=recorded checks it)

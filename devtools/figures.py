@@ -197,6 +197,7 @@ def _chart_load_test(run: dict[str, Any]) -> dict[str, Any]:
 def _pair(report: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {
         "base_commit": report["base_commit"],
+        "rounds": report["rounds"],
         "encoder_cpu_ms": report["encoder_cpu_ms_per_query"],
         "c16_throughput_x": report["throughput_c16_head_over_base"],
     }

@@ -132,6 +132,7 @@ def main() -> None:
     ratio = head[SAT]["throughput_qps"] / base[SAT]["throughput_qps"]
     result = {
         "base_commit": args.base or "this checkout with " + " ".join(args.base_env),
+        "rounds": args.rounds,
         "encoder_cpu_ms_per_query": encode_ms,
         "base": base,
         "head": head,
