@@ -255,20 +255,7 @@ class RankingPipeline:
 
     def rank(self, q: EncodedQuery, top_k: int, text: bool = True) -> list[RankedDocument]:
         """Top ``top_k`` documents with title and, with ``text``, abstract (else empty)."""
-        v = self._version
-        sup = v.supervised
-        if sup is None:
-            return self._hybrid.rank(q, top_k, v.docs, text)
-        if sup.ranker is not None:
-            cs = self.candidate_set(q)
-            with _tracer.start_as_current_span("score model"):
-                scores = sup.ranker.score(cs.features)
-            top = _best(sup, cs, scores, top_k)
-        else:
-            scored = self._fuse_votes(v.docs, sup, q, top_k)
-            # The same as sorted(...)[:top_k] (heapq documents it so), without sorting them all.
-            top = heapq.nsmallest(top_k, scored.items(), key=lambda kv: (-kv[1], kv[0]))
-        (answer,) = self._answers(v.docs, sup, [top], [text])
+        (answer,) = self.rank_many([RankAsk(q, top_k, text)])
         return answer
 
     def rank_many(self, asks: Sequence[RankAsk]) -> list[list[RankedDocument]]:
@@ -276,12 +263,17 @@ class RankingPipeline:
 
         Their store searches go in the same three calls (:func:`gather_many`), their feature
         rows through one pass of the model (a row's score does not depend on the others), their
-        answers' titles in one read per kind of answer.
+        answers' abstracts in one read.
         """
         v = self._version
         sup = v.supervised
-        if sup is None or sup.ranker is None or len(asks) < 2:
-            return [self.rank(a.query, a.top_k, a.text) for a in asks]
+        if sup is None:
+            return [self._hybrid.rank(a.query, a.top_k, v.docs, a.text) for a in asks]
+        if not asks:
+            return []
+        if sup.ranker is None:
+            tops = [self._fused_top(v.docs, sup, a.query, a.top_k) for a in asks]
+            return self._answers(v.docs, sup, tops, [a.text for a in asks])
         queries = [a.query for a in asks]
         with _tracer.start_as_current_span("gather evidence") as span:
             span.set_attribute("ranking.queries", len(asks))
@@ -328,6 +320,12 @@ class RankingPipeline:
     def search(self, query: str, top_k: int) -> list[RankedDocument]:
         """Encode and rank in one call."""
         return self.rank(self.encode(query), top_k)
+
+    def _fused_top(self, docs: str, sup: Supervised, q: EncodedQuery, top_k: int) -> Scored:
+        """Without a model: the ``top_k`` best of :meth:`_fuse_votes`, ties by doc id."""
+        scored = self._fuse_votes(docs, sup, q, top_k)
+        # The same as sorted(...)[:top_k] (heapq documents it so), without sorting them all.
+        return heapq.nsmallest(top_k, scored.items(), key=lambda kv: (-kv[1], kv[0]))
 
     def _fuse_votes(
         self, docs: str, sup: Supervised, q: EncodedQuery, top_k: int
