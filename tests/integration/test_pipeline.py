@@ -1,7 +1,8 @@
 """The served pipeline over the small real index: modes, ablation switch, hot re-index."""
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -13,7 +14,7 @@ from services.retrieval.query.retrievers import HybridSearcher
 from services.retrieval.settings import RetrievalSettings, StoreSettings
 from services.retrieval.store import open_store
 from services.retrieval.store.base import Store
-from services.retrieval.types import Hit, PointId
+from services.retrieval.types import PointId
 from tests.support.small_index import SmallIndex
 
 QUERY = "Does green tea protect against prostate cancer?"
@@ -34,19 +35,22 @@ def test_zero_shot_mode_is_the_plain_hybrid_search(
         store.close()
 
 
-def _payloads_asked(store: Store) -> list[object]:
-    """What ``store.retrieve`` is asked to read from now on, call by call."""
-    asked: list[object] = []
-    inner = store.retrieve
+def _recorded(store: Store, method: str, what: Callable[..., object]) -> list[object]:
+    """``what(*args, **kwargs)`` of every call of ``store.<method>`` from now on."""
+    seen: list[object] = []
+    inner = getattr(store, method)
 
-    def retrieve(
-        name: str, ids: Sequence[PointId], payload: Sequence[str] | bool = True
-    ) -> list[Hit]:
-        asked.append(payload)
-        return inner(name, ids, payload)
+    def recording(*args: Any, **kwargs: Any) -> Any:
+        seen.append(what(*args, **kwargs))
+        return inner(*args, **kwargs)
 
-    store.retrieve = retrieve  # type: ignore[method-assign]
-    return asked
+    setattr(store, method, recording)
+    return seen
+
+
+def _payload(name: str, ids: Sequence[PointId], payload: Sequence[str] | bool = True) -> object:
+    """What a ``store.retrieve`` call asks to read."""
+    return payload
 
 
 def test_every_stage_answers_top_k_unique_documents(
@@ -57,7 +61,7 @@ def test_every_stage_answers_top_k_unique_documents(
             ranker={"enabled": use_ranker}, store={"edge_private_copy": True}
         )
         store = open_store(settings.store)
-        asked = _payloads_asked(store)
+        asked = _recorded(store, "retrieve", _payload)
         try:
             pipeline = RankingPipeline(store, encoder, settings)
             assert pipeline.supervised and (pipeline.ranker is not None) == use_ranker
@@ -99,19 +103,6 @@ def test_queries_encoded_together_get_the_bits_they_get_alone(
         store.close()
 
 
-def _counted_searches(store: Store) -> list[int]:
-    """How many queries each ``store.search`` call carries from now on."""
-    sizes: list[int] = []
-    inner = store.search
-
-    def search(name: str, queries: Sequence[object], payload: object) -> object:
-        sizes.append(len(queries))
-        return inner(name, queries, payload)  # type: ignore[arg-type]
-
-    store.search = search  # type: ignore[assignment, method-assign]
-    return sizes
-
-
 def test_queries_ranked_together_get_the_answers_they_get_alone(
     small_index: SmallIndex, encoder: OnnxMiniLM
 ) -> None:
@@ -130,7 +121,7 @@ def test_queries_ranked_together_get_the_answers_they_get_alone(
             )
         ]
         alone = [pipeline.rank(a.query, a.top_k, a.text) for a in asks]
-        sizes = _counted_searches(store)
+        sizes = _recorded(store, "search", lambda name, queries, payload: len(queries))
         together = pipeline.rank_many(asks)
         assert together == alone  # documents, scores to the bit, titles and abstracts
         # Three store searches for all of them: the first lists, the RM3 feedback (the
