@@ -162,8 +162,10 @@ async def _measure(rounds: int, queries: int) -> dict[str, list[float]]:
             return (time.process_time() - started) / len(texts) * 1000
 
         out: dict[str, list[float]] = {k: [] for k in ("bare", "framed", "pipeline", "service")}
-        await _requests_us(bare, 200), await _requests_us(framed, 200)  # warm-up
-        pipeline_ms(), await service_ms()
+        for app in (bare, framed):  # warm-up
+            await _requests_us(app, 200)
+        pipeline_ms()
+        await service_ms()
         for i in range(rounds):
             first, second = ("bare", "framed") if i % 2 == 0 else ("framed", "bare")
             for name in (first, second):
