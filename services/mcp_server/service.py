@@ -45,7 +45,7 @@ from services.retrieval.store.counting import CountingStore
 from services.retrieval.types import EncodedQuery
 from services.telemetry import exemplars
 from services.telemetry.http import annotate, query_prefix
-from services.telemetry.tracing import tracer
+from services.telemetry.tracing import stage, tracer
 
 _tracer = tracer(__name__)
 
@@ -54,7 +54,7 @@ _tracer = tracer(__name__)
 def _encoding() -> Iterator[None]:
     """The span and the latency of one query's encoding, wherever it runs."""
     began = time.perf_counter()
-    with _tracer.start_as_current_span("encode"):
+    with stage(_tracer, "encode"):
         yield
     exemplars.observe(ENCODE_SECONDS, time.perf_counter() - began)
 
@@ -133,7 +133,7 @@ class SearchService:
         self._store.start_timing()
         # A pass runs in its first caller's trace and links the others' searches to it.
         links = [trace.Link(s.caller) for s in searches[1:] if s.caller.is_valid]
-        with _tracer.start_as_current_span("retrieve", links=links) as span:  # store calls inside
+        with stage(_tracer, "retrieve", links=links) as span:  # store calls inside
             asks = [RankAsk(s.query, s.top_k, s.include_text) for s in searches]
             results = self._searcher.rank_many(asks)
             span.set_attribute("search.results", sum(len(r) for r in results))

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from contextlib import AbstractContextManager, nullcontext
 from importlib import metadata
 from typing import Any
 
@@ -145,6 +146,21 @@ def span_exporter() -> SpanExporter:
 def tracer(name: str) -> trace.Tracer:
     """The tracer for one module."""
     return trace.get_tracer(name)
+
+
+def stage(tracer: trace.Tracer, name: str, **kwargs: Any) -> AbstractContextManager[trace.Span]:
+    """A span for one stage of a request, started only when the request's span is recorded.
+
+    A stage of an unrecorded request would not be recorded either, under every sampler the SDK
+    offers (parent-based ones follow the parent; by trace id, the stage has the parent's id),
+    but starting it still costs about 6 us of bookkeeping: a search has a dozen stages. Outside
+    any recorded span (a tool calling the pipeline directly) no stage span starts. Either way
+    the ``with`` target is a span, the current one when none starts.
+    """
+    current = trace.get_current_span()
+    if not current.is_recording():
+        return nullcontext(current)
+    return tracer.start_as_current_span(name, **kwargs)
 
 
 def current_trace_id() -> str | None:

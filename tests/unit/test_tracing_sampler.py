@@ -10,9 +10,10 @@ from opentelemetry import context, trace
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.sdk.trace.sampling import SamplingResult
 from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags
 
-from services.telemetry.tracing import RecordWhenExported, current_trace_id
+from services.telemetry.tracing import RecordWhenExported, current_trace_id, stage
 
 CALLER_TRACE = 0xAB * (2**120 // 0xFF)  # any valid trace id
 
@@ -66,6 +67,48 @@ def test_exported_every_trace_is_recorded() -> None:
         sampler.get_description()
         == "RecordWhenExported{ParentBased{root:AlwaysOnSampler,remoteParentSampled:AlwaysOnSampler,remoteParentNotSampled:AlwaysOffSampler,localParentSampled:AlwaysOnSampler,localParentNotSampled:AlwaysOffSampler}}"
     )
+
+
+class _Asked(RecordWhenExported):
+    """Counts the decisions it is asked for."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.asked = 0
+
+    def should_sample(self, *args: object, **kwargs: object) -> SamplingResult:
+        self.asked += 1
+        return super().should_sample(*args, **kwargs)
+
+
+def test_a_stage_of_an_unrecorded_request_starts_no_span() -> None:
+    sampler = _Asked()
+    tracer = TracerProvider(sampler=sampler).get_tracer("test")
+    with (
+        tracer.start_as_current_span("request") as request,
+        stage(tracer, "stage", attributes={"a": 1}) as span,
+    ):
+        assert span is request  # the ``with`` target is still a span, the current one
+        span.set_attribute("ignored", 1)  # a no-op on an unrecorded span
+        assert trace.get_current_span() is request
+    assert sampler.asked == 1  # the request's decision only
+    with stage(tracer, "outside any request") as span:
+        assert not span.get_span_context().is_valid
+    assert sampler.asked == 1
+
+
+def test_a_stage_of_a_recorded_request_is_its_child() -> None:
+    sampler, tracer, exporter = _provider()
+    sampler.exported()
+    with (
+        tracer.start_as_current_span("request") as request,
+        stage(tracer, "stage", attributes={"a": 1}) as span,
+    ):
+        assert span is not request and span.is_recording()
+    child, parent = exporter.get_finished_spans()
+    assert (child.name, parent.name) == ("stage", "request")
+    assert child.parent is not None and child.parent.span_id == parent.context.span_id
+    assert dict(child.attributes or {}) == {"a": 1}
 
 
 PROBE = """

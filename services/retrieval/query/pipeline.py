@@ -49,7 +49,7 @@ from services.retrieval.query.votes import LexicalVoters, VoteTable
 from services.retrieval.settings import RetrievalSettings
 from services.retrieval.store.base import Store, StoreError
 from services.retrieval.types import EncodedQuery, PointId, RankedDocument, VectorQuery
-from services.telemetry.tracing import tracer
+from services.telemetry.tracing import stage, tracer
 
 log = logging.getLogger(__name__)
 _tracer = tracer(__name__)
@@ -212,7 +212,7 @@ class RankingPipeline:
         """Candidates and feature rows for one query (training passes the leave-one-out args)."""
         sup = self._supervised()
         # One span per stage, so a trace shows ranking apart from the store calls inside it.
-        with _tracer.start_as_current_span("gather evidence"):  # searches, RM3 feedback, kNN
+        with stage(_tracer, "gather evidence"):  # searches, RM3 feedback, kNN
             evidence = gather(
                 self._store, self._version.docs, sup.knn, q, self._depths, sup.columns,
                 sup.names, exclude_query,
@@ -236,9 +236,9 @@ class RankingPipeline:
         own_judgements: Mapping[str, int] | None = None,
     ) -> CandidateSet:
         s = self._settings
-        with _tracer.start_as_current_span("knn votes"):
+        with stage(_tracer, "knn votes"):
             cands, votes = candidates(evidence, sup.judgements, s.knn, exclude_query)
-        with _tracer.start_as_current_span("build features") as span:
+        with stage(_tracer, "build features") as span:
             first = [ranked.at.tolist() for ranked in (evidence.dense, evidence.rm3)]
             co = sup.co_relevance.scores(anchors(first), exclude_query)
             located = cands.located
@@ -275,13 +275,13 @@ class RankingPipeline:
             tops = [self._fused_top(v.docs, sup, a.query, a.top_k) for a in asks]
             return self._answers(v.docs, sup, tops, [a.text for a in asks])
         queries = [a.query for a in asks]
-        with _tracer.start_as_current_span("gather evidence") as span:
+        with stage(_tracer, "gather evidence") as span:
             span.set_attribute("ranking.queries", len(asks))
             evidence = gather_many(
                 self._store, v.docs, sup.knn, queries, self._depths, sup.columns, sup.names
             )
         sets = [self._features(sup, q, e) for q, e in zip(queries, evidence, strict=True)]
-        with _tracer.start_as_current_span("score model"):
+        with stage(_tracer, "score model"):
             scores = sup.ranker.score(np.concatenate([cs.features for cs in sets]))
         ends = np.cumsum([len(cs.features) for cs in sets])[:-1]
         tops = [

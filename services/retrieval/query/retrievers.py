@@ -45,7 +45,7 @@ from services.retrieval.types import (
     SparseVector,
     VectorQuery,
 )
-from services.telemetry.tracing import tracer
+from services.telemetry.tracing import stage, tracer
 
 _tracer = tracer(__name__)
 
@@ -364,7 +364,7 @@ def gather_many(
     rm3 = list(bm25)
     fed = [i for i, (_, _, feedback) in enumerate(shapes) if feedback]
     if fed:
-        with _tracer.start_as_current_span("rm3 feedback"):  # expansion, then its search
+        with stage(_tracer, "rm3 feedback"):  # expansion, then its search
             expanded = [
                 VectorQuery(
                     expand_from_hits(queries[i].sparse, lists[shapes[i][0] + 2], rm3_params), depth
@@ -375,7 +375,7 @@ def gather_many(
                 rm3[i] = _numbered(hits, columns)
     neighbours: list[Ranked] = [[] for _ in queries]
     if knn is not None and queries:
-        with _tracer.start_as_current_span("knn neighbours"):
+        with stage(_tracer, "knn neighbours"):
             # One extra neighbour so that leaving the query itself out still leaves k.
             asks = [
                 VectorQuery(q.dense, depths.neighbours + (1 if left_out else 0))

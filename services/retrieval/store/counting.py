@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 
 from services.retrieval.store.base import Fusion, Store
 from services.retrieval.types import CollectionSpec, Hit, Point, PointId, VectorQuery
-from services.telemetry.tracing import tracer
+from services.telemetry.tracing import stage, tracer
 
 _tracer = tracer(__name__)
 T = TypeVar("T")
@@ -49,7 +49,7 @@ class CountingStore:
         with self._lock:
             self._calls += 1
         started = time.perf_counter()
-        with _tracer.start_as_current_span(f"store.{operation}") as span:
+        with stage(_tracer, f"store.{operation}") as span:
             span.set_attribute("db.operation.name", operation)
             if args and isinstance(args[0], str):
                 span.set_attribute("db.collection.name", args[0])
