@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from services.retrieval.query import ranker
-from services.retrieval.query.corelevance import CoRelevance, anchors
+from services.retrieval.query.corelevance import CoRelevance, CoScores, anchors
 from services.retrieval.query.features import (
     FEATURES,
     Candidates,
@@ -174,6 +174,21 @@ def test_co_relevance_spreads_seed_weight_through_shared_judgements() -> None:
     assert via_b.score("D") == pytest.approx(1 / math.log1p(3))
     # Leave-one-out: a training query's own judgements lend it nothing.
     assert co.scores({"A": 1.0}, exclude_query="Q1").score("B") == 0.0
+
+
+@pytest.mark.parametrize("size", [0, 1, 2, 7, 3633])
+def test_co_relevance_ranks_are_a_stable_sort_s_highest_first_ties_in_position_order(
+    size: int,
+) -> None:
+    rng = np.random.default_rng(size)
+    # Long runs of ties, as the corpus has (zeros, documents judged by the same queries).
+    values = rng.integers(0, 5, size) / 4.0
+    values[rng.random(size) < 0.1] = -0.0  # equal to 0.0 for either sort
+    expected = np.empty(size, dtype=np.int64)
+    expected[np.argsort(-values, kind="stable")] = np.arange(1, size + 1)
+    index = {f"D{i}": i for i in range(size)}
+    ranks = CoScores(index, values).columns([f"D{i}" for i in range(size)])[1]
+    assert ranks.tolist() == expected.tolist()
 
 
 def test_anchors_fuse_rankings_by_reciprocal_rank() -> None:

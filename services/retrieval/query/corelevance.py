@@ -76,6 +76,28 @@ def _row_entries(
     return matrix.indices[positions], np.repeat(rows, lengths)
 
 
+def _ranks(values: Vector) -> npt.NDArray[np.int64]:
+    """Each value's 1-based rank, highest first, equal values in position order.
+
+    The ranks a stable sort gives, from numpy's default (SIMD) sort, several times faster on the
+    corpus's 3,633 scores: an unstable sort, then each run of equal values put back in position
+    order by sorting ``run * n + position``, which are distinct integers.
+    """
+    n = len(values)
+    ranks = np.empty(n, dtype=np.int64)
+    if n == 0:
+        return ranks
+    negated = -values
+    order = np.argsort(negated)
+    ordered = negated[order]
+    run = np.zeros(n, dtype=np.int64)
+    np.cumsum(ordered[1:] != ordered[:-1], out=run[1:])
+    keyed = run * n + order
+    keyed.sort()
+    ranks[keyed % n] = np.arange(1, n + 1)
+    return ranks
+
+
 class CoScores:
     """Co-relevance scores of one query, by doc id, with each document's rank among all."""
 
@@ -83,9 +105,7 @@ class CoScores:
         """Wrap the score vector (``index`` maps doc ids to positions)."""
         self._index = index
         self._values = values
-        order = np.argsort(-values, kind="stable")
-        self._ranks = np.empty(len(values), dtype=np.int64)
-        self._ranks[order] = np.arange(1, len(values) + 1)
+        self._ranks = _ranks(values)
 
     def score(self, doc_id: str) -> float:
         """The document's score (0 for unknown documents)."""
