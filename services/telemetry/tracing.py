@@ -149,16 +149,17 @@ def tracer(name: str) -> trace.Tracer:
 
 
 def stage(tracer: trace.Tracer, name: str, **kwargs: Any) -> AbstractContextManager[trace.Span]:
-    """A span for one stage of a request, started only when the request's span is recorded.
+    """A span for one stage of a request; inside an unrecorded request, none.
 
     A stage of an unrecorded request would not be recorded either, under every sampler the SDK
     offers (parent-based ones follow the parent; by trace id, the stage has the parent's id),
-    but starting it still costs about 6 us of bookkeeping: a search has a dozen stages. Outside
-    any recorded span (a tool calling the pipeline directly) no stage span starts. Either way
-    the ``with`` target is a span, the current one when none starts.
+    but starting it still costs about 6 us of bookkeeping, and a search has a dozen stages.
+    The request's trace context stays current, so log lines and outgoing calls still carry its
+    trace id. Outside any span (a tool calling the pipeline, a client used on its own) the stage
+    starts a trace of its own, as any span does. The ``with`` target is a span either way.
     """
     current = trace.get_current_span()
-    if not current.is_recording():
+    if current.get_span_context().is_valid and not current.is_recording():
         return nullcontext(current)
     return tracer.start_as_current_span(name, **kwargs)
 

@@ -81,7 +81,7 @@ class _Asked(RecordWhenExported):
         return super().should_sample(*args, **kwargs)
 
 
-def test_a_stage_of_an_unrecorded_request_starts_no_span() -> None:
+def test_a_stage_of_an_unrecorded_request_starts_no_span_and_one_alone_starts_a_trace() -> None:
     sampler = _Asked()
     tracer = TracerProvider(sampler=sampler).get_tracer("test")
     with (
@@ -93,8 +93,8 @@ def test_a_stage_of_an_unrecorded_request_starts_no_span() -> None:
         assert trace.get_current_span() is request
     assert sampler.asked == 1  # the request's decision only
     with stage(tracer, "outside any request") as span:
-        assert not span.get_span_context().is_valid
-    assert sampler.asked == 1
+        assert span.get_span_context().is_valid  # a trace of its own, to pass on
+    assert sampler.asked == 2
 
 
 def test_a_stage_of_a_recorded_request_is_its_child() -> None:

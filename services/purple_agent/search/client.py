@@ -43,7 +43,7 @@ from services.purple_agent.search.mcp_backend import FallbackFactory, probe_mcp
 from services.purple_agent.search.rest_backend import PATH, probe_rest
 from services.telemetry import exemplars
 from services.telemetry.http import annotate
-from services.telemetry.tracing import tracer
+from services.telemetry.tracing import stage, tracer
 
 if TYPE_CHECKING:  # imported when a server needs it (it loads the MCP SDK)
     from services.purple_agent.search.sdk_fallback import SdkFallback
@@ -228,7 +228,7 @@ class SearchClient:
             started = time.perf_counter()
             error: McpCallError | None = None
             name = _span_name("rest" if self._protocol == "rest" else "mcp")
-            with _tracer.start_as_current_span(name, kind=SpanKind.CLIENT) as span:
+            with stage(_tracer, name, kind=SpanKind.CLIENT) as span:
                 # Retries are siblings under the request's span: one trace, attempt by attempt.
                 span.set_attribute("mcp.attempt", attempt + 1)
                 span.set_attribute("server.address", self._address[0])
