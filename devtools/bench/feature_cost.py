@@ -4,9 +4,10 @@
 (located once, as the served ranking reads it), the lexical kNN votes, the document columns, the
 judged-by field, the nudged cosines and the ranker's scoring (all its models), then the whole
 ranking as served (right after the query's encoding, its caches cold: top 10 with abstracts, and
-as the purple agent asks, top 20 without) and again at once (warm), medians; the process's CPU per ranking (every thread: the store's too); and the CPU of encoding
-a query alone and in passes of 8, as the MCP server batches concurrent queries. Run it on a quiet
-machine; ``RETRIEVAL_COLLECTION=<version>`` times another index version of the same store.
+as the purple agent asks, top 20 without) and again at once (warm), medians; the process's CPU
+per ranking (every thread: the store's too); and the CPU of encoding a query alone and in passes
+of 8, as the MCP server batches concurrent queries. Run it on a quiet machine;
+``RETRIEVAL_COLLECTION=<version>`` times another index version of the same store.
 """
 
 from __future__ import annotations

@@ -1,14 +1,15 @@
 """What is ours around a search, in CPU per request: the frame and the search service.
 
-``python -m devtools.bench.frame_cost [--rounds 4] [--queries 200] [--out reports/frame_cost.json]``
+``python -m devtools.bench.frame_cost [--rounds 6] [--queries 200] [--out reports/frame_cost.json]``
 
 Two parts of the MCP server are ours and wrap every search; each is measured in-process, on the
 real code, against the same work without it, in alternated rounds (the median of the rounds'
 differences):
 
 - **the frame** (:func:`services.common.frame.service_app`: the drain check, the request's span,
-  latency sample and log line (JSON, written to ``/dev/null``), the guard's admission, body read, JSON checks and disconnect
-  watcher) around a route that only reads its JSON body and answers, against that route alone.
+  latency sample and log line (JSON, written to ``/dev/null``), the guard's admission, body
+  read, JSON checks and disconnect watcher) around a route that only reads its JSON body and
+  answers, against that route alone.
   Both are called as ASGI apps, with no socket, so uvicorn's own work is in neither;
 - **the search service** (:class:`services.mcp_server.service.SearchService`: the thread
   limiter, the hand-off to the search thread and back, the search, encode and retrieve spans,
