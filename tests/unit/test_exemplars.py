@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from prometheus_client import CollectorRegistry, Histogram
 from prometheus_client.openmetrics.exposition import generate_latest
 
 from services.telemetry import exemplars
 from services.telemetry.buckets import LATENCY_BUCKETS
-from services.telemetry.tracing import setup_tracing, tracer
+from services.telemetry.tracing import export_spans, setup_tracing, tracer
 
 setup_tracing("tests")
+# Spans are recorded, as in a process that exports them: without an exporter a process records
+# none of its own (RecordWhenExported), and this module's spans would carry no exemplar whenever
+# it ran before another module that installs one.
+export_spans(SimpleSpanProcessor(InMemorySpanExporter()))
 _tracer = tracer(__name__)
 
 
