@@ -140,7 +140,9 @@ def answer_fields(text: bool) -> tuple[str, ...]:
 def encoded_query(dense: Sequence[float], text: str) -> EncodedQuery:
     """The query of ``text`` with its MiniLM vector ``dense``: analyzed here, once."""
     terms = tuple(analyze(text))
-    return EncodedQuery([float(x) for x in dense], query_vector(terms), text, terms)
+    # A model's float32 row to Python floats in one C pass (the same values float() gives).
+    values = dense.tolist() if isinstance(dense, np.ndarray) else [float(x) for x in dense]
+    return EncodedQuery(values, query_vector(terms), text, terms)
 
 
 class HybridSearcher:

@@ -45,7 +45,8 @@ def _hits(points: Sequence[Any], with_sparse: bool, payload: Sequence[str] | boo
 def _vector(v: Sequence[float] | SparseVector) -> Any:
     if isinstance(v, SparseVector):
         return qe.SparseVector(indices=v.indices, values=v.values)
-    return [float(x) for x in v]
+    # A query's vector is already a list of floats (EncodedQuery.dense): no copy per search.
+    return v if isinstance(v, list) else [float(x) for x in v]
 
 
 def _query(q: VectorQuery) -> qe.Query:
