@@ -192,9 +192,12 @@ def test_co_relevance_ranks_are_a_stable_sort_s_highest_first_ties_in_position_o
 
 
 def test_anchors_fuse_rankings_by_reciprocal_rank() -> None:
-    best = anchors([["A", "B", "C"], ["B", "A", "D"]], n=3)
-    assert list(best)[:2] == ["A", "B"] and best["A"] == 1.0 and best["B"] == 0.5
-    assert len(best) == 3
+    a, b, c, d = 0, 1, 2, 3  # columns (in doc id order)
+    best = anchors([np.array([a, b, c]), np.array([b, a, d])], n=3)
+    # A and B tie (1/61 + 1/62): the lower column first.
+    assert list(best) == [a, b, c] and best[a] == 1.0 and best[b] == 0.5 and best[c] == 1 / 3
+    assert anchors([np.array([d, c]), np.array([], dtype=np.int64)], n=5) == {d: 1.0, c: 0.5}
+    assert anchors([]) == {}
 
 
 def test_doc_table_reads_priors_and_title_overlap_by_index() -> None:

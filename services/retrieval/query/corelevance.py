@@ -11,7 +11,6 @@ such query passes it on to all of its relevant documents: ``score = Aᵀ · W ·
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -20,8 +19,6 @@ import scipy.sparse as sp
 from services.retrieval.query.judgements import Judgements, Located
 
 Vector = npt.NDArray[np.float64]
-#: A document by id or by its column in the judgement matrix.
-Doc = TypeVar("Doc", str, int)
 
 
 class CoRelevance:
@@ -129,15 +126,22 @@ class CoScores:
         return scores, ranks
 
 
-def anchors(rankings: Sequence[Sequence[Doc]], n: int = 10, k: int = 60) -> dict[Doc, float]:
+def anchors(
+    rankings: Sequence[npt.NDArray[np.int64]], n: int = 10, k: int = 60
+) -> dict[int, float]:
     """The anchor documents co-relevance spreads from, each weighted 1 / rank.
 
-    They are the ``n`` best documents by reciprocal-rank fusion of ``rankings``, ties by doc id
-    (by doc id or by column: the judgement matrix's columns are in doc id order).
+    They are the ``n`` best documents (by column in the judgement matrix) by reciprocal-rank
+    fusion of ``rankings``, ties by column (the columns are in doc id order). Each document's
+    fused score adds its ``1 / (k + rank)`` terms in the order of the rankings, from 0.0, as a
+    loop over them would: ``np.bincount`` adds its weights in input order.
     """
-    fused: dict[Doc, float] = {}
-    for ranking in rankings:
-        for rank, d in enumerate(ranking, start=1):
-            fused[d] = fused.get(d, 0.0) + 1.0 / (k + rank)
-    best = sorted(fused, key=lambda d: (-fused[d], d))[:n]
-    return {d: 1.0 / rank for rank, d in enumerate(best, start=1)}
+    listed = [np.asarray(r, dtype=np.int64) for r in rankings if len(r)]
+    if not listed:
+        return {}
+    columns = np.concatenate(listed)
+    terms = np.concatenate([1.0 / (k + np.arange(1, len(r) + 1)) for r in listed])
+    fused = np.bincount(columns, weights=terms)
+    present = np.flatnonzero(fused)  # every term is positive: listed <=> above zero
+    best = present[np.lexsort((present, -fused[present]))[:n]]
+    return {int(d): 1.0 / rank for rank, d in enumerate(best.tolist(), start=1)}

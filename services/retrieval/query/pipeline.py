@@ -239,8 +239,9 @@ class RankingPipeline:
         with stage(_tracer, "knn votes"):
             cands, votes = candidates(evidence, sup.judgements, s.knn, exclude_query)
         with stage(_tracer, "build features") as span:
-            first = [ranked.at.tolist() for ranked in (evidence.dense, evidence.rm3)]
-            co = sup.co_relevance.scores(anchors(first), exclude_query)
+            co = sup.co_relevance.scores(
+                anchors([evidence.dense.at, evidence.rm3.at]), exclude_query
+            )
             located = cands.located
             lexical = sup.lexical.columns(q.terms, located, exclude_query)
             judged_by = sup.judged_by.scores(q.terms, located, exclude_query)
