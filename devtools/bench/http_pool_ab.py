@@ -2,7 +2,7 @@
 
 ``python -m devtools.bench.http_pool_ab [--rounds 3] [--queries 200]`` starts one MCP server
 (result cache off), then, round after round, the purple agent three times: with its own pool
-(h11 over asyncio streams, :mod:`services.purple_agent.search.http_pool`), and with that pool's
+(asyncio streams, answers parsed by httptools: :mod:`services.purple_agent.search.http_pool`), and with that pool's
 interface served by an ``httpx.AsyncClient`` and by an ``httpx2.AsyncClient`` (the HTTP client the
 MCP SDK brings). Each agent answers the same dev queries at concurrency 1 and 16, as
 :mod:`.profile_purple` measures them; the figures are the purple process's CPU per answered query
@@ -35,7 +35,7 @@ from services.purple_agent.search.http_pool import (
     Response,
 )
 
-LIBRARIES = ("h11", "httpx", "httpx2")
+LIBRARIES = ("ours", "httpx", "httpx2")
 SERVE = "--serve"
 
 
@@ -102,11 +102,11 @@ def library_pool(name: str) -> type:
 
 
 def _serve(library: str, argv: list[str]) -> None:
-    """The purple agent, its pool replaced by ``library``'s unless that is our own (h11)."""
+    """The purple agent, its pool replaced by ``library``'s unless that is our own."""
     from services.purple_agent.__main__ import main
     from services.purple_agent.search import client
 
-    if library != "h11":
+    if library != "ours":
         setattr(client, "OriginPool", library_pool(library))  # noqa: B010 (the class the client builds its pool from)
     main(argv)
 
@@ -154,8 +154,8 @@ def main() -> None:
             "rss_mb": median(r["rss_mb"] for r in rows),
         }
     for lib in LIBRARIES[1:]:
-        summary[f"{lib}/h11"] = {
-            k: round(summary[lib][k] / summary["h11"][k], 3)
+        summary[f"{lib}/ours"] = {
+            k: round(summary[lib][k] / summary["ours"][k], 3)
             for k in ("c1_cpu_ms", "c16_cpu_ms", "rss_mb")
         }
     args.out.parent.mkdir(parents=True, exist_ok=True)

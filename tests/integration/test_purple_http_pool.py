@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 
 import pytest
 
@@ -16,7 +16,10 @@ from tests.support.ports import closed_url
 
 class _Server:
     """Answers each POST with its body; ``/slow`` never answers, ``/close`` closes after its
-    answer, ``/cut`` in the middle of it."""
+    answer, ``/cut`` in the middle of it. The body also comes back in other framings: in chunks
+    (``/chunked``), after an interim 100 (``/interim``), ended by closing the connection
+    (``/eof``), marked ``connection: close`` on an open connection (``/close-header``), or not
+    as HTTP at all (``/garbage``)."""
 
     def __init__(self) -> None:
         self.connections = 0
@@ -41,6 +44,12 @@ class _Server:
                     await reader.read()  # until the client closes
                     self.gone.set()
                     return
+                if framed := _FRAMINGS.get(target):
+                    writer.write(framed(body))
+                    await writer.drain()
+                    if target == b"/eof":
+                        return
+                    continue
                 writer.write(b"HTTP/1.1 200 OK\r\ncontent-length: %d\r\n\r\n%s" % (len(body), body))
                 await writer.drain()
                 if target == b"/close":
@@ -49,6 +58,26 @@ class _Server:
             return
         finally:
             writer.close()
+
+
+def _chunked(body: bytes) -> bytes:
+    half = len(body) // 2
+    chunks = b"".join(b"%x\r\n%s\r\n" % (len(c), c) for c in (body[:half], body[half:]) if c)
+    return b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n" + chunks + b"0\r\n\r\n"
+
+
+_FRAMINGS: dict[bytes, Callable[[bytes], bytes]] = {
+    b"/chunked": _chunked,
+    b"/interim": lambda body: (
+        b"HTTP/1.1 100 Continue\r\nx-interim: yes\r\n\r\n"
+        b"HTTP/1.1 201 Created\r\ncontent-length: %d\r\nx-final: yes\r\n\r\n%s" % (len(body), body)
+    ),
+    b"/eof": lambda body: b"HTTP/1.1 200 OK\r\n\r\n" + body,
+    b"/close-header": lambda body: (
+        b"HTTP/1.1 200 OK\r\nconnection: close\r\ncontent-length: %d\r\n\r\n%s" % (len(body), body)
+    ),
+    b"/garbage": lambda body: b"SMTP ready\r\n\r\n",
+}
 
 
 @pytest.fixture
@@ -117,5 +146,61 @@ async def test_failures_say_whether_anything_was_sent(server: _Server) -> None:
         with pytest.raises(ConnectionBroken):
             await _echo(pool, "/cut", b"x")
         assert await _echo(pool, "/", b"next") == b"next"
+    finally:
+        await pool.aclose()
+
+
+async def test_answers_in_chunks_after_an_interim_head_or_ended_by_the_close_are_read_whole(
+    server: _Server,
+) -> None:
+    pool = OriginPool(server.url, max_connections=1)
+    body = b"abcdefghij" * 300
+    try:
+        assert await _echo(pool, "/chunked", body) == body
+        assert await _echo(pool, "/chunked", b"") == b""
+        async with pool.post("/interim", [], body) as response:
+            assert response.status == 201
+            assert response.headers.get("x-final") == "yes" and "x-interim" not in response.headers
+            assert await response.read() == body
+        assert server.connections == 1  # each of those kept the connection
+        async with pool.post("/eof", [], body) as response:
+            assert await response.read() == body
+        async with pool.post("/close-header", [], b"x") as response:
+            assert await response.read() == b"x"
+        assert await _echo(pool, "/", b"after") == b"after"
+        # Neither the body that ended with its connection nor the one marked close kept theirs.
+        assert server.connections == 3
+    finally:
+        await pool.aclose()
+
+
+async def test_an_answer_that_is_not_http_breaks_the_connection(server: _Server) -> None:
+    pool = OriginPool(server.url, max_connections=1)
+    try:
+        with pytest.raises(ConnectionBroken):
+            await _echo(pool, "/garbage", b"x")
+        assert await _echo(pool, "/", b"next") == b"next"
+    finally:
+        await pool.aclose()
+
+
+@pytest.mark.parametrize(
+    ("method", "target", "headers"),
+    [
+        ("POST", "/", [(b"x-token", b"a\r\nx-injected: 1")]),
+        ("POST", "/", [(b"bad name", b"v")]),
+        ("POST", "/a b", []),
+        ("DELETE", "/", []),
+    ],
+)
+async def test_a_request_no_http_line_can_carry_is_refused_before_connecting(
+    server: _Server, method: str, target: str, headers: list[tuple[bytes, bytes]]
+) -> None:
+    pool = OriginPool(server.url, max_connections=1)
+    try:
+        with pytest.raises(ValueError):
+            async with pool.request(method, target, headers, b"x"):
+                pass
+        assert server.connections == 0
     finally:
         await pool.aclose()

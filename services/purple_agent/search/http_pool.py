@@ -1,28 +1,37 @@
-"""Keep-alive HTTP/1.1 connections to one origin, over asyncio streams, framed by h11.
+"""Keep-alive HTTP/1.1 connections to one origin, over asyncio streams, parsed by httptools.
 
 What the MCP hot path needs of an HTTP client is small: POST a body to one origin, read the
 answer, keep the connection for the next request (and a GET for readiness). httpx and httpx2
 do much more, and cost accordingly in CPU per query and memory: this pool saves the agent more
 than the fifth of its CPU that a path of our own must save to stay (measured by
-``python -m devtools.bench.http_pool_ab``, the figures in ``docs/performance.md``). h11 does the
-HTTP framing (content length, chunks, keep-alive), so nothing about the protocol is parsed by
-hand.
+``python -m devtools.bench.http_pool_ab``, the figures in ``docs/performance.md``). Answers are
+parsed by httptools (llhttp, in C: the parser uvicorn serves both our servers with), so nothing
+about the framing (content length, chunks, keep-alive, a body that ends with the connection) is
+parsed by hand; a request is one head of checked header lines and its body.
 
-A connection goes back to the pool only after a complete exchange; one whose request was
-cancelled, failed or left unread is closed, which also tells the server its caller has gone.
+A connection goes back to the pool only after a complete exchange that keeps it alive; one whose
+request was cancelled, failed or left unread is closed, which also tells the server its caller
+has gone.
 """
 
 from __future__ import annotations
 
 import asyncio
+import re
 import ssl
 from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager, suppress
 from urllib.parse import urlsplit
 
-import h11
+import httptools
 
 READ_BYTES = 65536
+#: RFC 9110 token characters (a header's name), and what a request target or header value
+#: must not hold: a line break or NUL would end the line early (a second, injected header).
+_TOKEN = re.compile(rb"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+_BREAKS = re.compile(rb"[\r\n\0]")
+_TARGET = re.compile(r"[^\s\x00-\x1f\x7f]+")
+_METHODS = ("GET", "POST")
 
 
 def request_target(url: str) -> str:
@@ -39,27 +48,72 @@ class ConnectionBroken(Exception):
     """The connection failed or closed during the exchange."""
 
 
+class _Answer:
+    """httptools' callbacks for the answer to one request: its final head, then its body."""
+
+    def __init__(self) -> None:
+        self.parser = httptools.HttpResponseParser(self)
+        self.status = 0
+        self.headers: dict[str, str] = {}
+        self.body: list[bytes] = []
+        self.head = False  # the final (not 1xx) head has arrived
+        self.complete = False
+        self.until_eof = False  # neither a length nor chunks: the body ends with the connection
+        self.extra = False  # bytes after the answer (a connection not to reuse)
+        self.keep_alive = False
+
+    def on_message_begin(self) -> None:
+        if self.complete:
+            self.extra = True
+        elif not self.head:
+            self.headers = {}  # the final head after an interim one starts afresh
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        if not self.extra:
+            self.headers[name.decode("latin-1").lower()] = value.decode("latin-1")
+
+    def on_headers_complete(self) -> None:
+        if self.extra:
+            return
+        self.status = self.parser.get_status_code()
+        if 100 <= self.status < 200:
+            return  # an interim answer (100 Continue, 103 Early Hints): the final one follows
+        self.head = True
+        chunked = "chunked" in self.headers.get("transfer-encoding", "").lower()
+        self.until_eof = "content-length" not in self.headers and not chunked
+
+    def on_body(self, body: bytes) -> None:
+        if not self.extra:
+            self.body.append(body)
+
+    def on_message_complete(self) -> None:
+        if self.head and not self.extra:
+            self.complete = True
+            # Read here: the parser forgets the message's connection flags once it returns.
+            self.keep_alive = self.parser.should_keep_alive()
+
+
 class _Connection:
     def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self.reader = reader
         self.writer = writer
-        self.h11 = h11.Connection(h11.CLIENT)
 
     def usable(self) -> bool:
-        """Idle and still open: the server has not closed it while it waited."""
-        return (
-            self.h11.our_state is h11.IDLE
-            and not self.reader.at_eof()
-            and not self.writer.is_closing()
-        )
+        """Still open: the server has not closed it while it waited."""
+        return not self.reader.at_eof() and not self.writer.is_closing()
 
-    async def next_event(self) -> object:
-        """The next event (a PAUSED or ConnectionClosed is not one callers expect)."""
-        while True:
-            event = self.h11.next_event()
-            if event is not h11.NEED_DATA:
-                return event
-            self.h11.receive_data(await self.reader.read(READ_BYTES))
+    async def receive(self, answer: _Answer) -> None:
+        """Read what arrives next into ``answer``; an early end of the connection is broken."""
+        data = await self.reader.read(READ_BYTES)
+        if not data:
+            if answer.head and answer.until_eof:
+                answer.complete = True
+                return
+            raise ConnectionBroken("the server closed the connection before its answer ended")
+        try:
+            answer.parser.feed_data(data)
+        except httptools.HttpParserError as e:  # an upgrade too: nothing we asked for
+            raise ConnectionBroken(f"{type(e).__name__}: {e}") from e
 
     def close(self) -> None:
         self.writer.close()
@@ -68,22 +122,24 @@ class _Connection:
 class Response:
     """A response whose head has arrived; its body is read with :meth:`chunks` or :meth:`read`."""
 
-    def __init__(self, connection: _Connection, head: h11.Response) -> None:
+    def __init__(self, connection: _Connection, answer: _Answer) -> None:
         self._connection = connection
-        self.status = head.status_code
-        self.headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in head.headers}
+        self._answer = answer
+        self.status = answer.status
+        self.headers = answer.headers
         self.complete = False
 
     async def chunks(self) -> AsyncIterator[bytes]:
         """The body as it arrives."""
-        while not self.complete:
-            event = await self._connection.next_event()
-            if isinstance(event, h11.Data):
-                yield bytes(event.data)
-            elif isinstance(event, h11.EndOfMessage):
+        answer = self._answer
+        while True:
+            pieces, answer.body = answer.body, []
+            for piece in pieces:
+                yield piece
+            if answer.complete:
                 self.complete = True
-            else:
-                raise ConnectionBroken(f"unexpected {type(event).__name__} in a response body")
+                return
+            await self._connection.receive(answer)
 
     async def read(self, limit: int | None = None) -> bytes:
         """The whole body (its first ``limit`` bytes, leaving the connection unusable)."""
@@ -93,6 +149,31 @@ class Response:
             if limit is not None and len(body) >= limit:
                 break
         return bytes(body[:limit])
+
+    @property
+    def reusable(self) -> bool:
+        """Read to its end, on a connection both sides keep open."""
+        answer = self._answer
+        return self.complete and not answer.until_eof and not answer.extra and answer.keep_alive
+
+
+def _head(
+    method: str, target: str, authority: bytes, headers: list[tuple[bytes, bytes]], length: int
+) -> bytes:
+    """A request's head; ValueError for a method, target or header that no line may carry."""
+    if method not in _METHODS:
+        raise ValueError(f"method {method!r}: the pool sends {' and '.join(_METHODS)} only")
+    if not _TARGET.fullmatch(target):
+        raise ValueError(f"request target {target!r}: not a path and query")
+    lines = [b"%s %s HTTP/1.1\r\nhost: %s\r\ncontent-length: %d\r\n" % (
+        method.encode(), target.encode(), authority, length
+    )]  # fmt: skip
+    for name, value in headers:
+        if not _TOKEN.fullmatch(name) or _BREAKS.search(value):
+            raise ValueError(f"header {name!r}: not a valid HTTP header line")
+        lines.append(b"%s: %s\r\n" % (name, value))
+    lines.append(b"\r\n")
+    return b"".join(lines)
 
 
 class OriginPool:
@@ -134,38 +215,30 @@ class OriginPool:
     async def request(
         self, method: str, target: str, headers: list[tuple[bytes, bytes]], body: bytes = b""
     ) -> AsyncIterator[Response]:
-        """Send one request; the response once its head has arrived."""
+        """Send one request; the response once its head has arrived.
+
+        Raises:
+            ValueError: The method, target or a header cannot be sent (nothing was).
+            ConnectFailed: No connection could be opened (nothing was sent).
+            ConnectionBroken: The connection failed or closed during the exchange.
+
+        """
+        head = _head(method, target, self.authority, headers, len(body))
         async with self._slots:
             connection = self._idle_connection() or await self._connect()
             reusable = False
             try:
-                request = h11.Request(
-                    method=method,
-                    target=target,
-                    headers=[
-                        (b"host", self.authority),
-                        (b"content-length", b"%d" % len(body)),
-                        *headers,
-                    ],
-                )
-                h = connection.h11
-                sent = (h.send(request), h.send(h11.Data(data=body)), h.send(h11.EndOfMessage()))
-                connection.writer.write(b"".join(part for part in sent if part))
-                event = await connection.next_event()
-                while isinstance(event, h11.InformationalResponse):
-                    event = await connection.next_event()
-                if not isinstance(event, h11.Response):
-                    raise ConnectionBroken(
-                        f"unexpected {type(event).__name__} instead of a response"
-                    )
-                response = Response(connection, event)
+                connection.writer.write(head + body)
+                answer = _Answer()
+                while not answer.head:
+                    await connection.receive(answer)
+                response = Response(connection, answer)
                 yield response
-                reusable = response.complete and h.our_state is h.their_state is h11.DONE
-            except (OSError, EOFError, h11.ProtocolError) as e:
+                reusable = response.reusable
+            except (OSError, EOFError) as e:
                 raise ConnectionBroken(f"{type(e).__name__}: {e}") from e
             finally:
                 if reusable:
-                    connection.h11.start_next_cycle()
                     self._idle.append(connection)
                 else:
                     connection.close()
