@@ -118,8 +118,7 @@ class _Nodes:
             left = threshold >= 0.0  # NaN is read as 0.0, and 0.0 <= threshold goes left
         else:
             raise _Unsupported(f"missing type {missing!r}")
-        # Depth first, a node before its subtrees: a row's path reads nodes close together
-        # (placed children first, the trees scored 0.413 against 0.31 ms per query).
+        # Depth first, a node before its subtrees: a row's path goes forward through the list.
         at = self._split(int(node["split_feature"]), threshold, int(left))
         self._children(at, self._child(node["left_child"]), self._child(node["right_child"]))
         return at
