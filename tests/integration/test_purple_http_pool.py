@@ -89,6 +89,15 @@ async def server() -> AsyncIterator[_Server]:
         yield state
 
 
+@contextlib.asynccontextmanager
+async def _pool(url: str, connections: int) -> AsyncIterator[OriginPool]:
+    pool = OriginPool(url, max_connections=connections)
+    try:
+        yield pool
+    finally:
+        await pool.aclose()
+
+
 async def _echo(pool: OriginPool, target: str, body: bytes) -> bytes:
     async with pool.post(target, [], body) as response:
         assert response.status == 200
@@ -96,8 +105,7 @@ async def _echo(pool: OriginPool, target: str, body: bytes) -> bytes:
 
 
 async def test_a_connection_is_kept_for_the_next_request(server: _Server) -> None:
-    pool = OriginPool(server.url, max_connections=4)
-    try:
+    async with _pool(server.url, 4) as pool:
         assert [await _echo(pool, "/", b"%d" % i) for i in range(5)] == [
             b"0",
             b"1",
@@ -108,32 +116,24 @@ async def test_a_connection_is_kept_for_the_next_request(server: _Server) -> Non
         assert server.connections == 1
         answers = await asyncio.gather(*(_echo(pool, "/", b"x") for _ in range(8)))
         assert answers == [b"x"] * 8 and server.connections <= 4
-    finally:
-        await pool.aclose()
 
 
 async def test_a_connection_the_server_closed_is_not_reused(server: _Server) -> None:
-    pool = OriginPool(server.url, max_connections=4)
-    try:
+    async with _pool(server.url, 4) as pool:
         assert await _echo(pool, "/close", b"a") == b"a"
         await asyncio.sleep(0.05)  # the close arrives while the connection is idle
         assert await _echo(pool, "/", b"b") == b"b"
         assert server.connections == 2
-    finally:
-        await pool.aclose()
 
 
 async def test_a_caller_that_gives_up_closes_its_connection(server: _Server) -> None:
-    pool = OriginPool(server.url, max_connections=4)
-    try:
+    async with _pool(server.url, 4) as pool:
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(0.2):
                 await _echo(pool, "/slow", b"?")
         async with asyncio.timeout(5):
             await server.gone.wait()  # the server saw the connection close
         assert await _echo(pool, "/", b"again") == b"again"
-    finally:
-        await pool.aclose()
 
 
 async def test_failures_say_whether_anything_was_sent(server: _Server) -> None:
@@ -141,21 +141,17 @@ async def test_failures_say_whether_anything_was_sent(server: _Server) -> None:
         pool = OriginPool(nobody, max_connections=1)
         with pytest.raises(ConnectFailed):
             await _echo(pool, "/", b"x")
-    pool = OriginPool(server.url, max_connections=1)
-    try:
+    async with _pool(server.url, 1) as pool:
         with pytest.raises(ConnectionBroken):
             await _echo(pool, "/cut", b"x")
         assert await _echo(pool, "/", b"next") == b"next"
-    finally:
-        await pool.aclose()
 
 
 async def test_answers_in_chunks_after_an_interim_head_or_ended_by_the_close_are_read_whole(
     server: _Server,
 ) -> None:
-    pool = OriginPool(server.url, max_connections=1)
     body = b"abcdefghij" * 300
-    try:
+    async with _pool(server.url, 1) as pool:
         assert await _echo(pool, "/chunked", body) == body
         assert await _echo(pool, "/chunked", b"") == b""
         async with pool.post("/interim", [], body) as response:
@@ -170,18 +166,13 @@ async def test_answers_in_chunks_after_an_interim_head_or_ended_by_the_close_are
         assert await _echo(pool, "/", b"after") == b"after"
         # Neither the body that ended with its connection nor the one marked close kept theirs.
         assert server.connections == 3
-    finally:
-        await pool.aclose()
 
 
 async def test_an_answer_that_is_not_http_breaks_the_connection(server: _Server) -> None:
-    pool = OriginPool(server.url, max_connections=1)
-    try:
+    async with _pool(server.url, 1) as pool:
         with pytest.raises(ConnectionBroken):
             await _echo(pool, "/garbage", b"x")
         assert await _echo(pool, "/", b"next") == b"next"
-    finally:
-        await pool.aclose()
 
 
 @pytest.mark.parametrize(
@@ -196,11 +187,8 @@ async def test_an_answer_that_is_not_http_breaks_the_connection(server: _Server)
 async def test_a_request_no_http_line_can_carry_is_refused_before_connecting(
     server: _Server, method: str, target: str, headers: list[tuple[bytes, bytes]]
 ) -> None:
-    pool = OriginPool(server.url, max_connections=1)
-    try:
+    async with _pool(server.url, 1) as pool:
         with pytest.raises(ValueError):
             async with pool.request(method, target, headers, b"x"):
                 pass
         assert server.connections == 0
-    finally:
-        await pool.aclose()
