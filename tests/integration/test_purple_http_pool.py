@@ -19,7 +19,7 @@ class _Server:
     answer, ``/cut`` in the middle of it. The body also comes back in other framings: in chunks
     (``/chunked``), after an interim 100 (``/interim``), ended by closing the connection
     (``/eof``), marked ``connection: close`` on an open connection (``/close-header``), or not
-    as HTTP at all (``/garbage``)."""
+    as HTTP at all (``/garbage``), or switched to another protocol (``/upgrade``)."""
 
     def __init__(self) -> None:
         self.connections = 0
@@ -77,6 +77,9 @@ _FRAMINGS: dict[bytes, Callable[[bytes], bytes]] = {
         b"HTTP/1.1 200 OK\r\nconnection: close\r\ncontent-length: %d\r\n\r\n%s" % (len(body), body)
     ),
     b"/garbage": lambda body: b"SMTP ready\r\n\r\n",
+    b"/upgrade": lambda body: (
+        b"HTTP/1.1 101 Switching Protocols\r\nconnection: upgrade\r\nupgrade: websocket\r\n\r\n"
+    ),
 }
 
 
@@ -168,10 +171,13 @@ async def test_answers_in_chunks_after_an_interim_head_or_ended_by_the_close_are
         assert server.connections == 3
 
 
-async def test_an_answer_that_is_not_http_breaks_the_connection(server: _Server) -> None:
+@pytest.mark.parametrize("target", ["/garbage", "/upgrade"])
+async def test_an_answer_that_is_not_http_breaks_the_connection(
+    server: _Server, target: str
+) -> None:
     async with _pool(server.url, 1) as pool:
         with pytest.raises(ConnectionBroken):
-            await _echo(pool, "/garbage", b"x")
+            await _echo(pool, target, b"x")
         assert await _echo(pool, "/", b"next") == b"next"
 
 

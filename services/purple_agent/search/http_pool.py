@@ -112,7 +112,8 @@ class _Connection:
             raise ConnectionBroken("the server closed the connection before its answer ended")
         try:
             answer.parser.feed_data(data)
-        except httptools.HttpParserError as e:  # an upgrade too: nothing we asked for
+        except (httptools.HttpParserError, httptools.HttpParserUpgrade) as e:
+            # An upgrade (101) is nothing we asked for; httptools raises it apart from errors.
             raise ConnectionBroken(f"{type(e).__name__}: {e}") from e
 
     def close(self) -> None:
