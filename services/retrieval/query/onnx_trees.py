@@ -70,7 +70,6 @@ class _Nodes:
     """``TreeEnsemble``'s flat node and leaf arrays, appended tree by tree."""
 
     def __init__(self) -> None:
-        self.thresholds: list[float] = []  # the tree being appended, by split index
         self.features: list[int] = []
         self.splits: list[float] = []
         self.missing_left: list[int] = []  # onnx: missing value tracks the true (<=) branch
@@ -82,15 +81,14 @@ class _Nodes:
         self.roots: list[int] = []
 
     def tree(self, structure: dict[str, Any], thresholds: list[float]) -> None:
-        """Append one tree, its nodes in depth-first order from the root."""
-        self.thresholds = thresholds
+        """Append one tree (``thresholds``: its splits' by split index), root first, depth first."""
         if "leaf_value" in structure:
             # A tree of one leaf: a split whose both sides are that leaf adds its value alike.
             root = self._split(0, 0.0, 1)
             leaf = self._leaf(structure)
             self._children(root, (leaf, 1), (leaf, 1))
         else:
-            root = self._node(structure)
+            root = self._node(structure, thresholds)
         self.roots.append(root)
 
     def _leaf(self, leaf: dict[str, Any]) -> int:
@@ -99,16 +97,16 @@ class _Nodes:
         self.leaf_weights.append(float(leaf["leaf_value"]))
         return len(self.leaf_weights) - 1
 
-    def _child(self, child: dict[str, Any]) -> tuple[int, int]:
+    def _child(self, child: dict[str, Any], thresholds: list[float]) -> tuple[int, int]:
         """(index, is a leaf) of a child, its subtree appended."""
         if "leaf_value" in child:
             return self._leaf(child), 1
-        return self._node(child), 0
+        return self._node(child, thresholds), 0
 
-    def _node(self, node: dict[str, Any]) -> int:
+    def _node(self, node: dict[str, Any], thresholds: list[float]) -> int:
         if node.get("decision_type") != "<=":
             raise _Unsupported(f"a {node.get('decision_type')!r} split (categorical)")
-        threshold = self.thresholds[int(node["split_index"])]
+        threshold = thresholds[int(node["split_index"])]
         dumped = float(node["threshold"])
         if threshold != dumped and not (abs(dumped) >= _INFINITE and np.isinf(threshold)):
             raise _Unsupported(f"the text's threshold {threshold!r} is not the dump's {dumped!r}")
@@ -121,7 +119,8 @@ class _Nodes:
             raise _Unsupported(f"missing type {missing!r}")
         # Depth first, a node before its subtrees: a row's path goes forward through the list.
         at = self._split(int(node["split_feature"]), threshold, int(left))
-        self._children(at, self._child(node["left_child"]), self._child(node["right_child"]))
+        true = self._child(node["left_child"], thresholds)
+        self._children(at, true, self._child(node["right_child"], thresholds))
         return at
 
     def _split(self, feature: int, threshold: float, left: int) -> int:
