@@ -2,7 +2,8 @@
 
 Points, hits and sparse vectors as the store takes and gives them, a query as both retrievers
 see it, a ranked document, and the static facts the ranker reads about a document. A result
-takes one shape per hop: the store answers :class:`Hit` (a point), the ranking answers
+takes one shape per hop: a search of the store answers :class:`Scored` (a ranked list's ids and
+scores), a read answers :class:`Hit` (a point with its payload), the ranking answers
 :class:`RankedDocument` (a document), and the MCP server puts each on the wire as its one
 schema, ``SearchHit``. Nothing here
 imports any other retrieval module: the store, the encoders, query-time ranking and index-time
@@ -87,7 +88,7 @@ class VectorQuery:
 
 
 class Hit(NamedTuple):
-    """A point the store found or read: its id, score and (part of) its payload.
+    """A point the store read, or found by fusion inside Qdrant: its id, score and payload.
 
     A named tuple, not a dataclass: a query converts a few hundred points, and a tuple is built
     faster than a frozen dataclass.
@@ -96,9 +97,22 @@ class Hit(NamedTuple):
     id: PointId
     score: float
     payload: Mapping[str, Any] = NO_PAYLOAD
-    sparse: SparseVector | None = None
     # Only when asked for (``Store.scroll(vectors=True)``).
     dense: npt.NDArray[np.float32] | None = None
+
+
+class Scored(NamedTuple):
+    """One query's answer from a search of the store: point ids and their scores, best first.
+
+    Columns, not one object per point: a query's searches return a few hundred points, and every
+    reader takes them as columns (numbered into arrays in one call, or zipped). ``sparse`` holds
+    each point's sparse vector (None where it has none) when the query asked for them
+    (``VectorQuery.with_sparse``), else it is None.
+    """
+
+    ids: list[PointId]
+    scores: list[float]
+    sparse: list[SparseVector | None] | None = None
 
 
 @dataclass(frozen=True, slots=True)

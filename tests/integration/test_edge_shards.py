@@ -22,7 +22,7 @@ def test_edge_shards_keep_dense_vectors_cold_no_wal_and_no_search_pool(tmp_path:
     assert not (tmp_path / "c" / "wal").exists()
     reader = EdgeStore(tmp_path)
     try:
-        (hits,) = reader.search("c", [VectorQuery([1, 0, 0, 0], 3)], payload=False)
-        assert [h.id for h in hits] == [0, 2, 1]  # D1, D3, D2 by their numbers
+        (found,) = reader.search("c", [VectorQuery([1, 0, 0, 0], 3)])
+        assert found.ids == [0, 2, 1]  # D1, D3, D2 by their numbers
     finally:
         reader.close()

@@ -121,7 +121,7 @@ def test_queries_ranked_together_get_the_answers_they_get_alone(
             )
         ]
         alone = [pipeline.rank(a.query, a.top_k, a.text) for a in asks]
-        sizes = _recorded(store, "search", lambda name, queries, payload: len(queries))
+        sizes = _recorded(store, "search", lambda name, queries: len(queries))
         together = pipeline.rank_many(asks)
         assert together == alone  # documents, scores to the bit, titles and abstracts
         # Three store searches for all of them: the first lists, the RM3 feedback (the

@@ -62,24 +62,22 @@ def test_dense_and_sparse_search_in_one_batch(store: Store) -> None:
     store.create_collection("c", SPEC)
     store.upsert("c", POINTS)
     dense, sparse = store.search(
-        "c",
-        [VectorQuery([1, 0, 0, 0], 2), VectorQuery(SparseVector([9], [1.0]), 3)],
-        payload=["doc_id"],
+        "c", [VectorQuery([1, 0, 0, 0], 2), VectorQuery(SparseVector([9], [1.0]), 3)]
     )
-    assert _ids(dense) == ["D1", "D3"]
-    assert dense[0].score == pytest.approx(1.0)
-    assert _ids(sparse) == ["D3", "D2"]  # D1 has no term 9
-    assert sparse[0].score == pytest.approx(3.0)
-    assert set(dense[0].payload) == {"doc_id"}
+    assert dense.ids == [0, 2]  # D1, D3: ids and scores only, no payload read
+    assert dense.scores[0] == pytest.approx(1.0)
+    assert sparse.ids == [2, 1]  # D3, D2: D1 has no term 9
+    assert sparse.scores[0] == pytest.approx(3.0)
+    assert dense.sparse is None and sparse.sparse is None  # not asked for
 
 
 def test_search_can_return_sparse_vectors(store: Store) -> None:
     store.create_collection("c", SPEC)
     store.upsert("c", POINTS)
-    (hits,) = store.search(
-        "c", [VectorQuery(SparseVector([7], [1.0]), 1, with_sparse=True)], payload=False
-    )
-    assert hits[0].sparse == SparseVector([7], [2.0])
+    asked = VectorQuery(SparseVector([7], [1.0]), 1, with_sparse=True)
+    found, plain = store.search("c", [asked, VectorQuery([1, 0, 0, 0], 1)])
+    assert found.ids == [0] and found.sparse == [SparseVector([7], [2.0])]
+    assert plain.ids == [0] and plain.sparse is None  # the batch's other query did not ask
 
 
 @pytest.mark.parametrize("fusion", ["rrf", "dbsf"])
@@ -110,8 +108,8 @@ def test_numbered_and_uuid_ids_come_back_as_they_were_given(store: Store) -> Non
     store.create_collection("c", SPEC)
     d2 = point_id("D2")
     store.upsert("c", [POINTS[0], replace(POINTS[1], id=d2)])
-    (hits,) = store.search("c", [VectorQuery([1, 1, 0, 0], 2)], payload=False)
-    assert {h.id for h in hits} == {0, d2}
+    (found,) = store.search("c", [VectorQuery([1, 1, 0, 0], 2)])
+    assert set(found.ids) == {0, d2}
     assert [h.id for h in store.retrieve("c", [d2, 0])] == [d2, 0]
     assert {h.id for h in store.scroll("c", payload=False)} == {0, d2}
 
@@ -183,7 +181,7 @@ def test_counting_store_counts_every_call_until_reset(tmp_path: Path) -> None:
     try:
         store.create_collection("c", SPEC)
         store.upsert("c", POINTS)
-        store.search("c", [VectorQuery([1, 0, 0, 0], 2), VectorQuery([0, 1, 0, 0], 2)], False)
+        store.search("c", [VectorQuery([1, 0, 0, 0], 2), VectorQuery([0, 1, 0, 0], 2)])
         store.retrieve("c", [POINTS[0].id])
         assert store.calls == 4  # a batch of queries is one call
         store.reset()

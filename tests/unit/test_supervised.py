@@ -21,8 +21,8 @@ from services.retrieval.store.base import StoreError
 from services.retrieval.types import (
     DocInfo,
     EncodedQuery,
-    Hit,
     PointId,
+    Scored,
     SparseVector,
     VectorQuery,
 )
@@ -293,8 +293,8 @@ def test_gather_numbers_documents_by_point_id_and_drops_unknown_ones() -> None:
     class TwoLists:
         """The two calls gather makes without a lexical side or voters: dense, nothing else."""
 
-        def search(self, name: str, queries: list[VectorQuery], payload: object) -> list[list[Hit]]:
-            return [[Hit(3, 0.9), Hit(7, 0.8), Hit(0, 0.5), Hit(1, 0.4)]]
+        def search(self, name: str, queries: list[VectorQuery]) -> list[Scored]:
+            return [Scored([3, 7, 0, 1], [0.9, 0.8, 0.5, 0.4])]
 
     names: dict[PointId, str] = {
         0: "C",

@@ -43,6 +43,7 @@ from services.retrieval.query.retrievers import (
     fuse,
     gather,
     gather_many,
+    named,
     point_columns,
 )
 from services.retrieval.query.votes import LexicalVoters, VoteTable
@@ -335,8 +336,8 @@ class RankingPipeline:
         knn = self._settings.knn
         depth = max(self._settings.hybrid.candidates, top_k)
         hybrid = {r.doc_id: r.score for r in self._hybrid.rank(q, depth, docs)}
-        (hits,) = self._store.search(sup.knn, [VectorQuery(q.dense, knn.neighbours)], False)
-        neighbours = [(sup.names[h.id], h.score) for h in hits if h.id in sup.names]
+        (found,) = self._store.search(sup.knn, [VectorQuery(q.dense, knn.neighbours)])
+        neighbours = named(found, sup.names)
         votes = VoteTable(sup.judgements, neighbours, knn.neighbours, knn.power)
         voted = {d: float(votes.score[sup.judgements.doc_index[d]]) for d in votes.ranked}
         weights = [1 - knn.weight, knn.weight]

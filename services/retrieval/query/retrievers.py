@@ -42,6 +42,7 @@ from services.retrieval.types import (
     Hit,
     PointId,
     RankedDocument,
+    Scored,
     SparseVector,
     VectorQuery,
 )
@@ -119,11 +120,10 @@ def expand(
     return SparseVector(list(mixed), list(mixed.values()))
 
 
-def expand_from_hits(
-    query: SparseVector, hits: Sequence[Hit], params: FeedbackSettings
-) -> SparseVector:
-    """:func:`expand` over first-pass hits carrying sparse vectors."""
-    return expand(query, [(h.score, h.sparse) for h in hits if h.sparse], params)
+def expand_from_hits(query: SparseVector, first: Scored, params: FeedbackSettings) -> SparseVector:
+    """:func:`expand` over a first pass that returned its documents' sparse vectors."""
+    pairs = zip(first.scores, first.sparse, strict=True) if first.sparse is not None else ()
+    return expand(query, [(s, v) for s, v in pairs if v is not None], params)
 
 
 TIE_MARGIN = 10
@@ -201,9 +201,11 @@ class HybridSearcher:
                 (_result(h, h.score) for h in hits), key=lambda r: (-r.score, r.doc_id)
             )
             return results[:top_k]
-        lists = self._store.search(collection, queries, payload=False)
+        lists = self._store.search(collection, queries)
         weights = [s.dense_weight, 1.0 - s.dense_weight][: len(lists)]
-        ranked = fuse([{h.id: h.score for h in hits} for hits in lists], weights, s.fusion)
+        ranked = fuse(
+            [dict(zip(found.ids, found.scores, strict=True)) for found in lists], weights, s.fusion
+        )
         top = ranked[:top_k]
         ids = [i for i, _ in top]
         fields = answer_fields(text)
@@ -215,7 +217,7 @@ class HybridSearcher:
         if self._feedback.docs == 0:
             return sparse
         first_pass = VectorQuery(sparse, self._feedback.docs, with_sparse=True)
-        (first,) = self._store.search(collection, [first_pass], payload=False)
+        (first,) = self._store.search(collection, [first_pass])
         return expand_from_hits(sparse, first, self._feedback)
 
     def search(self, query: str, top_k: int) -> list[RankedDocument]:
@@ -279,11 +281,11 @@ def point_columns(names: Mapping[PointId, str], index: Mapping[str, int]) -> Col
     return table
 
 
-def _numbered(hits: list[Hit], columns: Columns) -> RankedDocs:
+def _numbered(found: Scored, columns: Columns) -> RankedDocs:
     # Payloads stay in Qdrant: point ids map to columns through the version's table, which
     # spares converting hundreds of payloads per query.
-    ids = np.fromiter((h.id for h in hits), dtype=np.int64, count=len(hits))
-    scores = np.fromiter((h.score for h in hits), dtype=np.float64, count=len(hits))
+    ids = np.array(found.ids, dtype=np.int64)
+    scores = np.array(found.scores, dtype=np.float64)
     inside = ids < len(columns)
     at = np.full(len(ids), -1, dtype=np.int64)
     at[inside] = columns[ids[inside]]
@@ -291,8 +293,11 @@ def _numbered(hits: list[Hit], columns: Columns) -> RankedDocs:
     return RankedDocs(at[kept], scores[kept])
 
 
-def _named(hits: list[Hit], names: Mapping[PointId, str]) -> Ranked:
-    return [(names[h.id], h.score) for h in hits if h.id in names]
+def named(found: Scored, names: Mapping[PointId, str]) -> Ranked:
+    """The voting queries of a search of their collection, by id (points not named are left out)."""
+    return [
+        (names[i], score) for i, score in zip(found.ids, found.scores, strict=True) if i in names
+    ]
 
 
 @dataclass(frozen=True, slots=True)
@@ -360,7 +365,7 @@ def gather_many(
             batch.append(VectorQuery(q.sparse, depth))
         if feedback:
             batch.append(VectorQuery(q.sparse, rm3_params.docs, with_sparse=True))
-    lists = store.search(docs, batch, payload=False)
+    lists = store.search(docs, batch)
     dense = [_numbered(lists[at], columns) for at, _, _ in shapes]
     bm25 = [_numbered(lists[at + 1], columns) if lex else NO_DOCS for at, lex, _ in shapes]
     rm3 = list(bm25)
@@ -373,8 +378,8 @@ def gather_many(
                 )
                 for i in fed
             ]
-            for i, hits in zip(fed, store.search(docs, expanded, payload=False), strict=True):
-                rm3[i] = _numbered(hits, columns)
+            for i, found in zip(fed, store.search(docs, expanded), strict=True):
+                rm3[i] = _numbered(found, columns)
     neighbours: list[Ranked] = [[] for _ in queries]
     if knn is not None and queries:
         with stage(_tracer, "knn neighbours"):
@@ -383,5 +388,5 @@ def gather_many(
                 VectorQuery(q.dense, depths.neighbours + (1 if left_out else 0))
                 for q, left_out in zip(queries, exclude, strict=True)
             ]
-            neighbours = [_named(hits, names) for hits in store.search(knn, asks, payload=False)]
+            neighbours = [named(found, names) for found in store.search(knn, asks)]
     return [Evidence(*fields) for fields in zip(dense, bm25, rm3, neighbours, strict=True)]

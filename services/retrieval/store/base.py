@@ -21,6 +21,7 @@ from services.retrieval.types import (
     Hit,
     Point,
     PointId,
+    Scored,
     SparseVector,
     VectorQuery,
     id_key,
@@ -30,18 +31,32 @@ Fusion = Literal["rrf", "dbsf"]
 
 
 def hit_from_point(p: Any) -> Hit:
-    """A scored point or record of either client (same attribute names) as a :class:`Hit`."""
-    vectors = p.vector if isinstance(p.vector, dict) else {}
-    sparse = vectors.get(SPARSE)
-    dense = vectors.get(DENSE)
+    """A point or record of either client (same attribute names) as a :class:`Hit`."""
+    dense = p.vector.get(DENSE) if isinstance(p.vector, dict) else None
     return Hit(
         id_key(p.id),
         float(getattr(p, "score", 0.0)),
         dict(p.payload) if p.payload else NO_PAYLOAD,
-        SparseVector(list(sparse.indices), list(sparse.values)) if sparse else None,
         # Packed at once: a page of points as Python floats is ~24 bytes a number.
         np.asarray(dense, dtype=np.float32) if dense is not None else None,
     )
+
+
+def scored_from_points(points: Sequence[Any], with_sparse: bool) -> Scored:
+    """A search's scored points of either client (same attribute names) as :class:`Scored`.
+
+    Ids as the caller gave them (:func:`~services.retrieval.types.id_key`); documents are
+    numbered, so most ids are ints already and pass through.
+    """
+    ids = [id_key(p.id) for p in points]
+    scores = [p.score for p in points]
+    if not with_sparse:
+        return Scored(ids, scores)
+    sparse = []
+    for p in points:
+        found = p.vector.get(SPARSE) if isinstance(p.vector, dict) else None
+        sparse.append(SparseVector(list(found.indices), list(found.values)) if found else None)
+    return Scored(ids, scores, sparse)
 
 
 class StoreError(RuntimeError):
@@ -75,13 +90,12 @@ class Store(Protocol):
         """Number of points."""
         ...
 
-    def search(
-        self,
-        name: str,
-        queries: Sequence[VectorQuery],
-        payload: Sequence[str] | bool,
-    ) -> list[list[Hit]]:
-        """Run several queries at once; one ranked list per query."""
+    def search(self, name: str, queries: Sequence[VectorQuery]) -> list[Scored]:
+        """Run several queries at once; one ranked list of ids and scores per query.
+
+        A search reads no payload: what a ranking shows of its few best documents is read by
+        id (:meth:`retrieve`) or kept in memory.
+        """
         ...
 
     def fused_search(

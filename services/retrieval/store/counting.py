@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 from services.retrieval.store.base import Fusion, Store
-from services.retrieval.types import CollectionSpec, Hit, Point, PointId, VectorQuery
+from services.retrieval.types import CollectionSpec, Hit, Point, PointId, Scored, VectorQuery
 from services.telemetry.tracing import stage, tracer
 
 _tracer = tracer(__name__)
@@ -95,11 +95,9 @@ class CountingStore:
         """Counted :meth:`Store.count`."""
         return self._call("count", self._inner.count, name)
 
-    def search(
-        self, name: str, queries: Sequence[VectorQuery], payload: Sequence[str] | bool
-    ) -> list[list[Hit]]:
+    def search(self, name: str, queries: Sequence[VectorQuery]) -> list[Scored]:
         """Counted :meth:`Store.search` (one call, however many queries it batches)."""
-        return self._call("search", self._inner.search, name, queries, payload)
+        return self._call("search", self._inner.search, name, queries)
 
     def fused_search(
         self, name: str, prefetch: Sequence[VectorQuery], fusion: Fusion, limit: int

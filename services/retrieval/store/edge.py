@@ -19,7 +19,7 @@ from typing import Any
 import qdrant_edge as qe
 
 from services.retrieval.store import copies
-from services.retrieval.store.base import Fusion, StoreError, hit_from_point
+from services.retrieval.store.base import Fusion, StoreError, hit_from_point, scored_from_points
 from services.retrieval.types import (
     DENSE,
     SPARSE,
@@ -27,19 +27,13 @@ from services.retrieval.types import (
     Hit,
     Point,
     PointId,
+    Scored,
     SparseVector,
     VectorQuery,
     id_key,
 )
 
 _ALIASES = "aliases"
-
-
-def _hits(points: Sequence[Any], with_sparse: bool, payload: Sequence[str] | bool) -> list[Hit]:
-    if with_sparse or payload:
-        return [hit_from_point(p) for p in points]
-    # Scores and ids only: most hits of a query (ranked lists, neighbours) take this path.
-    return [Hit(id_key(p.id), p.score) for p in points]
 
 
 def _vector(v: Sequence[float] | SparseVector) -> Any:
@@ -159,26 +153,20 @@ class EdgeStore:
         """Exact number of points."""
         return int(self._shard(name).count(qe.CountRequest(exact=True)))
 
-    def search(
-        self,
-        name: str,
-        queries: Sequence[VectorQuery],
-        payload: Sequence[str] | bool,
-    ) -> list[list[Hit]]:
+    def search(self, name: str, queries: Sequence[VectorQuery]) -> list[Scored]:
         """One batched request for all queries."""
-        selector = _payload_selector(payload)
         requests = [
             qe.QueryRequest(
                 limit=q.limit,
                 query=_query(q),
-                with_payload=selector,
+                with_payload=False,
                 with_vector=[SPARSE] if q.with_sparse else False,
             )
             for q in queries
         ]
         results = self._shard(name).query_batch(qe.QueryBatchRequest(requests))
         return [
-            _hits(points, q.with_sparse, payload)
+            scored_from_points(points, q.with_sparse)
             for q, points in zip(queries, results, strict=True)
         ]
 

@@ -13,7 +13,7 @@ from typing import Any
 from qdrant_client import QdrantClient, models
 from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedResponse
 
-from services.retrieval.store.base import Fusion, StoreError, hit_from_point
+from services.retrieval.store.base import Fusion, StoreError, hit_from_point, scored_from_points
 from services.retrieval.types import (
     DENSE,
     SPARSE,
@@ -21,6 +21,7 @@ from services.retrieval.types import (
     Hit,
     Point,
     PointId,
+    Scored,
     SparseVector,
     VectorQuery,
     id_key,
@@ -101,20 +102,14 @@ class ServerStore:
         """Exact number of points."""
         return int(self._call("count", self._client.count, name, exact=True).count)
 
-    def search(
-        self,
-        name: str,
-        queries: Sequence[VectorQuery],
-        payload: Sequence[str] | bool,
-    ) -> list[list[Hit]]:
+    def search(self, name: str, queries: Sequence[VectorQuery]) -> list[Scored]:
         """One batched request for all queries."""
-        selector = payload if isinstance(payload, bool) else list(payload)
         requests = [
             models.QueryRequest(
                 query=_vector(q.vector),
                 using=q.using,
                 limit=q.limit,
-                with_payload=selector,
+                with_payload=False,
                 with_vector=[SPARSE] if q.with_sparse else False,
             )
             for q in queries
@@ -122,7 +117,10 @@ class ServerStore:
         responses = self._call(
             "query_batch_points", self._client.query_batch_points, name, requests=requests
         )
-        return [[hit_from_point(p) for p in r.points] for r in responses]
+        return [
+            scored_from_points(r.points, q.with_sparse)
+            for q, r in zip(queries, responses, strict=True)
+        ]
 
     def fused_search(
         self, name: str, prefetch: Sequence[VectorQuery], fusion: Fusion, limit: int
