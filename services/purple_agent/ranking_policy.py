@@ -54,17 +54,26 @@ class ServerOrder:
 
     def rank(self, query: str, candidates: Sequence[Candidate], top_k: int) -> list[str]:
         """The first ``top_k`` ids in server order, exact ties in doc id order."""
-        return [candidate.doc_id for candidate in _break_ties(candidates)[:top_k]]
+        return [candidate.doc_id for candidate in _break_ties(candidates, top_k)]
 
 
-def _break_ties(candidates: Sequence[Candidate]) -> list[Candidate]:
-    """Sort each run of adjacent equal scores by doc id; never move anything across a run."""
+def _break_ties(candidates: Sequence[Candidate], limit: int) -> list[Candidate]:
+    """The first ``limit`` candidates, each run of adjacent equal scores sorted by doc id.
+
+    Nothing moves across a run; a run the cut falls into is sorted whole first. Runs after the
+    cut are not looked at, and a run of one (most of them) is not sorted.
+    """
     ordered: list[Candidate] = []
-    run: list[Candidate] = []
-    for candidate in candidates:
-        if run and candidate.score != run[-1].score:
-            ordered.extend(sorted(run, key=lambda c: c.doc_id))
-            run = []
-        run.append(candidate)
-    ordered.extend(sorted(run, key=lambda c: c.doc_id))
-    return ordered
+    start, end = 0, len(candidates)
+    while start < end and len(ordered) < limit:
+        stop = start + 1
+        while stop < end and candidates[stop].score == candidates[start].score:
+            stop += 1
+        run = candidates[start:stop]
+        ordered.extend(run if stop - start == 1 else sorted(run, key=_doc_id))
+        start = stop
+    return ordered[:limit]
+
+
+def _doc_id(candidate: Candidate) -> str:
+    return candidate.doc_id

@@ -46,3 +46,17 @@ def test_exact_ties_are_put_in_doc_id_order_without_crossing_other_scores() -> N
     ]
     assert ServerOrder(5).rank("q", hits, 5) == ["MED-9", "MED-5", "MED-7", "MED-6", "MED-1"]
     assert ServerOrder(5).rank("q", list(reversed(hits[1:3])), 2) == ["MED-5", "MED-7"]
+
+
+def test_a_tie_run_the_cut_falls_into_is_sorted_whole_before_the_cut() -> None:
+    hits = [
+        Candidate(doc_id="MED-9", score=3.0),
+        Candidate(doc_id="MED-8", score=2.0),
+        Candidate(doc_id="MED-7", score=2.0),
+        Candidate(doc_id="MED-3", score=2.0),
+        Candidate(doc_id="MED-1", score=1.0),
+    ]
+    assert ServerOrder(5).rank("q", hits, 2) == ["MED-9", "MED-3"]
+    assert ServerOrder(5).rank("q", hits, 4) == ["MED-9", "MED-3", "MED-7", "MED-8"]
+    no_scores = [Candidate(doc_id=d) for d in ("MED-4", "MED-2", "MED-3")]  # one run
+    assert ServerOrder(5).rank("q", no_scores, 1) == ["MED-2"]
