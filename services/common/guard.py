@@ -23,7 +23,7 @@ from typing import Any
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from services.common.disconnect import run_until_disconnect
-from services.common.json_text import json_problem
+from services.common.json_text import json_problem, plainly_acceptable
 from services.common.jsonrpc import envelope_problem
 from services.common.limits import ServerLimits
 from services.telemetry.http import ABANDONED, PROBE_PATHS
@@ -89,7 +89,7 @@ def check_json_body(
     except ValueError as e:  # valid JSON Python will not hold: an integer of 4,300+ digits
         raise Refusal(422, f"the body holds a number Python cannot read ({e})") from None
     request_id = value.get("id") if isinstance(value, dict) else None
-    problem = json_problem(value, max_depth)
+    problem = None if plainly_acceptable(text, max_depth) else json_problem(value, max_depth)
     try:
         if problem is None and extra is not None:
             problem = extra(value, headers or {})

@@ -16,6 +16,7 @@ from starlette.types import Message
 from services.common.a2a_input import message_problem
 from services.common.frame import ServiceId, service_app
 from services.common.guard import Refusal, check_json_body
+from services.common.json_text import plainly_acceptable
 from services.common.limits import ServerLimits
 
 SERVICE = ServiceId(metric_prefix="guardtest", trace_name="guard-test")
@@ -174,3 +175,12 @@ async def test_a_body_that_never_finishes_gets_408() -> None:
 def test_nesting_past_the_decoder_stack_is_a_refusal_not_a_crash() -> None:
     with pytest.raises(Refusal, match="nested deeper than 32 levels"):
         check_json_body(_nested(100_000), 32)
+
+
+def test_the_text_scan_skips_the_walk_only_where_nothing_can_be_wrong() -> None:
+    assert plainly_acceptable('{"a": [1, 2]}', 2)
+    assert not plainly_acceptable("[[[]]]", 2)  # more brackets than levels allowed: walked
+    assert not plainly_acceptable('{"q": "\\ud800"}', 8)  # an escape may decode to a surrogate
+    assert not plainly_acceptable('{"q": "caf\u00e9"}', 8)  # non-ASCII text: walked
+    # Many brackets at little depth fail the scan, and the walk accepts them.
+    check_json_body(("[" + ", ".join(["{}"] * 20) + "]").encode(), 8)
