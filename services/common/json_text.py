@@ -26,15 +26,13 @@ def json_problem(value: Any, max_depth: int) -> str | None:
 
 
 def plainly_acceptable(text: str, max_depth: int) -> bool:
-    """Whether JSON ``text`` cannot decode to a value :func:`json_problem` refuses, by its text.
+    r"""Whether JSON ``text`` cannot decode to a value :func:`json_problem` refuses, by its text.
 
     Each level of nesting opens a bracket, so a text with at most ``max_depth`` of them (counted
-    inside strings too) is not too deep; a lone surrogate needs a ``\\u`` escape or a
+    inside strings too) is not too deep; a lone surrogate needs a ``\u`` escape or a
     non-ASCII character. Most requests pass this scan in C and skip walking the decoded value.
     """
-    return (
-        text.isascii() and "\\u" not in text and text.count("{") + text.count("[") <= max_depth
-    )
+    return text.isascii() and "\\u" not in text and text.count("{") + text.count("[") <= max_depth
 
 
 LONE_SURROGATE = "holds a lone UTF-16 surrogate (an unpaired \\ud800-\\udfff escape)"
