@@ -11,6 +11,9 @@ checkout's take turns, the order alternating by round. Each turn starts an MCP s
 purple agent of that checkout (result cache off), sends the dev queries one at a time, then
 keeps 16 in flight for 20 s, and reads both servers' CPU from /proc. The load generator and the
 encoder's CPU per query (the unit of the ratios) are this checkout's, the same for both sides.
+The encoder is measured right before each turn, and each turn's CPU is stated in the encoder
+measured with it: a side's ratio is the median of its turns' ratios. A ratio of two figures
+taken minutes apart would carry the machine's drift between them.
 """
 
 from __future__ import annotations
@@ -78,9 +81,14 @@ def measure(
         return measure_agent(mcp, agent, texts, valid)
 
 
-def summary(turns: list[dict[str, Any]], encode_ms: float) -> dict[str, Any]:
-    """Medians over a side's turns: throughput, latency, CPU per query and its ratio."""
+def summary(turns: list[dict[str, Any]]) -> dict[str, Any]:
+    """Medians over a side's turns: throughput, latency, CPU per query and its ratio.
+
+    Each turn holds the encoder's CPU per query measured right before it; the ratio is the
+    median of the turns' own ratios.
+    """
     out: dict[str, Any] = {}
+    encoder = [t["encoder_cpu_ms_per_query"] for t in turns]
     for phase in ("concurrency_1", SAT):
         figures = [t[phase] for t in turns]
         cpu = [f["mcp_cpu_ms_per_query"] + f["agent_cpu_ms_per_query"] for f in figures]
@@ -89,7 +97,7 @@ def summary(turns: list[dict[str, Any]], encode_ms: float) -> dict[str, Any]:
             "p50_ms": statistics.median(f["latency"]["p50_s"] * 1000 for f in figures),
             "p99_ms": statistics.median(f["latency"]["p99_s"] * 1000 for f in figures),
             "server_cpu_ms_per_query": statistics.median(cpu),
-            "cpu_over_encoder": statistics.median(cpu) / encode_ms,
+            "cpu_over_encoder": statistics.median(c / e for c, e in zip(cpu, encoder, strict=True)),
             "failed": sum(f["failed"] for f in figures),
         }
     out["mcp_rss_after_start_mb"] = statistics.median(
@@ -121,14 +129,14 @@ def main() -> None:
     base_root = REPO if base_env else prepare_base(args.base, settings.data_dir)
     sides, envs = {"base": base_root, "head": REPO}, {"base": base_env, "head": {}}
     turns: dict[str, list[dict[str, Any]]] = {"base": [], "head": []}
-    encode: list[float] = []
     for round_ in range(args.rounds):
-        encode.append(encoder_cpu_ms(texts))
         order = ["base", "head"] if round_ % 2 == 0 else ["head", "base"]
         for side in order:
-            turns[side].append(measure(sides[side], settings.data_dir, texts, valid, envs[side]))
-    encode_ms = statistics.median(encode)
-    base, head = summary(turns["base"], encode_ms), summary(turns["head"], encode_ms)
+            encode_ms = encoder_cpu_ms(texts)  # the unit of this turn's ratios
+            turn = measure(sides[side], settings.data_dir, texts, valid, envs[side])
+            turns[side].append({**turn, "encoder_cpu_ms_per_query": encode_ms})
+    encode_ms = statistics.median(t["encoder_cpu_ms_per_query"] for s in turns.values() for t in s)
+    base, head = summary(turns["base"]), summary(turns["head"])
     ratio = head[SAT]["throughput_qps"] / base[SAT]["throughput_qps"]
     result = {
         "base_commit": args.base or "this checkout with " + " ".join(args.base_env),

@@ -28,8 +28,11 @@ def _phase(mcp_ms: float, agent_ms: float, qps: float, p50_s: float = P50_S) -> 
     }
 
 
-def _turn(mcp_ms: float, qps: float, rss: float = RSS_MB) -> dict[str, Any]:
+def _turn(
+    mcp_ms: float, qps: float, rss: float = RSS_MB, encoder_ms: float = 2.0
+) -> dict[str, Any]:
     return {
+        "encoder_cpu_ms_per_query": encoder_ms,
         "concurrency_1": _phase(mcp_ms, 2.0, qps / 2),
         SAT: _phase(mcp_ms - 1.0, 2.0, qps),
         "rss_after_start": {"mcp_rss_mb": rss, "agent_rss_mb": 70.0},
@@ -38,12 +41,23 @@ def _turn(mcp_ms: float, qps: float, rss: float = RSS_MB) -> dict[str, Any]:
 
 
 def test_a_pair_side_is_the_median_of_its_turns_over_the_encoder() -> None:
-    side = summary([_turn(10.0, 100.0), _turn(12.0, 120.0, RSS_MB + 10), _turn(14.0, 90.0)], 2.0)
+    side = summary([_turn(10.0, 100.0), _turn(12.0, 120.0, RSS_MB + 10), _turn(14.0, 90.0)])
     assert side["concurrency_1"]["server_cpu_ms_per_query"] == 14.0  # 12 + 2, the median
     assert side["concurrency_1"]["cpu_over_encoder"] == 7.0
     assert side[SAT]["server_cpu_ms_per_query"] == 13.0 and side[SAT]["throughput_qps"] == 100.0
     assert side[SAT]["p99_ms"] == pytest.approx(2 * P50_S * 1000) and side[SAT]["failed"] == 0
     assert side["mcp_rss_after_start_mb"] == RSS_MB  # the median of the three turns
+
+
+def test_each_turn_is_stated_in_the_encoder_measured_with_it() -> None:
+    # Each turn's CPU over the encoder measured right before it: 10/2, 12/3 and 20/3.5, whose
+    # median is 5. The median CPU over the median encoder (12/3) would be 4: it divides figures
+    # taken in different minutes, and the machine's speed drifts between them.
+    turns = [_turn(8.0, 100.0, encoder_ms=2.0), _turn(10.0, 100.0, encoder_ms=3.0)]
+    turns.append(_turn(18.0, 100.0, encoder_ms=3.5))
+    side = summary(turns)
+    assert side["concurrency_1"]["cpu_over_encoder"] == pytest.approx(5.0)
+    assert side["concurrency_1"]["server_cpu_ms_per_query"] == 12.0  # 10 + 2, the median
 
 
 def test_the_bench_table_states_the_servers_cpu_in_encoders() -> None:
