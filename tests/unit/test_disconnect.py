@@ -35,26 +35,33 @@ async def _answer(send: Any) -> None:
     await send({"type": "http.response.body", "body": b"{}", "more_body": False})
 
 
-async def test_a_client_that_goes_before_the_answer_cancels_the_handler() -> None:
-    client, started, cancelled = Client(), asyncio.Event(), asyncio.Event()
+class Working:
+    """A handler that reads its body, then works until it is cancelled."""
 
-    async def app(scope: Any, receive: Any, send: Any) -> None:
+    def __init__(self) -> None:
+        self.started = asyncio.Event()
+        self.cancelled = asyncio.Event()
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         assert (await receive())["body"] == b"{}"  # the body the guard read, replayed
-        started.set()
+        self.started.set()
         try:
             await asyncio.sleep(3600)
         except asyncio.CancelledError:
-            cancelled.set()
+            self.cancelled.set()
             raise
 
+
+async def test_a_client_that_goes_before_the_answer_cancels_the_handler() -> None:
+    client, app = Client(), Working()
     scope: dict[str, Any] = {}
     request = asyncio.ensure_future(
         run_until_disconnect(app, scope, client.receive, client.send, b"{}")
     )
-    await asyncio.wait_for(started.wait(), WAIT_S)
+    await asyncio.wait_for(app.started.wait(), WAIT_S)
     client.gone.set()
     await asyncio.wait_for(request, WAIT_S)  # returns: the request ended, nobody to answer
-    assert cancelled.is_set() and scope[ABANDONED] is True and client.sent == []
+    assert app.cancelled.is_set() and scope[ABANDONED] is True and client.sent == []
 
 
 async def test_a_client_that_goes_after_its_answer_leaves_the_handler_to_finish() -> None:
@@ -91,25 +98,16 @@ async def test_the_handler_sees_the_disconnect_as_its_next_message() -> None:
 
 
 async def test_stopping_the_server_cancels_the_request_and_is_not_an_abandonment() -> None:
-    client, started, cancelled = Client(), asyncio.Event(), asyncio.Event()
-
-    async def app(scope: Any, receive: Any, send: Any) -> None:
-        started.set()
-        try:
-            await asyncio.sleep(3600)
-        except asyncio.CancelledError:
-            cancelled.set()
-            raise
-
+    client, app = Client(), Working()
     scope: dict[str, Any] = {}
     request = asyncio.ensure_future(
         run_until_disconnect(app, scope, client.receive, client.send, b"{}")
     )
-    await asyncio.wait_for(started.wait(), WAIT_S)
+    await asyncio.wait_for(app.started.wait(), WAIT_S)
     request.cancel()  # what uvicorn does to a request still running when it stops
     with pytest.raises(asyncio.CancelledError):
         await request
-    assert cancelled.is_set() and ABANDONED not in scope
+    assert app.cancelled.is_set() and ABANDONED not in scope
 
 
 async def test_a_handler_failure_reaches_the_caller() -> None:
