@@ -120,7 +120,9 @@ def expand(
     return SparseVector(list(mixed), list(mixed.values()))
 
 
-def expand_from_hits(query: SparseVector, first: Scored, params: FeedbackSettings) -> SparseVector:
+def expand_from_first_pass(
+    query: SparseVector, first: Scored, params: FeedbackSettings
+) -> SparseVector:
     """:func:`expand` over a first pass that returned its documents' sparse vectors."""
     pairs = zip(first.scores, first.sparse, strict=True) if first.sparse is not None else ()
     return expand(query, [(s, v) for s, v in pairs if v is not None], params)
@@ -218,7 +220,7 @@ class HybridSearcher:
             return sparse
         first_pass = VectorQuery(sparse, self._feedback.docs, with_sparse=True)
         (first,) = self._store.search(collection, [first_pass])
-        return expand_from_hits(sparse, first, self._feedback)
+        return expand_from_first_pass(sparse, first, self._feedback)
 
     def search(self, query: str, top_k: int) -> list[RankedDocument]:
         """Encode and rank in one call."""
@@ -374,7 +376,8 @@ def gather_many(
         with stage(_tracer, "rm3 feedback"):  # expansion, then its search
             expanded = [
                 VectorQuery(
-                    expand_from_hits(queries[i].sparse, lists[shapes[i][0] + 2], rm3_params), depth
+                    expand_from_first_pass(queries[i].sparse, lists[shapes[i][0] + 2], rm3_params),
+                    depth,
                 )
                 for i in fed
             ]
