@@ -2,9 +2,9 @@
 
 ``python -m devtools.bench.http_pool_ab [--rounds 3] [--queries 200]`` starts one MCP server
 (result cache off), then, round after round, the purple agent three times: with its own pool
-(asyncio streams, answers parsed by httptools: :mod:`services.purple_agent.search.http_pool`), and with that pool's
-interface served by an ``httpx.AsyncClient`` and by an ``httpx2.AsyncClient`` (the HTTP client the
-MCP SDK brings). Each agent answers the same dev queries at concurrency 1 and 16, as
+(asyncio streams, answers parsed by httptools: :mod:`services.purple_agent.search.http_pool`),
+and with that pool's interface served by an ``httpx.AsyncClient`` and by an
+``httpx2.AsyncClient`` (the HTTP client the MCP SDK brings). Each agent answers the same dev queries at concurrency 1 and 16, as
 :mod:`.profile_purple` measures them; the figures are the purple process's CPU per answered query
 and its resident memory after the run. Medians over the rounds and the ratios to our own pool go to
 ``reports/http_pool.json``. The rule it serves: a well-kept library's pool unless ours saves at

@@ -132,9 +132,9 @@ def main() -> None:
     for round_ in range(args.rounds):
         order = ["base", "head"] if round_ % 2 == 0 else ["head", "base"]
         for side in order:
-            encode_ms = encoder_cpu_ms(texts)  # the unit of this turn's ratios
+            unit_ms = encoder_cpu_ms(texts)  # the unit of this turn's ratios
             turn = measure(sides[side], settings.data_dir, texts, valid, envs[side])
-            turns[side].append({**turn, "encoder_cpu_ms_per_query": encode_ms})
+            turns[side].append({**turn, "encoder_cpu_ms_per_query": unit_ms})
     encode_ms = statistics.median(t["encoder_cpu_ms_per_query"] for s in turns.values() for t in s)
     base, head = summary(turns["base"]), summary(turns["head"])
     ratio = head[SAT]["throughput_qps"] / base[SAT]["throughput_qps"]

@@ -119,8 +119,8 @@ class _Nodes:
             raise _Unsupported(f"missing type {missing!r}")
         # Depth first, a node before its subtrees: a row's path goes forward through the list.
         at = self._split(int(node["split_feature"]), threshold, int(left))
-        true = self._child(node["left_child"], thresholds)
-        self._children(at, true, self._child(node["right_child"], thresholds))
+        left_child = self._child(node["left_child"], thresholds)  # the left subtree first
+        self._children(at, left_child, self._child(node["right_child"], thresholds))
         return at
 
     def _split(self, feature: int, threshold: float, left: int) -> int:
