@@ -12,7 +12,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from operator import attrgetter
 from typing import Protocol
+
+from services.nfcorpus.ranking import break_ties
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,13 +38,18 @@ class RankingPolicy(Protocol):
         ...
 
 
+_score = attrgetter("score")
+_doc_id = attrgetter("doc_id")
+
+
 class ServerOrder:
     """Keep the server's order, cut to ``top_k``.
 
     Asking for a few more candidates than ``top_k`` keeps the answer full when the server returns
     a duplicate or a malformed id (dropped before the policy sees them). Neighbours with exactly
     the same score (NFCorpus holds duplicate documents) come back from the server in no fixed
-    order; they are put in doc id order so the same query always gets the same answer.
+    order; they are put in doc id order (:func:`~services.nfcorpus.ranking.break_ties`) so the
+    same query always gets the same answer.
     """
 
     def __init__(self, min_candidates: int, max_candidates: int = 100) -> None:
@@ -54,26 +62,4 @@ class ServerOrder:
 
     def rank(self, query: str, candidates: Sequence[Candidate], top_k: int) -> list[str]:
         """The first ``top_k`` ids in server order, exact ties in doc id order."""
-        return [candidate.doc_id for candidate in _break_ties(candidates, top_k)]
-
-
-def _break_ties(candidates: Sequence[Candidate], limit: int) -> list[Candidate]:
-    """The first ``limit`` candidates, each run of adjacent equal scores sorted by doc id.
-
-    Nothing moves across a run; a run the cut falls into is sorted whole first. Runs after the
-    cut are not looked at, and a run of one (most of them) is not sorted.
-    """
-    ordered: list[Candidate] = []
-    start, end = 0, len(candidates)
-    while start < end and len(ordered) < limit:
-        stop = start + 1
-        while stop < end and candidates[stop].score == candidates[start].score:
-            stop += 1
-        run = candidates[start:stop]
-        ordered.extend(run if stop - start == 1 else sorted(run, key=_doc_id))
-        start = stop
-    return ordered[:limit]
-
-
-def _doc_id(candidate: Candidate) -> str:
-    return candidate.doc_id
+        return [c.doc_id for c in break_ties(candidates, top_k, _score, _doc_id)]

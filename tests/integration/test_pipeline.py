@@ -9,8 +9,8 @@ import numpy as np
 from services.retrieval.encoders.dense import OnnxMiniLM
 from services.retrieval.indexing.index import build_index
 from services.retrieval.query.features import FEATURES
+from services.retrieval.query.hybrid import HybridSearcher
 from services.retrieval.query.pipeline import RankAsk, RankingPipeline
-from services.retrieval.query.retrievers import HybridSearcher
 from services.retrieval.settings import RetrievalSettings, StoreSettings
 from services.retrieval.store import open_store
 from services.retrieval.store.base import Store

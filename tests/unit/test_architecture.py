@@ -25,7 +25,7 @@ ALLOWED = {
     "nfcorpus": set(),
     "retrieval": {"nfcorpus", "telemetry"},
     "mcp_server": {"common", "retrieval", "telemetry"},
-    "purple_agent": {"common", "telemetry"},
+    "purple_agent": {"common", "nfcorpus", "telemetry"},
     "green_agent": {"common", "nfcorpus", "telemetry"},
     "telemetry": set(),
 }

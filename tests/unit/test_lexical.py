@@ -4,7 +4,8 @@ from collections import Counter
 import pytest
 
 from services.retrieval.encoders.sparse import Bm25Params, encode_documents, query_vector
-from services.retrieval.query.retrievers import expand, fuse, normalize
+from services.retrieval.query.feedback import expand
+from services.retrieval.query.fusion import fuse, normalize
 from services.retrieval.settings import FeedbackSettings
 from services.retrieval.text import analyze, term_index
 from services.retrieval.types import SparseVector

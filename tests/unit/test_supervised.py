@@ -5,6 +5,7 @@ import pytest
 
 from services.retrieval.query import ranker
 from services.retrieval.query.corelevance import CoRelevance, CoScores, anchors
+from services.retrieval.query.evidence import Depths, Evidence, RankedDocs, gather, point_columns
 from services.retrieval.query.features import (
     FEATURES,
     Candidates,
@@ -14,7 +15,6 @@ from services.retrieval.query.features import (
     candidates,
 )
 from services.retrieval.query.judgements import Judgements, Located
-from services.retrieval.query.retrievers import Depths, Evidence, RankedDocs, gather, point_columns
 from services.retrieval.query.votes import LexicalColumns, VoteTable
 from services.retrieval.settings import FeedbackSettings, KnnSettings
 from services.retrieval.store.base import StoreError

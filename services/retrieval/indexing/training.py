@@ -19,6 +19,7 @@ import numpy.typing as npt
 from services.nfcorpus.dataset import Qrels, load_qrels, load_queries
 from services.retrieval.encoders.dense import DenseEncoder, Matrix
 from services.retrieval.indexing.vector_cache import cached_vectors
+from services.retrieval.query.hybrid import encoded_query
 from services.retrieval.query.index_version import (
     knn_collection,
     knn_points,
@@ -28,7 +29,6 @@ from services.retrieval.query.index_version import (
 )
 from services.retrieval.query.pipeline import RankingPipeline
 from services.retrieval.query.ranker import Ranker, group_rows, train
-from services.retrieval.query.retrievers import encoded_query
 from services.retrieval.settings import RetrievalSettings
 from services.retrieval.store.base import Store
 from services.telemetry.progress import progress

@@ -21,8 +21,8 @@ import numpy.typing as npt
 
 from services.retrieval.query.bm25_table import Bm25Table
 from services.retrieval.query.corelevance import CoScores
+from services.retrieval.query.evidence import Evidence, RankedDocs
 from services.retrieval.query.judgements import Judgements, Located
-from services.retrieval.query.retrievers import Evidence, RankedDocs
 from services.retrieval.query.votes import LexicalColumns, VoteTable
 from services.retrieval.settings import KnnSettings
 from services.retrieval.types import DocInfo

@@ -1,7 +1,7 @@
 """What ``search_nfcorpus`` serves: hybrid candidates, kNN votes and the learned ranker.
 
 ``mode=zero-shot`` (or an index built without training data) serves the plain hybrid search;
-``mode=full`` gathers :func:`evidence <services.retrieval.query.retrievers.gather>`, turns it into
+``mode=full`` gathers :func:`evidence <services.retrieval.query.evidence.gather>`, turns it into
 :mod:`features <services.retrieval.query.features>` and orders candidates with the
 :mod:`ranker <services.retrieval.query.ranker>` (or, with ``RETRIEVAL_USE_RANKER=false``, by a z-score fusion of
 hybrid scores and votes: the ablation step between the two).
@@ -9,7 +9,6 @@ hybrid scores and votes: the ablation step between the two).
 
 from __future__ import annotations
 
-import heapq
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -18,6 +17,15 @@ import numpy as np
 
 from services.retrieval.encoders.dense import DenseEncoder
 from services.retrieval.query.corelevance import CoRelevance, anchors
+from services.retrieval.query.evidence import (
+    Columns,
+    Depths,
+    Evidence,
+    gather,
+    gather_many,
+    named,
+    point_columns,
+)
 from services.retrieval.query.features import (
     CandidateSet,
     DocTable,
@@ -25,6 +33,8 @@ from services.retrieval.query.features import (
     build_features,
     candidates,
 )
+from services.retrieval.query.fusion import fuse
+from services.retrieval.query.hybrid import HybridSearcher
 from services.retrieval.query.index_version import (
     knn_collection,
     load_ranker,
@@ -35,17 +45,6 @@ from services.retrieval.query.index_version import (
 from services.retrieval.query.judged_by import JudgedBy, NudgedDocs
 from services.retrieval.query.judgements import Judgements
 from services.retrieval.query.ranker import Ranker
-from services.retrieval.query.retrievers import (
-    Columns,
-    Depths,
-    Evidence,
-    HybridSearcher,
-    fuse,
-    gather,
-    gather_many,
-    named,
-    point_columns,
-)
 from services.retrieval.query.votes import LexicalVoters, VoteTable
 from services.retrieval.settings import RetrievalSettings
 from services.retrieval.store.base import Store, StoreError
@@ -324,15 +323,7 @@ class RankingPipeline:
         return self.rank(self.encode(query), top_k)
 
     def _fused_top(self, docs: str, sup: Supervised, q: EncodedQuery, top_k: int) -> Scored:
-        """Without a model: the ``top_k`` best of :meth:`_fuse_votes`, ties by doc id."""
-        scored = self._fuse_votes(docs, sup, q, top_k)
-        # The same as sorted(...)[:top_k] (heapq documents it so), without sorting them all.
-        return heapq.nsmallest(top_k, scored.items(), key=lambda kv: (-kv[1], kv[0]))
-
-    def _fuse_votes(
-        self, docs: str, sup: Supervised, q: EncodedQuery, top_k: int
-    ) -> dict[str, float]:
-        """Ablation step without the model: z-score fusion of hybrid scores and votes."""
+        """Without a model (ablation): the ``top_k`` best by z-scored hybrid scores and votes."""
         knn = self._settings.knn
         depth = max(self._settings.hybrid.candidates, top_k)
         hybrid = {r.doc_id: r.score for r in self._hybrid.rank(q, depth, docs)}
@@ -341,4 +332,4 @@ class RankingPipeline:
         votes = VoteTable(sup.judgements, neighbours, knn.neighbours, knn.power)
         voted = {d: float(votes.score[sup.judgements.doc_index[d]]) for d in votes.ranked}
         weights = [1 - knn.weight, knn.weight]
-        return dict(fuse([hybrid, voted], weights, "zscore"))
+        return fuse([hybrid, voted], weights, "zscore", top_k)
