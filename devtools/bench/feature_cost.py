@@ -19,8 +19,8 @@ from typing import Any
 
 from services.nfcorpus.dataset import load_qrels, load_queries
 from services.retrieval.encoders.dense import OnnxMiniLM
+from services.retrieval.indexing.training import SEEDS
 from services.retrieval.query.pipeline import RankingPipeline
-from services.retrieval.query.ranker import SEEDS
 from services.retrieval.settings import RetrievalSettings
 from services.retrieval.store import open_store
 

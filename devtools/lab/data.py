@@ -29,9 +29,9 @@ from harness.processes import REPO
 from services.nfcorpus.dataset import Split, load_qrels, load_queries
 from services.nfcorpus.measures import ndcg_at_k
 from services.retrieval.encoders.dense import OnnxMiniLM
+from services.retrieval.indexing.training import Grouped
 from services.retrieval.query.features import FEATURES
 from services.retrieval.query.pipeline import RankingPipeline
-from services.retrieval.query.ranker import Grouped
 from services.retrieval.settings import RetrievalSettings
 from services.retrieval.store import open_store
 

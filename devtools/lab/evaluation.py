@@ -17,8 +17,8 @@ import numpy.typing as npt
 
 from devtools.lab.data import Lab, grouped, ndcg
 from devtools.lab.features import Extra
+from services.retrieval.indexing.training import train
 from services.retrieval.query.features import FEATURES
-from services.retrieval.query.ranker import train
 
 SEEDS = (1, 2, 3, 4, 5)
 

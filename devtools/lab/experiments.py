@@ -18,9 +18,9 @@ from devtools.lab.data import Lab, grouped, ndcg
 from devtools.lab.evaluation import SEEDS, evaluate, summary, without
 from devtools.lab.features import Extra
 from services.retrieval.encoders.sparse import Bm25Params
+from services.retrieval.indexing.training import train
 from services.retrieval.query.bm25_table import SHORT_TEXTS
 from services.retrieval.query.features import FEATURES
-from services.retrieval.query.ranker import train
 
 
 def seed_spread(lab: Lab) -> dict[str, Any]:

@@ -144,9 +144,9 @@ class DocInfo:
     """Query-independent features of a document, loaded once per index version.
 
     ``title_terms`` are the analyzed title's terms in order (repeats kept: BM25 counts them);
-    ``text_terms`` is the analyzed abstract's length.
+    ``text_length`` is the analyzed abstract's length in terms.
     """
 
     title_terms: tuple[str, ...]
     train_votes: int
-    text_terms: int = 0
+    text_length: int = 0

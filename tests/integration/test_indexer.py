@@ -10,9 +10,9 @@ import pytest
 from harness.processes import REPO
 from services.nfcorpus.dataset import load_qrels, load_queries
 from services.retrieval.encoders.dense import OnnxMiniLM
+from services.retrieval.indexing import training
 from services.retrieval.indexing.index import build_index
 from services.retrieval.indexing.training import load_training_data
-from services.retrieval.query import ranker
 from services.retrieval.query.index_version import knn_collection, load_ranker, ranker_collection
 from services.retrieval.query.pipeline import RankingPipeline
 from services.retrieval.settings import ExperimentSettings, RetrievalSettings, StoreSettings
@@ -141,8 +141,8 @@ def test_supervised_build_adds_knn_and_ranker_and_rotates_them(
         name = first.collection
         assert store.count(knn_collection(name)) == 60  # dev is held out: it only measures
         model = load_ranker(store, ranker_collection(name))
-        assert model.meta["train_queries"] == 60 and model.meta["rounds"] == ranker.ROUNDS
-        assert model.meta["seeds"] == list(ranker.SEEDS)  # one model per seed, scores summed
+        assert model.meta["train_queries"] == 60 and model.meta["rounds"] == training.ROUNDS
+        assert model.meta["seeds"] == list(training.SEEDS)  # one model per seed, scores summed
         assert all(0.0 <= x <= 1.0 for x in model.meta["dev_lightgbm_ndcg@10"])
         assert not build_index(settings, store, encoder).built  # idempotent, model included
 

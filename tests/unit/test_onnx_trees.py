@@ -9,14 +9,14 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
-from services.retrieval.query import ranker
+from services.retrieval.indexing import training
 from services.retrieval.query.features import FEATURES
 from services.retrieval.query.onnx_trees import ZERO_THRESHOLD, OnnxTrees, onnx_trees, scorer
 
 WIDTH = len(FEATURES)
 
 
-def _training(seed: int = 0, queries: int = 40, per_query: int = 15) -> ranker.Grouped:
+def _training(seed: int = 0, queries: int = 40, per_query: int = 15) -> training.Grouped:
     """Rows where feature 0 has missing values (a NaN split) and feature 1 none (no NaN seen).
 
     Feature 2 is zero in half the rows and decides too: LightGBM then splits at its zero
@@ -31,15 +31,15 @@ def _training(seed: int = 0, queries: int = 40, per_query: int = 15) -> ranker.G
     x[:, 3] = np.where(missing, np.nan, 0.0)
     y = (x[:, 0] + x[:, 1] + x[:, 2] + 0.2 * rng.normal(size=len(x)) > 0.5) | missing
     x[rng.random(len(x)) < 0.2, 0] = np.nan
-    return ranker.Grouped(x, y.astype(np.float32), [per_query] * queries)
+    return training.Grouped(x, y.astype(np.float32), [per_query] * queries)
 
 
 def _booster(
-    params: dict[str, Any] | None = None, data: ranker.Grouped | None = None
+    params: dict[str, Any] | None = None, data: training.Grouped | None = None
 ) -> lgb.Booster:
     data = data or _training()
     train_set = lgb.Dataset(data.features, data.labels, group=data.groups)
-    settings = {**ranker.PARAMS, "num_leaves": 15, "min_data_in_leaf": 5, **(params or {})}
+    settings = {**training.PARAMS, "num_leaves": 15, "min_data_in_leaf": 5, **(params or {})}
     return lgb.train(settings, train_set, num_boost_round=20)
 
 
@@ -91,7 +91,7 @@ def test_the_trees_give_lightgbm_s_bits_on_missing_tiny_signed_zero_infinite_and
 
 def test_a_tree_of_one_leaf_adds_its_value() -> None:
     data = _training()
-    constant = ranker.Grouped(data.features, np.zeros_like(data.labels), data.groups)
+    constant = training.Grouped(data.features, np.zeros_like(data.labels), data.groups)
     booster = _booster({"boost_from_average": False}, constant)
     assert any("leaf_value" in t["tree_structure"] for t in booster.dump_model()["tree_info"])
     trees = onnx_trees(booster)
@@ -122,14 +122,14 @@ def test_a_categorical_split_is_left_to_lightgbm() -> None:
     data.features[:, 2] = np.floor(np.abs(data.features[:, 2]) * 3)
     data.labels[:] = (data.features[:, 2] == 1).astype(np.float32)
     train_set = lgb.Dataset(data.features, data.labels, group=data.groups, categorical_feature=[2])
-    booster = lgb.train({**ranker.PARAMS, "min_data_in_leaf": 5}, train_set, num_boost_round=5)
+    booster = lgb.train({**training.PARAMS, "min_data_in_leaf": 5}, train_set, num_boost_round=5)
     assert any(n["decision_type"] == "==" for n in _splits(booster))
     assert onnx_trees(booster) is None
 
 
 def test_the_ranker_scores_with_the_trees_and_sums_its_models_in_order() -> None:
     data = _training()
-    served = ranker.train(data, seeds=(42, 43))
+    served = training.train(data, seeds=(42, 43))
     probe = _probe(served._boosters[0])
     assert all(isinstance(s, OnnxTrees) for s in served._scorers)
     expected = np.zeros(len(probe))

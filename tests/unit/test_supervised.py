@@ -3,7 +3,7 @@ import math
 import numpy as np
 import pytest
 
-from services.retrieval.query import ranker
+from services.retrieval.indexing import training
 from services.retrieval.query.corelevance import CoRelevance, CoScores, anchors
 from services.retrieval.query.evidence import Depths, Evidence, RankedDocs, gather, point_columns
 from services.retrieval.query.features import (
@@ -15,6 +15,7 @@ from services.retrieval.query.features import (
     candidates,
 )
 from services.retrieval.query.judgements import Judgements, Located
+from services.retrieval.query.ranker import Ranker
 from services.retrieval.query.votes import LexicalColumns, VoteTable
 from services.retrieval.settings import FeedbackSettings, KnnSettings
 from services.retrieval.store.base import StoreError
@@ -122,44 +123,44 @@ def test_feature_rows_mark_missing_lists_and_remove_own_judgements() -> None:
     assert f["nudged_cos"][0] == 0.5 and math.isnan(f["nudged_cos"][1])
 
 
-def _grouped(seed: int, queries: int = 30, per_query: int = 12) -> ranker.Grouped:
+def _grouped(seed: int, queries: int = 30, per_query: int = 12) -> training.Grouped:
     rng = np.random.default_rng(seed)
     x = rng.normal(size=(queries * per_query, len(FEATURES))).astype(np.float32)
     y = (x[:, 0] + 0.1 * rng.normal(size=len(x)) > 0.8).astype(np.float32)  # feature 0 decides
-    return ranker.Grouped(x, y, [per_query] * queries)
+    return training.Grouped(x, y, [per_query] * queries)
 
 
 def test_ranker_learns_is_reproducible_and_round_trips_through_text() -> None:
-    first = ranker.train(_grouped(0), _grouped(1))
-    second = ranker.train(_grouped(0), _grouped(1))
+    first = training.train(_grouped(0), _grouped(1))
+    second = training.train(_grouped(0), _grouped(1))
     probe = _grouped(2).features
     np.testing.assert_array_equal(first.score(probe), second.score(probe))
     order = np.argsort(-first.score(probe))
     assert probe[order[:20], 0].mean() > probe[:, 0].mean()  # it ranks by the informative feature
-    assert len(first.meta["dev_lightgbm_ndcg@10"]) == len(ranker.SEEDS)
+    assert len(first.meta["dev_lightgbm_ndcg@10"]) == len(training.SEEDS)
     assert all(0.0 < x <= 1.0 for x in first.meta["dev_lightgbm_ndcg@10"])
-    restored = ranker.Ranker.from_text(first.to_text(), first.meta)
+    restored = Ranker.from_text(first.to_text(), first.meta)
     np.testing.assert_allclose(restored.score(probe), first.score(probe))
     assert first.score(np.zeros((0, len(FEATURES)), dtype=np.float32)).shape == (0,)
 
 
 def test_a_ranker_of_several_seeds_scores_the_sum_of_one_model_per_seed() -> None:
     probe = _grouped(2).features
-    assert ranker.train(_grouped(0)).meta["seeds"] == list(ranker.SEEDS)  # served: one per seed
+    assert training.train(_grouped(0)).meta["seeds"] == list(training.SEEDS)  # served: one per seed
     several = (42, 43, 44)
-    summed = ranker.train(_grouped(0), seeds=several)
-    members = [ranker.train(_grouped(0), seeds=(seed,)) for seed in several]
+    summed = training.train(_grouped(0), seeds=several)
+    members = [training.train(_grouped(0), seeds=(seed,)) for seed in several]
     assert summed.meta["seeds"] == list(several)
-    restored = ranker.Ranker.from_text(summed.to_text(), summed.meta)
+    restored = Ranker.from_text(summed.to_text(), summed.meta)
     np.testing.assert_allclose(restored.score(probe), sum(m.score(probe) for m in members))
     assert not np.array_equal(members[0].score(probe), members[1].score(probe))
 
 
 def test_a_model_for_other_features_is_refused() -> None:
-    model = ranker.train(_grouped(0))
+    model = training.train(_grouped(0))
     text = model.to_text().replace("feature_names=dense_score", "feature_names=old_feature", 1)
     with pytest.raises(ValueError, match="features do not match"):
-        ranker.Ranker.from_text(text, {})
+        Ranker.from_text(text, {})
 
 
 def test_co_relevance_spreads_seed_weight_through_shared_judgements() -> None:
@@ -243,17 +244,17 @@ def test_vote_columns_match_single_votes() -> None:
 
 def test_overrides_change_the_model_and_extra_columns_train_under_their_names() -> None:
     probe = _grouped(2).features
-    default = ranker.train(_grouped(0))
-    reseeded = ranker.train(_grouped(0), overrides={"num_iterations": 20}, seeds=(7,))
+    default = training.train(_grouped(0))
+    reseeded = training.train(_grouped(0), overrides={"num_iterations": 20}, seeds=(7,))
     assert reseeded.meta["rounds"] == 20 and reseeded.meta["seeds"] == [7]
     assert not np.array_equal(default.score(probe), reseeded.score(probe))
     wide = _grouped(0)
     extra = np.hstack([wide.features, wide.features[:, :1]])
     names = (*FEATURES, "copy_of_dense_score")
-    model = ranker.train(ranker.Grouped(extra, wide.labels, wide.groups), features=names)
+    model = training.train(training.Grouped(extra, wide.labels, wide.groups), features=names)
     assert model.score(np.hstack([probe, probe[:, :1]])).shape == (len(probe),)
     with pytest.raises(ValueError, match="features do not match"):
-        ranker.Ranker.from_text(model.to_text(), {})  # the served columns only
+        Ranker.from_text(model.to_text(), {})  # the served columns only
 
 
 def test_a_document_listed_twice_keeps_its_first_place() -> None:

@@ -21,6 +21,7 @@ from services.nfcorpus.dataset import Document, corpus_fingerprint, load_corpus
 from services.nfcorpus.download import ensure_dataset
 from services.retrieval.encoders.dense import DenseEncoder, Matrix, OnnxMiniLM
 from services.retrieval.encoders.sparse import Bm25Params, encode_documents
+from services.retrieval.indexing.points import document_points
 from services.retrieval.indexing.training import (
     TrainingData,
     build_supervised,
@@ -33,11 +34,7 @@ from services.retrieval.indexing.versions import (
     drop_old_versions,
     supervised_config,
 )
-from services.retrieval.query.index_version import (
-    document_points,
-    ranker_collection,
-    versioned_collection,
-)
+from services.retrieval.query.index_version import ranker_collection, versioned_collection
 from services.retrieval.settings import RetrievalSettings
 from services.retrieval.store import open_store
 from services.retrieval.store.base import Store

@@ -12,9 +12,9 @@ from __future__ import annotations
 import hashlib
 import logging
 
+from services.retrieval.indexing.training import PARAMS, ROUNDS, SEEDS
 from services.retrieval.query import bm25_table, judged_by, votes
 from services.retrieval.query.features import FEATURES
-from services.retrieval.query.ranker import PARAMS, ROUNDS, SEEDS
 from services.retrieval.settings import RetrievalSettings
 from services.retrieval.store.base import Store
 
@@ -25,7 +25,8 @@ log = logging.getLogger(__name__)
 # 4: documents carry their abstract's length, training queries their analyzed terms.
 # 5: shards search on the calling thread (no search pool): the same points and rankings.
 # 6: documents' point ids are their numbers in the corpus's order (were uuid5 of the doc id).
-SCHEMA_VERSION = "6"
+# 7: the abstract's length is the documents' field text_length (was text_terms).
+SCHEMA_VERSION = "7"
 
 
 def collection_version(*parts: object) -> str:

@@ -176,7 +176,7 @@ class DocTable:
         self._index = {d: i for i, d in enumerate(doc_info)}
         infos = list(doc_info.values())
         self._log_prior = np.array([log_prior(i.train_votes) for i in infos])
-        self._doc_length = np.log1p(np.array([i.text_terms for i in infos], dtype=np.float64))
+        self._doc_length = np.log1p(np.array([i.text_length for i in infos], dtype=np.float64))
         self._titles = Bm25Table([i.title_terms for i in infos])
 
     def columns(

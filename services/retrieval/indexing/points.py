@@ -1,0 +1,94 @@
+"""What a build writes into an index version: the documents, the voting queries, the ranker.
+
+The version's collections are named, and read back at query time, by
+:mod:`services.retrieval.query.index_version`; the payload fields written here are the ones it
+reads (``tests/integration/test_indexer.py`` reads back a whole build).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+
+from services.nfcorpus.dataset import Document
+from services.retrieval.encoders.dense import DIMENSION, Matrix
+from services.retrieval.query.index_version import RANKER_POINT
+from services.retrieval.query.ranker import Ranker
+from services.retrieval.store.base import Store
+from services.retrieval.text import analyze
+from services.retrieval.types import CollectionSpec, Point, SparseVector, point_id
+
+#: The training-query collection: one MiniLM embedding per query, judgements as payload.
+KNN_SPEC = CollectionSpec(dense_size=DIMENSION, sparse=False)
+#: The ranker collection: a single point whose payload holds the model (the vector is unused).
+RANKER_SPEC = CollectionSpec(dense_size=1, sparse=False)
+
+
+def document_points(
+    documents: Sequence[Document],
+    dense: Matrix,
+    sparse: Sequence[SparseVector],
+    train_votes: Mapping[str, int],
+) -> list[Point]:
+    """One point per document, numbered in the order given (the corpus's order).
+
+    The same corpus gives the same numbers, so re-upserting replaces, never duplicates; the
+    order given is also the order of upserting, which breaks ties between equal scores.
+    """
+    return [
+        Point(
+            id=i,
+            dense=dense[i].tolist(),
+            sparse=sparse[i],
+            payload={
+                "doc_id": d.doc_id,
+                "title": d.title,
+                "text": d.text,
+                # Ranker features: analyzed title terms, how many training queries mark the
+                # document relevant (the query-independent prior), the abstract's length.
+                "title_terms": analyze(d.title),
+                "train_votes": train_votes.get(d.doc_id, 0),
+                "text_length": len(analyze(d.text)),
+            },
+        )
+        for i, d in enumerate(documents)
+    ]
+
+
+def knn_points(
+    query_ids: Sequence[str],
+    vectors: Matrix,
+    qrels: Mapping[str, Mapping[str, int]],
+    texts: Mapping[str, str],
+) -> list[Point]:
+    """One point per training query (the ids are uuid5 of ``knn:<query id>``).
+
+    The payload keeps the query's judgements and analyzed terms (the lexical kNN view).
+    """
+    return [
+        Point(
+            id=point_id(f"knn:{q}"),
+            dense=vectors[i].tolist(),
+            payload={"query_id": q, "relevant": dict(qrels[q]), "terms": analyze(texts[q])},
+        )
+        for i, q in enumerate(query_ids)
+    ]
+
+
+def upsert_knn(store: Store, name: str, points: Sequence[Point], batch: int = 256) -> None:
+    """Create the collection if needed and upsert the training queries."""
+    if not store.collection_exists(name):
+        store.create_collection(name, KNN_SPEC)
+    for start in range(0, len(points), batch):
+        store.upsert(name, points[start : start + batch])
+
+
+def save_ranker(store: Store, name: str, ranker: Ranker) -> None:
+    """Store the model as the payload of the one point of collection ``name``.
+
+    :func:`~services.retrieval.query.index_version.load_ranker` reads it back.
+    """
+    if not store.collection_exists(name):
+        store.create_collection(name, RANKER_SPEC)
+    payload = {"model": ranker.to_text(), "meta": json.dumps(ranker.meta)}
+    store.upsert(name, [Point(RANKER_POINT, [1.0], payload)])
