@@ -25,7 +25,7 @@ def test_no_qdrant_no_indexer_and_no_qdrant_secret() -> None:
 def test_mcp_server_opens_the_baked_index_with_a_private_copy() -> None:
     (mcp,) = containers(render(EMBEDDED).component("Deployment", "mcp-server")[0])
     e = env(mcp)
-    assert e["RETRIEVAL_STORE"] == "edge" and e["RETRIEVAL_EDGE_PRIVATE_COPY"] == "true"
+    assert e["RETRIEVAL_STORE"] == "embedded" and e["RETRIEVAL_EDGE_PRIVATE_COPY"] == "true"
     # The image's own paths (Dockerfile ENV) hold the index, ranker and model: nothing overrides
     # them, and no Qdrant setting is passed.
     assert not [k for k in e if k.startswith("RETRIEVAL_QDRANT") or k == "RETRIEVAL_CACHE_DIR"]

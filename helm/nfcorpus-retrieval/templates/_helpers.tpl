@@ -223,7 +223,7 @@ RETRIEVAL_EDGE_PATH), each process opening a private copy of the read-only shard
 {{- define "nfcorpus.retrievalEnv" -}}
 {{- if include "nfcorpus.embedded" . }}
 - name: RETRIEVAL_STORE
-  value: edge
+  value: embedded
 - name: RETRIEVAL_EDGE_PRIVATE_COPY
   value: "true"
 {{- else }}
