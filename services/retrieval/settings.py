@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic.fields import FieldInfo
 from pydantic_settings import (
     BaseSettings,
@@ -45,19 +45,39 @@ class _Group(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
 
-class StoreSettings(_Group):
-    """Which Qdrant holds the index, and the alias the service reads."""
+#: Spellings of the store backend that were renamed, and their names now: ``edge`` was the code's
+#: name of the embedded backend, ``qdrant`` the chart's name of the server one.
+_RENAMED_BACKENDS = {
+    "edge": ("embedded", "the in-process qdrant-edge shard"),
+    "qdrant": ("server", "a Qdrant server through qdrant-client"),
+}
 
-    backend: Annotated[Literal["edge", "server"], Env("RETRIEVAL_STORE")] = Field(
-        default="edge",
-        description="edge: embedded qdrant-edge shard; server: Qdrant at qdrant_url.",
+
+class StoreSettings(_Group):
+    """Which Qdrant holds the index, and the alias the service reads.
+
+    Two backends: ``embedded``, Qdrant's engine in-process through qdrant-edge (a shard under
+    ``edge_path``), and ``server``, qdrant-client against a Qdrant server (``qdrant_url``) or its
+    local mode (``qdrant_path``, tests). The chart's ``store.backend`` uses the same two names.
+    """
+
+    backend: Annotated[Literal["embedded", "server"], Env("RETRIEVAL_STORE")] = Field(
+        default="embedded",
+        description=(
+            "embedded: the in-process qdrant-edge shard under edge_path; "
+            "server: a Qdrant server at qdrant_url (or qdrant-client's local mode at qdrant_path)."
+        ),
     )
     edge_path: Annotated[Path, Env("RETRIEVAL_EDGE_PATH")] = Field(
-        default=REPO_ROOT / "var" / "qdrant-edge", description="Folder of the embedded shards."
+        default=REPO_ROOT / "var" / "qdrant-edge",
+        description="Folder of the qdrant-edge shards (backend=embedded).",
     )
     edge_private_copy: Annotated[bool, Env("RETRIEVAL_EDGE_PRIVATE_COPY")] = Field(
         default=False,
-        description="Open a private copy of the shard (needed when several worker processes serve).",
+        description=(
+            "Open a private copy of the qdrant-edge shard (backend=embedded; needed when several "
+            "worker processes serve)."
+        ),
     )
     qdrant_url: Annotated[str | None, Env("RETRIEVAL_QDRANT_URL")] = Field(
         default=None, description="Qdrant server URL (backend=server)."
@@ -72,6 +92,17 @@ class StoreSettings(_Group):
     collection: Annotated[str, Env("RETRIEVAL_COLLECTION")] = Field(
         default="nfcorpus", description="Alias the service reads; versions are '<alias>-<hash>'."
     )
+
+    @field_validator("backend", mode="before")
+    @classmethod
+    def _refuse_renamed_backends(cls, value: object) -> object:
+        renamed = _RENAMED_BACKENDS.get(value.strip().lower()) if isinstance(value, str) else None
+        if renamed:
+            name, what = renamed
+            raise ValueError(
+                f"RETRIEVAL_STORE={value} is an old name: use RETRIEVAL_STORE={name} ({what})"
+            )
+        return value
 
     @model_validator(mode="after")
     def _server_needs_a_location(self) -> StoreSettings:

@@ -104,7 +104,7 @@ def test_run_args_carry_the_pod_spec() -> None:
         "--pull never",
         "--volume /host/tmp:/tmp:rw",
         "--volume /host/mcp-token:/var/run/secrets/nfcorpus/mcp-token:ro",
-        "--env RETRIEVAL_STORE=edge",
+        "--env RETRIEVAL_STORE=embedded",
     ):
         assert flag in text, flag
     assert json.loads(args[args.index("--entrypoint") + 1]) == list(mcp.command)

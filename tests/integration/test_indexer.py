@@ -26,7 +26,7 @@ DOCS = 30
 
 def _settings(
     tmp_path: Path,
-    store: Literal["edge", "server"],
+    store: Literal["embedded", "server"],
     max_docs: int = DOCS,
     max_train_queries: int | None = None,
     **top: Any,
@@ -44,9 +44,9 @@ def _settings(
     )
 
 
-@pytest.mark.parametrize("backend", ["edge", "server"])
+@pytest.mark.parametrize("backend", ["embedded", "server"])
 def test_rerun_is_idempotent_and_versions_rotate(
-    tmp_path: Path, backend: Literal["edge", "server"], encoder: OnnxMiniLM
+    tmp_path: Path, backend: Literal["embedded", "server"], encoder: OnnxMiniLM
 ) -> None:
     settings = _settings(tmp_path, backend)
     store: Store = open_store(settings.store)
@@ -75,7 +75,7 @@ def test_rerun_is_idempotent_and_versions_rotate(
 
 
 def test_resumes_a_half_built_collection(tmp_path: Path, encoder: OnnxMiniLM) -> None:
-    settings = _settings(tmp_path, "edge")
+    settings = _settings(tmp_path, "embedded")
     store = open_store(settings.store)
     try:
         report = build_index(settings, store, encoder)
@@ -89,7 +89,7 @@ def test_resumes_a_half_built_collection(tmp_path: Path, encoder: OnnxMiniLM) ->
 
 
 def test_cache_is_used_and_a_corrupt_cache_is_ignored(tmp_path: Path, encoder: OnnxMiniLM) -> None:
-    settings = _settings(tmp_path, "edge")
+    settings = _settings(tmp_path, "embedded")
     store = open_store(settings.store)
     try:
         build_index(settings, store, encoder)
@@ -134,7 +134,7 @@ def test_server_store_needs_a_location() -> None:
 def test_supervised_build_adds_knn_and_ranker_and_rotates_them(
     tmp_path: Path, encoder: OnnxMiniLM
 ) -> None:
-    settings = _settings(tmp_path, "edge", 40, 60, mode="full", supervision="train")
+    settings = _settings(tmp_path, "embedded", 40, 60, mode="full", supervision="train")
     store = open_store(settings.store)
     try:
         first = build_index(settings, store, encoder)
@@ -153,7 +153,7 @@ def test_supervised_build_adds_knn_and_ranker_and_rotates_them(
 
         # Two newer versions later, the first version's three collections are all gone.
         for n in (61, 62):
-            newer = _settings(tmp_path, "edge", 40, n, mode="full", supervision="train")
+            newer = _settings(tmp_path, "embedded", 40, n, mode="full", supervision="train")
             build_index(newer, store, encoder)
         left = store.list_collections()
         assert not any(c.startswith(name) for c in left)
@@ -163,7 +163,7 @@ def test_supervised_build_adds_knn_and_ranker_and_rotates_them(
 
 
 def test_dev_queries_vote_by_default(tmp_path: Path, encoder: OnnxMiniLM) -> None:
-    settings = _settings(tmp_path, "edge", 40, 20, mode="full")
+    settings = _settings(tmp_path, "embedded", 40, 20, mode="full")
     dev_queries = len(load_qrels(settings.data_dir, "dev"))
     store = open_store(settings.store)
     try:
@@ -192,7 +192,7 @@ def test_training_never_opens_the_test_qrels(
         return real_open(file, *args, **kwargs)
 
     monkeypatch.setattr(builtins, "open", guarded_open)
-    settings = _settings(tmp_path, "edge", 40, 30, mode="full", data_dir=data)
+    settings = _settings(tmp_path, "embedded", 40, 30, mode="full", data_dir=data)
     store = open_store(settings.store)
     try:
         report = build_index(settings, store, encoder)

@@ -145,10 +145,10 @@ def scenarios() -> list[str]:
     return sorted(f"ci/{p.name}" for p in (CHART / "ci").glob("*-values.yaml"))
 
 
-def store_mode(scenario: str) -> str:
-    """The scenario's store.mode (the chart's default, qdrant, when it sets none)."""
+def store_backend(scenario: str) -> str:
+    """The scenario's store.backend (the chart's default, server, when it sets none)."""
     values = yaml.safe_load((CHART / scenario).read_text()) or {}
-    return str((values.get("store") or {}).get("mode", "qdrant"))
+    return str((values.get("store") or {}).get("backend", "server"))
 
 
 def load_query_script() -> ModuleType:

@@ -14,7 +14,7 @@ from tests.k8s.rendering import (
     pod_spec,
     render,
     scenarios,
-    store_mode,
+    store_backend,
 )
 
 
@@ -50,7 +50,7 @@ def test_card_url_is_the_service_url_or_the_ingress_host() -> None:
     assert backend == {"name": "nfcorpus-retrieval-purple-agent", "port": {"name": "http"}}
 
 
-@pytest.mark.parametrize("scenario", [s for s in scenarios() if store_mode(s) == "qdrant"])
+@pytest.mark.parametrize("scenario", [s for s in scenarios() if store_backend(s) == "server"])
 def test_mcp_server_and_indexer_share_the_qdrant_settings(scenario: str) -> None:
     rendered = render(scenario)
     (mcp,) = containers(rendered.component("Deployment", "mcp-server")[0])

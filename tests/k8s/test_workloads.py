@@ -12,7 +12,7 @@ from tests.k8s.rendering import (
     pod_spec,
     render,
     scenarios,
-    store_mode,
+    store_backend,
 )
 
 SCENARIOS = scenarios()
@@ -46,7 +46,7 @@ def test_every_scenario_renders_the_core_components() -> None:
             assert len(r.component("Deployment", component)) == 1, (scenario, component)
             assert len(r.component("Service", component)) == 1, (scenario, component)
         # The embedded index is built into the image: no indexer fills a store.
-        indexers = 0 if store_mode(scenario) == "embedded" else 1
+        indexers = 0 if store_backend(scenario) == "embedded" else 1
         assert len(r.component("Job", "indexer")) == indexers, scenario
 
 

@@ -64,7 +64,7 @@ class SmallIndex:
         s = self.settings
         return {
             "RETRIEVAL_DATA_DIR": str(s.data_dir),
-            "RETRIEVAL_STORE": "edge",
+            "RETRIEVAL_STORE": "embedded",
             "RETRIEVAL_EDGE_PATH": str(s.store.edge_path),
             "RETRIEVAL_CACHE_DIR": str(s.cache_dir),
             "RETRIEVAL_EDGE_PRIVATE_COPY": str(private_copy).lower(),

@@ -79,6 +79,29 @@ def test_bad_values_are_refused_with_the_field_named(monkeypatch: pytest.MonkeyP
         StoreSettings(backend="server")
 
 
+def test_the_store_backends_are_embedded_and_server(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert RetrievalSettings().store.backend == "embedded"
+    monkeypatch.setenv("RETRIEVAL_STORE", "embedded")
+    assert RetrievalSettings().store.backend == "embedded"
+
+
+@pytest.mark.parametrize(
+    ("old", "message"),
+    [
+        ("edge", "RETRIEVAL_STORE=edge is an old name: use RETRIEVAL_STORE=embedded"),
+        ("qdrant", "RETRIEVAL_STORE=qdrant is an old name: use RETRIEVAL_STORE=server"),
+    ],
+)
+def test_old_store_backend_names_are_refused_naming_the_new_one(
+    monkeypatch: pytest.MonkeyPatch, old: str, message: str
+) -> None:
+    monkeypatch.setenv("RETRIEVAL_STORE", old)
+    with pytest.raises(ValueError, match=rf"store\.backend\n.*{message}"):
+        RetrievalSettings()
+    with pytest.raises(ValueError, match=message):
+        StoreSettings(backend=old)
+
+
 def test_updated_changes_only_what_it_names_and_validates() -> None:
     settings = RetrievalSettings()
     copy = settings.updated(mode="zero-shot", store={"edge_private_copy": True})

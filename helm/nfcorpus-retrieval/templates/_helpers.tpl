@@ -94,27 +94,28 @@ qualified), on their ports. An assessment naming any other URL fails before a re
 {{- end }}
 
 {{/*
-Where the index lives (.Values.store.mode): "qdrant" (a Qdrant server: the release's StatefulSet or
-qdrant.external.url, filled by the indexer Job) or "embedded" (the index built into the image,
-opened by each MCP process: no Qdrant, no indexer). Each helper is "true" or empty, for `if`.
+Where the index lives (.Values.store.backend, the services' RETRIEVAL_STORE with the same names):
+"server" (a Qdrant server: the release's StatefulSet or qdrant.external.url, filled by the indexer
+Job) or "embedded" (the index built into the image, a qdrant-edge shard opened by each MCP process:
+no Qdrant, no indexer). Each helper is "true" or empty, for `if`.
 */}}
 {{- define "nfcorpus.embedded" -}}
-{{- if eq .Values.store.mode "embedded" }}true{{ end }}
+{{- if eq .Values.store.backend "embedded" }}true{{ end }}
 {{- end }}
 
 {{/* A Qdrant server is used (in the release or external). */}}
 {{- define "nfcorpus.usesQdrant" -}}
-{{- if eq .Values.store.mode "qdrant" }}true{{ end }}
+{{- if eq .Values.store.backend "server" }}true{{ end }}
 {{- end }}
 
 {{/* The release runs its own Qdrant StatefulSet. */}}
 {{- define "nfcorpus.qdrantInRelease" -}}
-{{- if and (eq .Values.store.mode "qdrant") (not .Values.qdrant.external.url) }}true{{ end }}
+{{- if and (eq .Values.store.backend "server") (not .Values.qdrant.external.url) }}true{{ end }}
 {{- end }}
 
 {{/* The indexer Job runs: it fills a Qdrant server; the embedded index is built with the image. */}}
 {{- define "nfcorpus.indexerEnabled" -}}
-{{- if and .Values.indexer.enabled (eq .Values.store.mode "qdrant") }}true{{ end }}
+{{- if and .Values.indexer.enabled (eq .Values.store.backend "server") }}true{{ end }}
 {{- end }}
 
 {{- define "nfcorpus.qdrantUrl" -}}
@@ -218,17 +219,16 @@ token comes from an existingSecret, whose content the chart cannot see.
 {{- end }}
 
 {{/* Retrieval settings of the processes that search or build the index (MCP server, indexer).
-Embedded: the store and collection the image was built with (qdrant-edge under
-RETRIEVAL_EDGE_PATH), each process opening a private copy of the read-only shard under /tmp. */}}
+RETRIEVAL_STORE is store.backend. Embedded: the store and collection the image was built with
+(qdrant-edge under RETRIEVAL_EDGE_PATH), each process opening a private copy of the read-only shard
+under /tmp. */}}
 {{- define "nfcorpus.retrievalEnv" -}}
-{{- if include "nfcorpus.embedded" . }}
 - name: RETRIEVAL_STORE
-  value: edge
+  value: {{ .Values.store.backend }}
+{{- if include "nfcorpus.embedded" . }}
 - name: RETRIEVAL_EDGE_PRIVATE_COPY
   value: "true"
 {{- else }}
-- name: RETRIEVAL_STORE
-  value: server
 - name: RETRIEVAL_COLLECTION
   value: {{ .Values.retrieval.collection | quote }}
 {{- end }}
@@ -350,8 +350,16 @@ failureThreshold: {{ .probe.failureThreshold }}
 
 {{/* Checks across values that the JSON schema cannot express. */}}
 {{- define "nfcorpus.validate" -}}
-{{- if and (eq .Values.store.mode "embedded") .Values.qdrant.external.url }}
-{{- fail "store.mode=embedded serves the index built into the image: qdrant.external.url is for store.mode=qdrant (unset one of them)" }}
+{{- /* store.mode was the key's name before chart 0.3.0 (qdrant | embedded): refused, whatever its
+value, rather than ignored while store.backend's default picks another store. */}}
+{{- if hasKey .Values.store "mode" }}
+{{- $old := toString .Values.store.mode }}
+{{- $new := get (dict "qdrant" "server" "embedded" "embedded") $old }}
+{{- $fix := ternary (printf "set store.backend=%s instead of store.mode=%s" $new $old) "set store.backend and remove store.mode" (ne $new "") }}
+{{- fail (printf "store.mode was renamed store.backend (server: a Qdrant server, the release's StatefulSet or qdrant.external.url; embedded: the index built into the image): %s" $fix) }}
+{{- end }}
+{{- if and (eq .Values.store.backend "embedded") .Values.qdrant.external.url }}
+{{- fail "store.backend=embedded serves the index built into the image: qdrant.external.url is for store.backend=server (unset one of them)" }}
 {{- end }}
 {{- if and (gt (int .Values.qdrant.replicaCount) 1) (not .Values.qdrant.cluster.enabled) (not .Values.qdrant.external.url) }}
 {{- fail "qdrant.replicaCount > 1 needs qdrant.cluster.enabled=true" }}

@@ -1,4 +1,8 @@
-"""Qdrant access behind one small interface; :func:`open_store` picks the backend."""
+"""Qdrant access behind one small interface; :func:`open_store` picks the backend.
+
+``embedded``: :class:`~.edge.EdgeStore`, Qdrant's engine in-process through qdrant-edge;
+``server``: :class:`~.server.ServerStore`, qdrant-client against a server or its local mode.
+"""
 
 from __future__ import annotations
 
@@ -7,8 +11,8 @@ from services.retrieval.store.base import Store
 
 
 def open_store(settings: StoreSettings) -> Store:
-    """The backend the settings ask for (edge by default, server in Kubernetes)."""
-    if settings.backend == "edge":
+    """The backend the settings ask for: ``embedded`` (the default) or ``server``."""
+    if settings.backend == "embedded":
         from services.retrieval.store.edge import EdgeStore
 
         return EdgeStore(settings.edge_path, private_copy=settings.edge_private_copy)

@@ -1,9 +1,9 @@
 """The store interface: what the retrieval core needs from Qdrant, and nothing more.
 
-Two backends implement it: :mod:`.edge` (qdrant-edge, the engine embedded in-process) and
-:mod:`.server` (qdrant-client against a Qdrant server, or its local mode in tests). They only
-translate these calls to their client; collection naming, versioning, batching, fusion and ranking
-live above, in code both backends share.
+Two backends implement it: ``embedded`` in :mod:`.edge` (qdrant-edge, Qdrant's engine in-process)
+and ``server`` in :mod:`.server` (qdrant-client against a Qdrant server, or its local mode in
+tests). They only translate these calls to their client; collection naming, versioning,
+batching, fusion and ranking live above, in code both backends share.
 """
 
 from __future__ import annotations

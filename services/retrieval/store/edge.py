@@ -1,4 +1,4 @@
-"""Embedded backend: Qdrant's engine in-process through qdrant-edge.
+"""The ``embedded`` store backend: Qdrant's engine in-process through qdrant-edge.
 
 Each collection is a shard directory under ``root``; an alias is a small file naming the shard,
 replaced atomically (``os.replace``) so a reader sees the old or the new version, never a mix.

@@ -1,4 +1,4 @@
-"""Server backend: qdrant-client against a Qdrant server (Kubernetes) or its local mode (tests).
+"""The ``server`` store backend: qdrant-client against a Qdrant server or its local mode (tests).
 
 The same class serves both: ``QdrantClient(url=...)`` talks to a server over HTTP,
 ``QdrantClient(path=...)`` or ``":memory:"`` runs qdrant-client's local engine, which is how the
