@@ -1,18 +1,15 @@
-"""JSON-RPC 2.0 envelopes checked before the SDKs see them; validation errors in a few words.
+"""JSON-RPC 2.0 envelopes checked before the SDKs see them.
 
 Both SDKs validate the envelope with pydantic and answer a wrong one with the validation dump
 (echoing the input) or, for a ``method`` that is a list, with an HTTP 500. The request guard
 runs this check on every JSON-RPC path, so each protocol sees only well-formed envelopes; the
-protocols describe their own validation errors with :func:`describe`, which never echoes input.
+protocols describe their own validation errors with :func:`services.common.validation.describe`,
+which never echoes input.
 """
 
 from __future__ import annotations
 
 from typing import Any
-
-from pydantic import ValidationError
-
-_MAX_LISTED = 3
 
 
 def envelope_problem(payload: Any) -> str | None:
@@ -32,16 +29,3 @@ def envelope_problem(payload: Any) -> str | None:
     if not isinstance(payload.get("params", {}), dict):
         return "params must be an object"
     return None
-
-
-def field_path(loc: tuple[int | str, ...]) -> str:
-    """``params.message.role``; an empty key shows as ``""``, an empty path as ``body``."""
-    return ".".join(str(part) or '""' for part in loc) or "body"
-
-
-def describe(error: ValidationError, limit: int = _MAX_LISTED) -> str:
-    """``where: what`` for the first few errors; never the offending input itself."""
-    found = error.errors(include_input=False, include_url=False)
-    listed = [f"{field_path(e['loc'])}: {e['msg']}" for e in found[:limit]]
-    more = f" (and {len(found) - limit} more)" if len(found) > limit else ""
-    return "; ".join(listed) + more

@@ -21,6 +21,7 @@ from pydantic_core import PydanticCustomError
 
 from services.common.json_text import LONE_SURROGATE, has_lone_surrogate
 from services.common.limits import MAX_QUERY_CHARS, MAX_TOP_K
+from services.common.validation import problems
 from services.purple_agent.metrics import FAILURES, IN_FLIGHT, REQUEST_SECONDS
 from services.purple_agent.ranking_policy import Candidate, RankingPolicy
 from services.purple_agent.search import McpCallError
@@ -116,12 +117,11 @@ def validate_payload(payload: object) -> RetrievalRequest:
     try:
         return RetrievalRequest.model_validate(dict(payload))
     except ValidationError as e:
-        problems = []
-        for error in e.errors(include_url=False):
-            field = ".".join(str(p) for p in error["loc"]) or "payload"
-            text = "is required" if error["type"] == "missing" else error["msg"]
-            problems.append(f"{field} {text}")
-        raise _invalid("; ".join(problems)) from None
+        listed = (
+            f"{p.field} {'is required' if p.type == 'missing' else p.message}"
+            for p in problems(e, root="payload")
+        )
+        raise _invalid("; ".join(listed)) from None
 
 
 def parse_message(message: Message | None) -> RetrievalRequest:
