@@ -9,8 +9,7 @@ from __future__ import annotations
 import argparse
 from typing import get_args
 
-from services.common.preload import freeze_shared_objects
-from services.common.server import serve
+from services.common.server import freeze_shared_objects, serve
 from services.purple_agent.app import create_app
 from services.purple_agent.search import SearchProtocol
 from services.purple_agent.settings import PurpleSettings
