@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 # The app module is imported once, in the master, before the workers are forked: packages and the
-# encoder's weights are then shared by every worker (services/common/preload.py); each worker
+# encoder's weights are then shared by every worker (services/common/server.py); each worker
 # builds its app, and opens the store, after the fork.
 preload_app = True
 # uvicorn workers with the shared guard (request-head deadline, connection cap): see

@@ -1,7 +1,7 @@
 """A2A plumbing both our agents compose: the card's parts, its routes, and JSON-RPC around a handler.
 
 Each agent brings its own request handler: the purple agent answers at once
-(:mod:`services.purple_agent.a2a_handler`), the green agent runs long assessments on the SDK's
+(:mod:`services.purple_agent.a2a.handler`), the green agent runs long assessments on the SDK's
 (:mod:`services.green_agent.a2a_server`).
 """
 

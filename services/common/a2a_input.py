@@ -20,7 +20,7 @@ from a2a.utils.errors import JSON_RPC_ERROR_CODE_MAP, MethodNotFoundError, Versi
 from pydantic import ValidationError
 
 from services.common.guard import Refusal
-from services.common.jsonrpc import describe
+from services.common.validation import describe
 
 _V03_MODELS = JSONRPC03Adapter.METHOD_TO_MODEL
 VERSION_NOT_SUPPORTED = JSON_RPC_ERROR_CODE_MAP[VersionNotSupportedError]

@@ -7,12 +7,17 @@ A server hands over its own routes; the frame adds ``GET /healthz`` (the process
 context, bearer-token authentication when the server has tokens (:mod:`services.common.auth`),
 the request guard (:mod:`services.common.guard`: overload, body size and time, JSON nesting
 and text) and, while the process drains, ``Connection: close`` on every answer
-(:mod:`services.common.lifecycle`). Anything every server should do per request is added here, once;
-:mod:`services.common.server` runs the app.
+(:mod:`services.common.server`, which runs the app). Anything every server should do per request
+is added here, once.
+
+``/readyz`` answers from a short-lived cache (:class:`CachedCheck`): each kubelet probes every
+few seconds, and several pods may be probed at once; without it, every probe would become a
+store query or an MCP request.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
@@ -24,14 +29,15 @@ from starlette.routing import BaseRoute, Mount, Route
 
 from services.common.auth import BearerAuth
 from services.common.guard import BodyCheck, RequestGuard
-from services.common.lifecycle import CloseWhileDraining, draining
 from services.common.limits import ServerLimits
-from services.common.readiness import CachedCheck, Check
+from services.common.server import CloseWhileDraining, draining
 from services.telemetry.http import RequestTelemetry
 from services.telemetry.metrics import http_request_histogram, metrics_endpoint
 from services.telemetry.tracing import setup_tracing
 
 Lifespan = Callable[[Starlette], AbstractAsyncContextManager[None]]
+#: A readiness check: ``(ready, explanation)``.
+Check = Callable[[], Awaitable[tuple[bool, str]]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,6 +55,25 @@ class Readiness:
     check: Check
     cache_s: float
     detail_key: str = "reason"
+
+
+class CachedCheck:
+    """Runs ``check`` at most once per ``cache_s``; calls in between get its last answer."""
+
+    def __init__(self, check: Check, cache_s: float) -> None:
+        """Wrap ``check``, which returns ``(ready, explanation)``."""
+        self._check = check
+        self._cache_s = cache_s
+        self._checked_at: float | None = None
+        self._last: tuple[bool, str] = (False, "not checked yet")
+
+    async def __call__(self) -> tuple[bool, str]:
+        """Whether the service is ready, and why (or why not)."""
+        now = time.monotonic()
+        if self._checked_at is None or now - self._checked_at >= self._cache_s:
+            self._last = await self._check()
+            self._checked_at = now
+        return self._last
 
 
 async def _healthz(_: Request) -> Response:

@@ -11,6 +11,13 @@ each endpoint says itself what it expected.
 
 JSON-RPC endpoints (A2A, MCP) get a JSON-RPC error; other endpoints a JSON error naming the
 problem. Probes and ``/metrics`` are never refused.
+
+On a JSON-RPC path the envelope is checked first (:func:`envelope_problem`): both SDKs validate it
+with pydantic and answer a wrong one with the validation dump (echoing the input) or, for a
+``method`` that is a list, with an HTTP 500, so each protocol sees only well-formed envelopes and
+then its own rules (``body_checks``); the protocols describe their own validation errors with
+:func:`services.common.validation.describe`, which never echoes input. The purple agent holds a
+query to the same text rule (:func:`has_lone_surrogate`): a message's JSON text may escape one.
 """
 
 from __future__ import annotations
@@ -23,8 +30,6 @@ from typing import Any
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from services.common.disconnect import run_until_disconnect
-from services.common.json_text import json_problem, plainly_acceptable
-from services.common.jsonrpc import envelope_problem
 from services.common.limits import ServerLimits
 from services.telemetry.http import ABANDONED, PROBE_PATHS
 
@@ -58,6 +63,64 @@ class Refusal(Exception):
         self.retry_after = retry_after
         self.request_id = request_id
         self.code = code  # a JSON-RPC error code of the protocol's own (else invalid request)
+
+
+LONE_SURROGATE = "holds a lone UTF-16 surrogate (an unpaired \\ud800-\\udfff escape)"
+
+
+def has_lone_surrogate(text: str) -> bool:
+    """Whether ``text`` holds a surrogate JSON let through: no UTF-8 encoder can write it."""
+    if text.isascii():
+        return False
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+def json_problem(value: Any, max_depth: int) -> str | None:
+    """What makes a decoded JSON value unacceptable (too deep, lone surrogates), or None."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict | list):
+            if depth > max_depth:
+                return f"JSON nested deeper than {max_depth} levels"
+            children = [*item.keys(), *item.values()] if isinstance(item, dict) else item
+            stack.extend((child, depth + 1) for child in children)
+        elif isinstance(item, str) and has_lone_surrogate(item):
+            return f"text {LONE_SURROGATE}"
+    return None
+
+
+def plainly_acceptable(text: str, max_depth: int) -> bool:
+    r"""Whether JSON ``text`` cannot decode to a value :func:`json_problem` refuses, by its text.
+
+    Each level of nesting opens a bracket, so a text with at most ``max_depth`` of them (counted
+    inside strings too) is not too deep; a lone surrogate needs a ``\u`` escape or a
+    non-ASCII character. Most requests pass this scan in C and skip walking the decoded value.
+    """
+    return text.isascii() and "\\u" not in text and text.count("{") + text.count("[") <= max_depth
+
+
+def envelope_problem(payload: Any) -> str | None:
+    """What is wrong with a decoded JSON-RPC request (or response) envelope, or None."""
+    if not isinstance(payload, dict):
+        return "a JSON-RPC message must be an object (batches are not accepted)"
+    if payload.get("jsonrpc") != "2.0":
+        return 'jsonrpc must be "2.0"'
+    request_id = payload.get("id")
+    if isinstance(request_id, bool) or not isinstance(request_id, str | int | None):
+        return "id must be a string, an integer or null"
+    if "method" not in payload:
+        # A client may answer a server's request (MCP); then it carries a result or an error.
+        return None if "result" in payload or "error" in payload else "method is required"
+    if not isinstance(payload["method"], str):
+        return "method must be a string"
+    if not isinstance(payload.get("params", {}), dict):
+        return "params must be an object"
+    return None
 
 
 def check_json_body(

@@ -56,7 +56,7 @@ class ServerLimits(BaseSettings):
         le=60,
         description="On SIGTERM, time the server still serves, with /readyz answering 503 and "
         "every answer closing its connection, so load balancers stop sending and keep-alive "
-        "clients move away before it stops (the chart sets it; see services.common.lifecycle).",
+        "clients move away before it stops (the chart sets it; see services.common.server).",
     )
     retry_after_s: int = Field(
         default=1, ge=1, description="Retry-After a refused (overloaded) request is given."

@@ -1,4 +1,4 @@
-"""How our servers run: uvicorn (``serve``) or gunicorn's worker (:class:`Worker`), both guarded.
+"""How our servers run: uvicorn (``serve``) or gunicorn's worker (:class:`Worker`), guarded, drained.
 
 uvicorn closes a keep-alive connection that stays idle, but it waits forever for a request head
 that never completes: a client that connects and sends nothing, or sends its headers a byte at a
@@ -9,23 +9,48 @@ closes the connection. Connections beyond ``max_connections`` get 503 from uvico
 Requests are parsed by httptools (llhttp, in C) rather than h11 (pure Python): measured as a pair
 on the A2A path, both servers on it cost 0.2 to 0.6 ms less CPU per query at 16 in flight, in
 every one of four rounds (docs/performance.md).
+
+On SIGTERM a server first drains (:class:`DrainingServer`, also under gunicorn): ``/readyz``
+answers 503 so a load balancer stops sending new requests, while requests in flight and those
+already on their way are still served, each answer saying ``Connection: close``
+(:class:`CloseWhileDraining`); then the server stops. Whether the process drains is set once
+(:func:`begin_drain`) and read by readiness and by every response (:func:`draining`).
+
+Why the close: a Service moves new connections away from a terminating pod, but a client's
+pooled keep-alive connections stay with it. When the server stops it closes the idle ones, and a
+request the client sends on one at that moment is lost ("Server disconnected without sending a
+response"; ``make chart-run`` met it in a rolling restart). Closing each connection after its
+next answer moves the busy clients to other pods during the drain; the connections still open
+when it ends have been idle for the whole drain, longer than clients keep an idle connection
+(httpx: 5 s), so none is reused as it closes.
+
+The app is built in the process that serves it, after what can be shared was loaded before the
+fork: gunicorn's ``preload_app`` imports the ASGI module once, in the master, and forks the
+workers from it, so whatever the module loaded by then (imported packages, a model's weights) is
+shared copy-on-write by every worker instead of loaded again by each. Some parts must not cross a
+fork (an embedded Qdrant shard's file locks and threads, event-loop objects), so the module
+exports a :class:`BuiltInWorker`, which builds the real app at its first ASGI event: the lifespan
+start-up in the worker. Without gunicorn (uvicorn, tests) the same object simply builds on
+start-up.
 """
 
 from __future__ import annotations
 
 import asyncio
+import gc
 import signal
 import sys
 import threading
+from collections.abc import Callable
 from types import FrameType
 from typing import Any, ClassVar
 
 import uvicorn
 from gunicorn.arbiter import Arbiter
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 from uvicorn_worker import UvicornWorker
 
-from services.common import lifecycle
 from services.common.limits import ServerLimits
 
 
@@ -102,8 +127,43 @@ def uvicorn_options(limits: ServerLimits) -> dict[str, Any]:
     }
 
 
+_draining = threading.Event()
+
+
+def begin_drain() -> None:
+    """Mark the process as shutting down (readiness fails from now on)."""
+    _draining.set()
+
+
+def draining() -> bool:
+    """Whether the process is shutting down."""
+    return _draining.is_set()
+
+
+class CloseWhileDraining:
+    """ASGI middleware: while the process drains, every response closes its connection."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        """Wrap ``app``."""
+        self._app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Pass the request on; mark its response ``Connection: close`` if draining."""
+        if scope["type"] != "http":
+            await self._app(scope, receive, send)
+            return
+
+        async def send_closing(message: Message) -> None:
+            if message["type"] == "http.response.start" and _draining.is_set():
+                kept = [(k, v) for k, v in message.get("headers", []) if k.lower() != b"connection"]
+                message = {**message, "headers": [*kept, (b"connection", b"close")]}
+            await send(message)
+
+        await self._app(scope, receive, send_closing)
+
+
 class DrainingServer(uvicorn.Server):
-    """uvicorn's server with a drain on the first SIGTERM (see :mod:`services.common.lifecycle`).
+    """uvicorn's server with a drain on the first SIGTERM (see the module docstring).
 
     For ``drain_s`` the server keeps serving while ``/readyz`` fails, then it stops as uvicorn
     does: no new connections, requests in flight finished. A second SIGTERM, or Ctrl-C, stops
@@ -117,8 +177,8 @@ class DrainingServer(uvicorn.Server):
 
     def handle_exit(self, sig: int, frame: FrameType | None) -> None:
         """Drain on the first SIGTERM; anything else as uvicorn does."""
-        if sig == signal.SIGTERM and self._drain_s > 0 and not lifecycle.draining():
-            lifecycle.begin_drain()
+        if sig == signal.SIGTERM and self._drain_s > 0 and not draining():
+            begin_drain()
             self._captured_signals.append(sig)  # re-raised after shutdown, as uvicorn does
             timer = threading.Timer(self._drain_s, self._stop)  # uvicorn polls should_exit
             timer.daemon = True
@@ -159,3 +219,39 @@ class Worker(UvicornWorker):  # type: ignore[misc]  # untyped base
         await server.serve(sockets=self.sockets)
         if not server.started:
             sys.exit(Arbiter.WORKER_BOOT_ERROR)
+
+
+class BuiltInWorker:
+    """An ASGI app that calls ``build`` on its first event and then hands every event to it."""
+
+    def __init__(self, build: Callable[[], ASGIApp]) -> None:
+        """Remember how to build the app; nothing is built here (this may be the master)."""
+        self._build = build
+        self._app: ASGIApp | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def built(self) -> bool:
+        """Whether this process has built its app."""
+        return self._app is not None
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        """Serve one ASGI event, building the app first if this process has none yet."""
+        if self._app is None:
+            with self._lock:  # one build, even if two events raced to start it
+                if self._app is None:
+                    self._app = self._build()
+                    freeze_shared_objects()  # the app's tables live as long as the process
+        await self._app(scope, receive, send)
+
+
+def freeze_shared_objects() -> None:
+    """Keep the objects loaded so far out of the garbage collector's passes.
+
+    A collection writes to every object it visits, which would copy each preloaded page into
+    every worker that runs one: frozen, they stay shared. And a full collection over a million
+    start-up objects (packages, model, index tables) stalls every request in flight for tens of
+    milliseconds; frozen, they are never scanned again.
+    """
+    gc.collect()
+    gc.freeze()

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from services.common.preload import freeze_shared_objects
-from services.common.server import serve
+from services.common.server import freeze_shared_objects, serve
 from services.mcp_server.app import create_app
 from services.mcp_server.settings import McpServerSettings
 from services.telemetry.logging import setup_logging

@@ -93,7 +93,7 @@ def create_app(
     async def lifespan(_: Starlette) -> AsyncIterator[None]:
         # A mounted app's own lifespan does not run: the session manager is started here.
         async with mcp.session_manager.run():
-            # The app is built and its start-up garbage collected (services.common.preload):
+            # The app is built and its start-up garbage collected (services.common.server):
             # hand back the C heap's pages that building it freed.
             release_free_heap()
             yield

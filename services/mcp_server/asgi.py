@@ -6,11 +6,11 @@ Settings come from the environment. With the embedded store and several workers,
 With gunicorn's ``preload_app`` (the image's configuration) this module runs once, in the master:
 the packages and the encoder (its weights are most of a worker's memory) are loaded here and
 shared by every worker; each worker opens the store and builds its app after the fork
-(:mod:`services.common.preload`). An encoder with an intra-op thread pool is not preloaded:
+(:mod:`services.common.server`). An encoder with an intra-op thread pool is not preloaded:
 threads do not survive a fork.
 """
 
-from services.common.preload import BuiltInWorker, freeze_shared_objects
+from services.common.server import BuiltInWorker, freeze_shared_objects
 from services.mcp_server.app import create_app
 from services.mcp_server.settings import McpServerSettings
 from services.retrieval.encoders.dense import OnnxMiniLM

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from prometheus_client import Counter, Gauge, Histogram
 
-from services.telemetry.buckets import LATENCY_BUCKETS
+from services.telemetry.metrics import LATENCY_BUCKETS
 
 ENCODE_SECONDS = Histogram(
     "mcp_encode_duration_seconds",

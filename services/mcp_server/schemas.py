@@ -8,8 +8,8 @@ import pydantic_core
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from typing_extensions import TypedDict
 
-from services.common.jsonrpc import field_path
 from services.common.limits import MAX_QUERY_CHARS, MAX_TOP_K
+from services.common.validation import problems
 
 QueryText = Annotated[
     str,
@@ -68,10 +68,7 @@ def validate_search(payload: object) -> SearchRequest:
         return SearchRequest.model_validate(payload)
     except ValidationError as e:
         raise InvalidSearch(
-            [
-                {"field": field_path(err["loc"]), "message": err["msg"]}
-                for err in e.errors(include_url=False)
-            ]
+            [{"field": p.field, "message": p.message} for p in problems(e)]
         ) from None
 
 

@@ -12,7 +12,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.shared.exceptions import MCPError
 from pydantic import ValidationError
 
-from services.common.jsonrpc import describe
+from services.common.validation import describe
 from services.mcp_server.schemas import (
     IncludeText,
     InvalidSearch,

@@ -7,10 +7,11 @@ gunicorn instead.
 from __future__ import annotations
 
 import argparse
+from typing import get_args
 
-from services.common.preload import freeze_shared_objects
-from services.common.server import serve
+from services.common.server import freeze_shared_objects, serve
 from services.purple_agent.app import create_app
+from services.purple_agent.search import SearchProtocol
 from services.purple_agent.settings import PurpleSettings
 from services.telemetry.logging import setup_logging
 
@@ -27,7 +28,7 @@ def main(argv: list[str] | None = None) -> None:
     )
     parser.add_argument(
         "--search-protocol",
-        choices=["auto", "mcp", "rest"],
+        choices=get_args(SearchProtocol),
         help="how to call it: auto (ask the server), mcp or rest (PURPLE_SEARCH_PROTOCOL)",
     )
     args = parser.parse_args(argv)

@@ -1,100 +1,18 @@
-"""The purple agent's logic: parse and validate the request, call the MCP tool, rank.
+"""The purple agent's logic: a query and a top_k answered from the MCP tool, ranked, in time.
 
-The contract: the request is ``{"query": str, "top_k": int = 5}`` (as message text, or as a data
-part), or a plain-text question (asked with ``top_k`` 5, the seed's default); the answer is at most ``top_k`` unique valid corpus ids, best first, within one deadline.
-Every failure is an :class:`AgentFailure` whose message says what went wrong.
+The answer is at most ``top_k`` unique valid corpus ids, best first, within one deadline; every
+failure is an :class:`AgentFailure` whose message says what went wrong. Reading the request from
+an A2A message and writing the answer back is the A2A adapter's (:mod:`services.purple_agent.a2a`).
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
-import logging
 import time
-from collections.abc import Mapping
-from typing import Any, Protocol
+from typing import Protocol
 
-from a2a.helpers import get_data_parts, get_text_parts
-from a2a.types import Message
-from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
-from pydantic_core import PydanticCustomError
-
-from services.common.json_text import LONE_SURROGATE, has_lone_surrogate
-from services.common.limits import MAX_QUERY_CHARS, MAX_TOP_K
-from services.purple_agent.metrics import FAILURES, IN_FLIGHT, REQUEST_SECONDS
 from services.purple_agent.ranking_policy import Candidate, RankingPolicy
 from services.purple_agent.search import McpCallError
-from services.telemetry import exemplars
-from services.telemetry.http import annotate, query_prefix
-
-log = logging.getLogger(__name__)
-
-EXPECTED = '{"query": "<text>", "top_k": <1..100, default 5>} or a plain-text question'
-
-
-def _kind(value: object) -> str:
-    """How a wrong value is named in a failure message."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int | float):
-        return repr(value)
-    if isinstance(value, str):
-        shown = value if len(value) <= 20 else value[:20] + "..."
-        return f"the string {json.dumps(shown)}"
-    if isinstance(value, list):
-        return "a list"
-    return "an object" if isinstance(value, dict) else type(value).__name__
-
-
-class RetrievalRequest(BaseModel):
-    """A validated request. Unknown fields are ignored."""
-
-    model_config = ConfigDict(extra="ignore", frozen=True)
-
-    query: str
-    top_k: int = 5
-
-    @field_validator("query", mode="before")
-    @classmethod
-    def _check_query(cls, value: object) -> str:
-        if not isinstance(value, str):
-            raise PydanticCustomError(
-                "query_type", "must be a string, got {kind}", {"kind": _kind(value)}
-            )
-        if not value.strip():
-            raise PydanticCustomError("query_empty", "must not be empty")
-        if has_lone_surrogate(value):  # JSON text may escape one; the MCP call could not send it
-            raise PydanticCustomError("query_text", LONE_SURROGATE)
-        if len(value) > MAX_QUERY_CHARS:
-            raise PydanticCustomError(
-                "query_length",
-                "must be at most {limit} characters, got {length}",
-                {"limit": MAX_QUERY_CHARS, "length": len(value)},
-            )
-        return value
-
-    @field_validator("top_k", mode="before")
-    @classmethod
-    def _check_top_k(cls, value: object) -> int:
-        # Data parts carry every number as a float: 5.0 is 5, but 5.5, "5" or true are not.
-        if (
-            isinstance(value, bool)
-            or not isinstance(value, int | float)
-            or (isinstance(value, float) and not value.is_integer())
-        ):
-            raise PydanticCustomError(
-                "top_k_type", "must be an integer, got {kind}", {"kind": _kind(value)}
-            )
-        top_k = int(value)
-        if not 1 <= top_k <= MAX_TOP_K:
-            raise PydanticCustomError(
-                "top_k_range",
-                "must be between 1 and {limit}, got {value}",
-                {"limit": MAX_TOP_K, "value": top_k},
-            )
-        return top_k
 
 
 class AgentFailure(Exception):
@@ -103,56 +21,6 @@ class AgentFailure(Exception):
     def __init__(self, reason: str, message: str) -> None:
         super().__init__(message)
         self.reason = reason
-
-
-def _invalid(detail: str) -> AgentFailure:
-    return AgentFailure("invalid_request", f"invalid request: {detail}; expected {EXPECTED}")
-
-
-def validate_payload(payload: object) -> RetrievalRequest:
-    """Validate a decoded payload, naming every problem in the failure message."""
-    if not isinstance(payload, Mapping):
-        raise _invalid(f"the payload must be a JSON object, got {_kind(payload)}")
-    try:
-        return RetrievalRequest.model_validate(dict(payload))
-    except ValidationError as e:
-        problems = []
-        for error in e.errors(include_url=False):
-            field = ".".join(str(p) for p in error["loc"]) or "payload"
-            text = "is required" if error["type"] == "missing" else error["msg"]
-            problems.append(f"{field} {text}")
-        raise _invalid("; ".join(problems)) from None
-
-
-def parse_message(message: Message | None) -> RetrievalRequest:
-    """Return the request an A2A message carries.
-
-    Its first data part; else its text: a JSON object is the request, any other text is a
-    question a person typed, asked with the default ``top_k`` (text that starts like a JSON
-    object but is not one is a mistake, and fails with what is wrong).
-    """
-    if message is None:
-        raise _invalid("no message")
-    data: list[Any] = get_data_parts(message.parts)
-    if data:
-        return validate_payload(data[0])
-    texts = get_text_parts(message.parts)
-    if not texts:
-        raise _invalid("the message has no text or data part")
-    text = "".join(texts)
-    if not text.strip():
-        raise _invalid("the message text is empty")
-    try:
-        payload = json.loads(text)
-    except json.JSONDecodeError as e:
-        if text.lstrip().startswith("{"):
-            raise _invalid(f"the message text is not JSON ({e.msg} at position {e.pos})") from None
-        payload = None
-    if isinstance(payload, dict):
-        return validate_payload(payload)
-    # Plain text (or a bare JSON string, number...): the question itself.
-    question = payload if isinstance(payload, str) else text
-    return validate_payload({"query": question.strip()})
 
 
 class Searcher(Protocol):
@@ -176,13 +44,19 @@ class RetrievalAgent:
         self._policy = policy
         self._deadline_s = deadline_s
 
-    async def _retrieve(self, request: RetrievalRequest) -> list[str]:
+    async def answer(self, query: str, top_k: int) -> list[str]:
+        """The ranked document ids answering ``query``: at most ``top_k``, best first.
+
+        Raises:
+            AgentFailure: Retrieval failed or ran out of time.
+
+        """
         deadline = time.monotonic() + self._deadline_s
         try:
             async with asyncio.timeout(self._deadline_s):
-                wanted = self._policy.candidates(request.top_k)
-                candidates = await self._searcher.search(request.query, wanted, deadline)
-                return self._policy.rank(request.query, candidates, request.top_k)
+                wanted = self._policy.candidates(top_k)
+                candidates = await self._searcher.search(query, wanted, deadline)
+                return self._policy.rank(query, candidates, top_k)
         except TimeoutError:
             failure = McpCallError(
                 "deadline",
@@ -198,35 +72,3 @@ class RetrievalAgent:
                 "deadline", f"deadline of {self._deadline_s:g} s exceeded: {failure}"
             )
         raise AgentFailure(failure.reason, f"retrieval failed: {failure}")
-
-    async def answer(self, message: Message | None) -> list[str]:
-        """Return the ranked document ids answering ``message``.
-
-        Raises:
-            AgentFailure: The request is invalid, or retrieval failed or ran out of time.
-
-        """
-        started = time.perf_counter()
-        IN_FLIGHT.inc()
-        try:
-            request = parse_message(message)
-            annotate(top_k=request.top_k, query=query_prefix(request.query))
-            doc_ids = await self._retrieve(request)
-        except Exception as e:
-            failure = (
-                e
-                if isinstance(e, AgentFailure)
-                else AgentFailure("internal", f"internal error: {e!r}")
-            )
-            FAILURES.labels(failure.reason).inc()
-            exemplars.observe(REQUEST_SECONDS, time.perf_counter() - started, outcome="failed")
-            annotate(reason=failure.reason)
-            if failure is not e:
-                log.exception("unexpected error while answering")
-            elif failure.reason != "invalid_request":  # the caller's mistake is not an incident
-                log.warning("request failed (%s): %s", failure.reason, failure)
-            raise failure from None
-        finally:
-            IN_FLIGHT.dec()
-        exemplars.observe(REQUEST_SECONDS, time.perf_counter() - started, outcome="completed")
-        return doc_ids

@@ -4,12 +4,12 @@
 
 Settings come from the environment only (``PURPLE_*``). Under gunicorn's ``preload_app`` the
 packages are imported once in the master and shared; each worker builds its own app (clients,
-task store) after the fork (:mod:`services.common.preload`).
+task store) after the fork (:mod:`services.common.server`).
 """
 
 from __future__ import annotations
 
-from services.common.preload import BuiltInWorker, freeze_shared_objects
+from services.common.server import BuiltInWorker, freeze_shared_objects
 from services.purple_agent.app import create_app
 from services.purple_agent.settings import PurpleSettings
 from services.telemetry.logging import setup_logging

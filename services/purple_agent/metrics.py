@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from prometheus_client import Counter, Gauge, Histogram
 
-from services.telemetry.buckets import LATENCY_BUCKETS
+from services.telemetry.metrics import LATENCY_BUCKETS
 
 REQUEST_SECONDS = Histogram(
     "purple_request_duration_seconds",

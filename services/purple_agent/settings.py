@@ -8,13 +8,13 @@ command line and passes the one instance down.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
 
 from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from services.common.auth import AuthFields, authorization
 from services.common.limits import HARD_DEADLINE_S, MAX_TOP_K
+from services.purple_agent.search import SearchProtocol
 
 
 class PurpleSettings(BaseSettings, AuthFields):
@@ -32,7 +32,7 @@ class PurpleSettings(BaseSettings, AuthFields):
         default="http://127.0.0.1:8000/mcp",
         description="The search server: its MCP endpoint, its base URL or its REST endpoint.",
     )
-    search_protocol: Literal["auto", "mcp", "rest"] = Field(
+    search_protocol: SearchProtocol = Field(
         default="auto",
         description="How to call it: found out by asking the server (auto), or MCP / REST only.",
     )

@@ -1,4 +1,4 @@
-"""Exemplars: the trace id of a request on the latency sample it produced.
+"""The latency histograms' bucket layout, and exemplars: a request's trace id on its sample.
 
 A dashboard's latency panel then links a slow bucket to one request's trace (Grafana shows
 exemplars as dots; Prometheus keeps them with ``--enable-feature=exemplar-storage`` and scrapes
@@ -8,6 +8,10 @@ prometheus_client drops exemplars in multi-process mode (gunicorn), so :func:`ob
 the latest exemplar of every bucket in this process; the scrape merges them into the summed
 histograms (``services.telemetry.multiprocess``). With several workers, the exemplars are the
 answering worker's: a sample of the traces, which is all exemplars ever are.
+
+The bucket layout lives here, under the exemplars kept per bucket, rather than in
+``services.telemetry.metrics``, which re-exports it: that module imports this one (through the
+multi-process merge), so defining it there would make an import cycle.
 """
 
 from __future__ import annotations
@@ -20,8 +24,16 @@ from prometheus_client import Histogram
 from prometheus_client.samples import Exemplar
 from prometheus_client.utils import floatToGoString
 
-from services.telemetry.buckets import LATENCY_BUCKETS
 from services.telemetry.tracing import current_trace_id
+
+# Latency buckets in seconds, of every latency histogram of the services: dense where searches
+# and answers fall (5-500 ms), with an edge at every threshold an SLO or alert uses (25, 50,
+# 100, 250, 500 ms, 1, 2.5, 5, 10, 30, 60 s), so "the share of requests under X" is exact rather
+# than interpolated inside a doubling bucket.
+LATENCY_BUCKETS = (
+    0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.25, 0.35, 0.5, 0.75, 1.0, 2.5,
+    5.0, 10.0, 30.0, 60.0,
+)  # fmt: skip
 
 #: (histogram name, sorted label pairs without ``le``, ``le``) -> the latest exemplar there.
 _latest: dict[tuple[str, tuple[tuple[str, str], ...], str], Exemplar] = {}

@@ -1,10 +1,12 @@
 """Prometheus helpers shared by the services.
 
-Each service declares its own metrics next to the code they measure; this module holds the HTTP
-histogram every service shares and the ``/metrics`` endpoint, which also works under gunicorn:
-when ``PROMETHEUS_MULTIPROC_DIR`` is set every worker writes its samples there and the endpoint
-merges them (with the pod's process metrics, ``services.telemetry.multiprocess``), so a scrape
-sees the whole pod rather than whichever worker answered.
+Each service declares its own metrics next to the code they measure, with the latency buckets
+every histogram shares (:data:`LATENCY_BUCKETS`, defined beside the exemplars kept per bucket in
+``services.telemetry.exemplars``); this module holds the HTTP histogram every service shares and
+the ``/metrics`` endpoint, which also works under gunicorn: when ``PROMETHEUS_MULTIPROC_DIR`` is
+set every worker writes its samples there and the endpoint merges them (with the pod's process
+metrics, ``services.telemetry.multiprocess``), so a scrape sees the whole pod rather than
+whichever worker answered.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from prometheus_client.openmetrics import exposition as openmetrics
 from starlette.requests import Request
 from starlette.responses import Response
 
-from services.telemetry.buckets import LATENCY_BUCKETS
+from services.telemetry.exemplars import LATENCY_BUCKETS
 from services.telemetry.multiprocess import pod_registry
 
 __all__ = ["LATENCY_BUCKETS", "http_request_histogram", "metrics_endpoint"]

@@ -8,7 +8,7 @@ from prometheus_client import CollectorRegistry, Histogram
 from prometheus_client.openmetrics.exposition import generate_latest
 
 from services.telemetry import exemplars
-from services.telemetry.buckets import LATENCY_BUCKETS
+from services.telemetry.metrics import LATENCY_BUCKETS
 from services.telemetry.tracing import export_spans, setup_tracing, tracer
 
 setup_tracing("tests")

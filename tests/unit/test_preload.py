@@ -6,7 +6,7 @@ import asyncio
 import gc
 from typing import Any
 
-from services.common.preload import BuiltInWorker
+from services.common.server import BuiltInWorker
 
 
 def test_the_app_is_built_on_the_first_event_only_and_then_frozen() -> None:

@@ -17,7 +17,8 @@ from a2a.helpers import new_data_part, new_text_part
 from a2a.types import Message, Part, Role
 
 from services.common.limits import MAX_QUERY_CHARS
-from services.purple_agent.agent import EXPECTED, AgentFailure, parse_message
+from services.purple_agent.a2a.messages import EXPECTED, parse_message
+from services.purple_agent.agent import AgentFailure
 from services.purple_agent.app import create_app
 from services.purple_agent.settings import PurpleSettings
 from tests.support.ports import closed_url

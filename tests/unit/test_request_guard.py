@@ -15,8 +15,7 @@ from starlette.types import Message
 
 from services.common.a2a_input import message_problem
 from services.common.frame import ServiceId, service_app
-from services.common.guard import Refusal, check_json_body
-from services.common.json_text import plainly_acceptable
+from services.common.guard import Refusal, check_json_body, plainly_acceptable
 from services.common.limits import ServerLimits
 
 SERVICE = ServiceId(metric_prefix="guardtest", trace_name="guard-test")

@@ -10,6 +10,6 @@ read the same way and every failure is an :class:`McpCallError` with a reason la
 """
 
 from services.purple_agent.search.backend import McpCallError
-from services.purple_agent.search.client import Protocol, SearchClient, probes
+from services.purple_agent.search.client import SearchClient, SearchProtocol, probes
 
-__all__ = ["McpCallError", "Protocol", "SearchClient", "probes"]
+__all__ = ["McpCallError", "SearchClient", "SearchProtocol", "probes"]

@@ -56,7 +56,8 @@ MAX_BACKOFF_S = 1.0
 #: What a server answers a call to an endpoint it does not have: no such path, or method.
 GONE = (404, 405)
 
-Protocol = Literal["auto", "mcp", "rest"]
+#: How the client calls the search server: found out by asking it (auto), or MCP / REST only.
+SearchProtocol = Literal["auto", "mcp", "rest"]
 MCP_PATH = "/mcp"
 
 
@@ -65,7 +66,7 @@ def _with_path(url: str, path: str) -> str:
     return urlunsplit((parts.scheme, parts.netloc, path, "", ""))
 
 
-def probes(url: str, protocol: Protocol = "auto") -> list[tuple[str, str]]:
+def probes(url: str, protocol: SearchProtocol = "auto") -> list[tuple[str, str]]:
     """``(protocol, endpoint)`` in the order they are tried."""
     path = urlsplit(url).path.rstrip("/")
     base = path.removesuffix(PATH) if path.endswith(PATH) else path.removesuffix(MCP_PATH)
@@ -79,7 +80,7 @@ def probes(url: str, protocol: Protocol = "auto") -> list[tuple[str, str]]:
 
 async def discover(
     url: str,
-    protocol: Protocol,
+    protocol: SearchProtocol,
     pool: OriginPool,
     headers: Mapping[str, str],
     fallback: FallbackFactory,
@@ -112,7 +113,7 @@ class SearchClient:
         self,
         url: str,
         *,
-        protocol: Protocol = "auto",
+        protocol: SearchProtocol = "auto",
         timeout_s: float,
         retries: int,
         backoff_s: float,
