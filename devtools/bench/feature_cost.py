@@ -47,7 +47,7 @@ def main() -> None:
     store = open_store(settings.store.model_copy(update={"edge_private_copy": True}))
     try:
         pipeline = RankingPipeline(store, OnnxMiniLM(threads=1), settings)
-        sup = pipeline.supervised_tables
+        sup = pipeline.tables
         if sup is None or sup.ranker is None:
             raise SystemExit("the served index has no supervised side: run make index")
         queries = load_queries(settings.data_dir)
@@ -57,7 +57,7 @@ def main() -> None:
             cs = pipeline.candidate_set(encoded)
             terms, at = encoded.terms, cs.candidates.located
             lexical.append(_timed(sup.lexical.columns, terms, at))
-            docs.append(_timed(sup.docs.columns, cs.candidates, terms))
+            docs.append(_timed(sup.doc_table.columns, cs.candidates, terms))
             judged.append(_timed(sup.judged_by.scores, terms, at))
             nudged.append(_timed(sup.nudged.cosines, encoded.dense, at))
             model.append(_timed(sup.ranker.score, cs.features))

@@ -47,6 +47,7 @@ from starlette.routing import Route
 from harness.processes import BASE_ENV, REPO
 from services.common.frame import ServiceId, service_app
 from services.mcp_server.metrics import observe_store_call
+from services.mcp_server.schemas import SearchRequest
 from services.mcp_server.service import SearchService
 from services.nfcorpus.dataset import load_qrels, load_queries
 from services.retrieval.encoders.dense import OnnxMiniLM
@@ -153,13 +154,14 @@ async def _measure(rounds: int, queries: int) -> dict[str, list[float]]:
             started = time.process_time()  # every thread: the service's searches run in another
             for text in texts:
                 (encoded,) = pipeline.encode_many([text])
-                pipeline.rank_many([RankAsk(encoded, TOP_K, False)])
+                pipeline.rank_many([RankAsk(encoded, TOP_K, include_text=False)])
             return (time.process_time() - started) / len(texts) * 1000
 
         async def service_ms() -> float:
             started = time.process_time()
             for text in texts:
-                await service.search(text, TOP_K, via="rest", include_text=False)
+                request = SearchRequest(query=text, top_k=TOP_K, include_text=False)
+                await service.search(request, via="rest")
             return (time.process_time() - started) / len(texts) * 1000
 
         out: dict[str, list[float]] = {k: [] for k in ("bare", "framed", "pipeline", "service")}

@@ -32,7 +32,7 @@ def test_rankings(settings: RetrievalSettings, depth: int = DEPTH) -> dict[str, 
     try:
         pipeline = RankingPipeline(store, OnnxMiniLM(threads=1), settings)
         return {
-            q: [r.doc_id for r in pipeline.search(queries[q], depth)]
+            q: [r["doc_id"] for r in pipeline.search(queries[q], depth)]
             for q in sorted(load_qrels(settings.data_dir, "test"))
         }
     finally:

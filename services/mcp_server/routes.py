@@ -85,9 +85,7 @@ def rest_routes(service: SearchService, security: TransportSecuritySettings) -> 
         except InvalidSearch as e:
             return _invalid(e.detail)
         try:
-            hits = await service.search(
-                parsed.query, parsed.top_k, via="rest", include_text=parsed.include_text
-            )
+            hits = await service.search(parsed, via="rest")
         except SearchUnavailableError as e:
             return JSONResponse({"error": str(e)}, status_code=503)
         return Response(response_json(hits), media_type="application/json")

@@ -72,10 +72,12 @@ def validate_search(payload: object) -> SearchRequest:
         ) from None
 
 
-# One hit on the wire, one type: the tool's output schema is generated from it, and answers are
-# built as these plain dicts, once per search and never changed, then rendered straight to JSON
-# (``pydantic_core`` writes dicts in Rust). Building, validating and dumping a model per hit
-# would buy nothing, since every field comes from our own index.
+# One hit on the wire, one shape: the retrieval core answers each document as a plain dict of
+# these keys (``services.retrieval.types.RankedDocument``), built once per search and never
+# changed, then rendered straight to JSON (``pydantic_core`` writes dicts in Rust). This type
+# publishes it: the tool's output schema is generated from it, with the fields' descriptions.
+# Building, validating and dumping a model per hit would buy nothing, since every field comes
+# from our own index.
 class SearchHit(TypedDict):
     """One retrieved NFCorpus document."""
 

@@ -38,11 +38,10 @@ from services.mcp_server.metrics import (
     SEARCHES,
     STORE_SECONDS,
 )
-from services.mcp_server.schemas import SearchHit, SearchHits
+from services.mcp_server.schemas import SearchHits, SearchRequest
 from services.retrieval.query.pipeline import RankAsk, RankingPipeline
 from services.retrieval.store.base import StoreError
 from services.retrieval.store.counting import CountingStore
-from services.retrieval.types import EncodedQuery
 from services.telemetry import exemplars
 from services.telemetry.http import annotate, query_prefix
 from services.telemetry.tracing import stage, tracer
@@ -63,9 +62,7 @@ def _encoding() -> Iterator[None]:
 class _ToRank:
     """One encoded search waiting for a ranking pass; ``started`` is set once one takes it."""
 
-    query: EncodedQuery
-    top_k: int
-    include_text: bool
+    ask: RankAsk
     key: Key
     started: threading.Event
     # The caller's span: a pass that ranks it with others links to it from the pass's trace.
@@ -134,8 +131,7 @@ class SearchService:
         # A pass runs in its first caller's trace and links the others' searches to it.
         links = [trace.Link(s.caller) for s in searches[1:] if s.caller.is_valid]
         with stage(_tracer, "retrieve", links=links) as span:  # store calls inside
-            asks = [RankAsk(s.query, s.top_k, s.include_text) for s in searches]
-            results = self._searcher.rank_many(asks)
+            results = self._searcher.rank_many([s.ask for s in searches])
             span.set_attribute("search.results", sum(len(r) for r in results))
             if len(searches) > 1:
                 span.set_attribute("search.batch", len(searches))
@@ -146,23 +142,20 @@ class SearchService:
         for s, ranked in zip(searches, results, strict=True):
             exemplars.observe(STORE_SECONDS, store_s / n)
             exemplars.observe(RANKING_SECONDS, ranking_s / n)
-            hits = tuple(
-                SearchHit(doc_id=r.doc_id, score=r.score, title=r.title, text=r.text)
-                for r in ranked
-            )
+            hits: SearchHits = tuple(ranked)  # the core's documents are the wire's hits
             self._keep(s.key, hits)
             answers.append(hits)
         return answers
 
-    async def search(
-        self, query: str, top_k: int, via: Literal["tool", "rest"], include_text: bool = True
-    ) -> SearchHits:
+    async def search(self, request: SearchRequest, via: Literal["tool", "rest"]) -> SearchHits:
         """Search, counting the call; raises :class:`SearchUnavailableError` on store failure.
 
-        Without ``include_text`` every hit's ``text`` is empty: the caller needs no abstract.
+        Without ``request.include_text`` every hit's ``text`` is empty: the caller needs no
+        abstract.
         """
         with self._lock:
             self.search_calls += 1
+        query, top_k, include_text = request.query, request.top_k, request.include_text
         annotate(via=via, top_k=top_k, query=query_prefix(query), include_text=include_text)
         key: Key = (self._searcher.collection, query, top_k, include_text)
         if self._cache.enabled:
@@ -178,7 +171,8 @@ class SearchService:
             started.set()
             with _encoding():
                 encoded = self.encoder.encode_here(query)
-            (hits,) = self._rank_sync([_ToRank(encoded, top_k, include_text, key, started)])
+            ask = RankAsk(encoded, top_k, include_text)
+            (hits,) = self._rank_sync([_ToRank(ask, key, started)])
             self.ranks.counted(1)  # a ranking pass of one
             return hits
 
@@ -196,8 +190,8 @@ class SearchService:
                 else:
                     with _encoding():
                         encoded = await self.encoder.encode(query)
-                    search = _ToRank(encoded, top_k, include_text, key, started)
-                    hits = await self.ranks.submit(search)
+                    ask = RankAsk(encoded, top_k, include_text)
+                    hits = await self.ranks.submit(_ToRank(ask, key, started))
         except anyio.get_cancelled_exc_class():
             # The caller went away (see services.common.disconnect): a search still waiting for
             # a thread is dropped; one that ran is counted as done, its answer unsent.

@@ -82,9 +82,7 @@ class SearchServer(MCPServer):
 
     async def _search(self, request: SearchRequest) -> SearchHits:
         try:
-            return await self._service.search(
-                request.query, request.top_k, via="tool", include_text=request.include_text
-            )
+            return await self._service.search(request, via="tool")
         except SearchUnavailableError as e:
             # The SDK's own wording for a tool that raised ToolError: a client that reads it sees
             # the same message whichever path answered.

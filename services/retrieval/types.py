@@ -3,11 +3,10 @@
 Points, hits and sparse vectors as the store takes and gives them, a query as both retrievers
 see it, a ranked document, and the static facts the ranker reads about a document. A result
 takes one shape per hop: a search of the store answers :class:`Scored` (a ranked list's ids and
-scores), a read answers :class:`Hit` (a point with its payload), the ranking answers
-:class:`RankedDocument` (a document), and the MCP server puts each on the wire as its one
-schema, ``SearchHit``. Nothing here
-imports any other retrieval module: the store, the encoders, query-time ranking and index-time
-building all stand on it.
+scores), a read answers :class:`Hit` (a point with its payload), and the ranking answers
+:class:`RankedDocument` (a document), which the MCP server puts on the wire as it is. Nothing
+here imports any other retrieval module: the store, the encoders, query-time ranking and
+index-time building all stand on it.
 """
 
 from __future__ import annotations
@@ -17,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from types import MappingProxyType
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypedDict
 
 import numpy as np
 import numpy.typing as npt
@@ -115,9 +114,12 @@ class Scored(NamedTuple):
     sparse: list[SparseVector | None] | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class RankedDocument:
-    """One document of a ranking, best first: what the retrieval core answers a search with."""
+class RankedDocument(TypedDict):
+    """One document of a ranking, best first: what the retrieval core answers a search with.
+
+    A plain dict of the wire's fields, built once per answer: the MCP server sends it as it is
+    (``services.mcp_server.schemas.SearchHit`` is its published schema, with the same keys).
+    """
 
     doc_id: str
     score: float

@@ -147,9 +147,9 @@ def test_supervised_build_adds_knn_and_ranker_and_rotates_them(
         assert not build_index(settings, store, encoder).built  # idempotent, model included
 
         pipeline = RankingPipeline(store, encoder, settings)
-        assert pipeline.supervised and pipeline.ranker is not None
+        assert pipeline.tables is not None and pipeline.ranker is not None
         results = pipeline.search("vitamin D and cancer", 7)
-        assert len(results) == 7 and len({r.doc_id for r in results}) == 7
+        assert len(results) == 7 and len({r["doc_id"] for r in results}) == 7
 
         # Two newer versions later, the first version's three collections are all gone.
         for n in (61, 62):

@@ -191,10 +191,10 @@ def test_rest_results_equal_the_in_process_searcher(
     store = open_store(settings.store)
     try:
         searcher = RankingPipeline(store, encoder, settings)
-        assert searcher.supervised and searcher.ranker is not None
+        assert searcher.tables is not None and searcher.ranker is not None
         queries = load_queries(settings.data_dir)
         for query_id in small_index.query_ids[:5]:
-            direct = [r.doc_id for r in searcher.search(queries[query_id], 10)]
+            direct = [r["doc_id"] for r in searcher.search(queries[query_id], 10)]
             served = httpx.post(
                 f"{mcp_server.base_url}/search_nfcorpus",
                 json={"query": queries[query_id], "top_k": 10},

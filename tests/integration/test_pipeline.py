@@ -27,7 +27,7 @@ def test_zero_shot_mode_is_the_plain_hybrid_search(
     store = open_store(settings.store)
     try:
         pipeline = RankingPipeline(store, encoder, settings)
-        assert not pipeline.supervised and pipeline.ranker is None
+        assert pipeline.tables is None and pipeline.ranker is None
         s = settings
         hybrid = HybridSearcher(store, encoder, s.store.collection, s.hybrid, s.feedback)
         assert pipeline.search(QUERY, 10) == hybrid.search(QUERY, 10)
@@ -64,20 +64,18 @@ def test_every_stage_answers_top_k_unique_documents(
         asked = _recorded(store, "retrieve", _payload)
         try:
             pipeline = RankingPipeline(store, encoder, settings)
-            assert pipeline.supervised and (pipeline.ranker is not None) == use_ranker
+            assert pipeline.tables is not None and (pipeline.ranker is not None) == use_ranker
             for top_k in (1, 10, 100):
                 results = pipeline.search(QUERY, top_k)
-                assert len(results) == top_k and len({r.doc_id for r in results}) == top_k
-                assert all(r.text for r in results)
+                assert len(results) == top_k and len({r["doc_id"] for r in results}) == top_k
+                assert all(r["text"] for r in results)
                 # Without abstracts: the same documents and titles, and the store is not asked
                 # again (titles come with the version's tables; zero-shot reads them).
                 asked.clear()
-                lean = pipeline.rank(pipeline.encode(QUERY), top_k, text=False)
-                assert [(r.doc_id, r.score, r.title) for r in lean] == [
-                    (r.doc_id, r.score, r.title) for r in results
-                ]
-                assert all(r.title for r in lean)
-                assert {r.text for r in lean} == {""} and asked == []
+                lean = pipeline.rank(pipeline.encode(QUERY), top_k, include_text=False)
+                assert [{**r, "text": ""} for r in results] == lean
+                assert all(r["title"] for r in lean)
+                assert {r["text"] for r in lean} == {""} and asked == []
         finally:
             store.close()
 
@@ -115,12 +113,12 @@ def test_queries_ranked_together_get_the_answers_they_get_alone(
         assert pipeline.ranker is not None
         texts = [QUERY, "soy", "the of and", "vitamin D and breast cancer risk", "BPA", "?"]
         asks = [
-            RankAsk(q, top_k, text)
-            for q, top_k, text in zip(
+            RankAsk(q, top_k, include_text)
+            for q, top_k, include_text in zip(
                 pipeline.encode_many(texts), (10, 1, 5, 20, 10, 3), (True, False) * 3, strict=True
             )
         ]
-        alone = [pipeline.rank(a.query, a.top_k, a.text) for a in asks]
+        alone = [pipeline.rank(a.query, a.top_k, a.include_text) for a in asks]
         sizes = _recorded(store, "search", lambda name, queries: len(queries))
         together = pipeline.rank_many(asks)
         assert together == alone  # documents, scores to the bit, titles and abstracts
@@ -143,12 +141,12 @@ def test_refresh_serves_a_new_index_version(
     try:
         first = build_index(settings, store, encoder)
         pipeline = RankingPipeline(store, encoder, settings)
-        assert pipeline.collection == first.collection and pipeline.supervised
+        assert pipeline.collection == first.collection and pipeline.tables is not None
         newer = settings.updated(experiment={"max_train_queries": 41})
         second = build_index(newer, store, encoder)
         assert pipeline.collection == first.collection  # until it looks again
         assert pipeline.refresh() == second.collection
-        assert pipeline.supervised and len(pipeline.search(QUERY, 5)) == 5
+        assert pipeline.tables is not None and len(pipeline.search(QUERY, 5)) == 5
     finally:
         store.close()
 
@@ -168,8 +166,8 @@ def test_both_store_backends_serve_the_same_ranking(tmp_path: Path, encoder: Onn
         try:
             build_index(settings, store, encoder)
             pipeline = RankingPipeline(store, encoder, settings)
-            assert pipeline.supervised and pipeline.ranker is not None
-            answers.append([r.doc_id for r in pipeline.search(QUERY, 10)])
+            assert pipeline.tables is not None and pipeline.ranker is not None
+            answers.append([r["doc_id"] for r in pipeline.search(QUERY, 10)])
             cs = pipeline.candidate_set(pipeline.encode(QUERY))
             order = np.argsort(cs.doc_ids)
             rows.append((np.array(cs.doc_ids)[order], cs.features[order]))

@@ -52,7 +52,7 @@ def _served(settings: RetrievalSettings, query_ids: list[str]) -> tuple[str, lis
     try:
         pipeline = RankingPipeline(store, OnnxMiniLM(threads=1), settings)
         model = load_ranker(store, ranker_collection(pipeline.collection)).to_text()
-        return model, [[r.doc_id for r in pipeline.search(queries[q], 20)] for q in query_ids]
+        return model, [[r["doc_id"] for r in pipeline.search(queries[q], 20)] for q in query_ids]
     finally:
         store.close()
 

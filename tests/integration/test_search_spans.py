@@ -9,12 +9,17 @@ from typing import Any
 from prometheus_client import REGISTRY
 
 from services.mcp_server.metrics import observe_store_call
+from services.mcp_server.schemas import SearchRequest
 from services.mcp_server.service import SearchService
 from services.retrieval.query.pipeline import RankingPipeline
 from services.retrieval.store import open_store
 from services.retrieval.store.counting import CountingStore
 from tests.support.small_index import SmallIndex
 from tests.support.tracing import collected_spans
+
+
+def _request(query: str) -> SearchRequest:
+    return SearchRequest(query=query, top_k=5)
 
 
 def _sample(name: str, **labels: str) -> float:
@@ -31,7 +36,7 @@ async def test_a_search_traces_every_store_call_under_retrieve(
         ranking_before = _sample("mcp_ranking_duration_seconds_count")
         calls_before = _sample("mcp_store_call_duration_seconds_count", operation="search")
         with collected_spans() as exporter:
-            hits = await service.search("vitamin D and bone fractures", 5, via="rest")
+            hits = await service.search(_request("vitamin D and bone fractures"), via="rest")
         spans = exporter.get_finished_spans()
     finally:
         store.close()
@@ -76,10 +81,12 @@ async def test_a_ranking_pass_of_several_searches_links_them_all(
     try:
         pipeline = RankingPipeline(store, encoder, settings)
         service = SearchService(pipeline, store, threads=1, encode_batch=8, rank_batch=8)
-        alone = [await service.search(t, 5, via="rest") for t in texts]
+        alone = [await service.search(_request(t), via="rest") for t in texts]
         with collected_spans() as exporter:
             # One thread: the first search takes it, the others wait and share the next passes.
-            together = await asyncio.gather(*(service.search(t, 5, via="rest") for t in texts))
+            together = await asyncio.gather(
+                *(service.search(_request(t), via="rest") for t in texts)
+            )
         spans = exporter.get_finished_spans()
     finally:
         store.close()

@@ -49,7 +49,7 @@ def test_only_the_nearest_queries_vote_and_ties_break_by_query_id() -> None:
     many = {f"Q{i:02d}": {f"D{i:02d}": 1} for i in reversed(range(LEXICAL_NEIGHBOURS + 5))}
     terms = {q: ("soy",) for q in many}  # all tied
     judgements = Judgements(many, sorted({d for j in many.values() for d in j}))
-    cols = LexicalVoters(terms, judgements).columns(["soy"], judgements.docs)
+    cols = LexicalVoters(terms, judgements).columns(["soy"], judgements.doc_ids)
     assert int(cols.voters.sum()) == LEXICAL_NEIGHBOURS
     assert np.flatnonzero(cols.voters).tolist() == list(
         range(LEXICAL_NEIGHBOURS)

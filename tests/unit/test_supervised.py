@@ -80,7 +80,7 @@ def test_candidates_union_lists_and_known_voted_documents() -> None:
         NEIGHBOURS,
     )
     cands, votes = candidates(evidence, corpus, KnnSettings(neighbours=3, power=1.0, vote_depth=10))
-    assert cands.ids == ["A", "D", "E", "B"]
+    assert cands.doc_ids == ["A", "D", "E", "B"]
     assert cands.located.at.tolist() == [0, 2, 3, 1] and cands.located.known.all()
     assert votes.get("C") is None
 
@@ -97,7 +97,7 @@ def test_feature_rows_mark_missing_lists_and_remove_own_judgements() -> None:
     lexical = LexicalColumns(np.array([0.5, 0.0]), np.array([2.0, 0.0]), 7.5)
     rows = build_features(
         evidence,
-        Candidates(Located.of(JUDGEMENTS.doc_index, ["A", "B"]), JUDGEMENTS.docs),
+        Candidates(Located.of(JUDGEMENTS.doc_index, ["A", "B"]), JUDGEMENTS.doc_ids),
         votes,
         DocTable(info),  # A and B first, as in JUDGEMENTS: the table reads by column
         QuerySide(
@@ -264,7 +264,7 @@ def test_a_document_listed_twice_keeps_its_first_place() -> None:
     lexical = LexicalColumns(np.zeros(2), np.zeros(2), 1.0)
     rows = build_features(
         evidence,
-        Candidates(Located.of(JUDGEMENTS.doc_index, ["A", "B"]), JUDGEMENTS.docs),
+        Candidates(Located.of(JUDGEMENTS.doc_index, ["A", "B"]), JUDGEMENTS.doc_ids),
         votes,
         DocTable({"A": DocInfo((), 0), "B": DocInfo((), 0)}),
         QuerySide("q", ["q"], lexical, np.zeros(2), np.zeros(2)),

@@ -62,7 +62,7 @@ class IndexPlan:
     """The version the current inputs call for: its name, documents and training data."""
 
     name: str
-    docs: list[Document]
+    documents: list[Document]
     fingerprint: str
     data: TrainingData | None
     bm25: Bm25Params
@@ -71,20 +71,20 @@ class IndexPlan:
 def plan_index(settings: RetrievalSettings, encoder: DenseEncoder) -> IndexPlan:
     """Read the inputs (downloading the dataset if needed) and name the version they make."""
     folder = ensure_dataset(settings.data_dir, settings.download_url, settings.download_md5)
-    docs = load_corpus(folder, limit=settings.experiment.max_docs)
+    documents = load_corpus(folder, limit=settings.experiment.max_docs)
     data = (
         load_training_data(folder, settings.supervision, settings.experiment.max_train_queries)
         if settings.mode == "full"
         else None
     )
-    fingerprint = corpus_fingerprint(docs)
+    fingerprint = corpus_fingerprint(documents)
     bm25 = Bm25Params()
     training = data.fingerprint() if data is not None else None
     version = collection_version(
         fingerprint, encoder.model_id, bm25.k1, bm25.b, supervised_config(settings, training)
     )
     name = versioned_collection(settings.store.collection, version)
-    return IndexPlan(name, docs, fingerprint, data, bm25)
+    return IndexPlan(name, documents, fingerprint, data, bm25)
 
 
 def is_current(store: Store, alias: str, plan: IndexPlan) -> bool:
@@ -92,7 +92,7 @@ def is_current(store: Store, alias: str, plan: IndexPlan) -> bool:
     name = plan.name
     if store.resolve_alias(alias) != name or not store.collection_exists(name):
         return False
-    if store.count(name) != len(plan.docs):
+    if store.count(name) != len(plan.documents):
         return False
     return plan.data is None or store.collection_exists(ranker_collection(name))
 
@@ -115,26 +115,28 @@ def build(
     settings: RetrievalSettings, store: Store, encoder: DenseEncoder, plan: IndexPlan
 ) -> None:
     """Fill the planned version's collections (documents, then the supervised side)."""
-    name, docs = plan.name, plan.docs
-    texts = [document_text(d) for d in docs]
+    name, documents = plan.name, plan.documents
+    texts = [document_text(d) for d in documents]
     dense = cached_vectors(
         settings.cache_dir / "vectors",
         f"{encoder.model_id}-{plan.fingerprint}",
-        len(docs),
+        len(documents),
         lambda: _encode_with_progress(encoder, texts, settings.encode_batch_size),
     )
     sparse = encode_documents(texts, plan.bm25)
     if not store.collection_exists(name):
         store.create_collection(name, CollectionSpec(dense_size=encoder.dimension))
     votes = train_votes(plan.data.learners) if plan.data is not None else {}
-    points = document_points(docs, dense, sparse, votes)
+    points = document_points(documents, dense, sparse, votes)
     with progress(f"upserting into {name}", len(points)) as advance:
         for batch in _batches(points, UPSERT_BATCH):
             store.upsert(name, batch)
             advance(len(batch))
     stored = store.count(name)
-    if stored != len(docs):
-        raise RuntimeError(f"{name} holds {stored} points after upserting {len(docs)} documents")
+    if stored != len(documents):
+        raise RuntimeError(
+            f"{name} holds {stored} points after upserting {len(documents)} documents"
+        )
     if plan.data is not None:
         build_supervised(store, name, encoder, plan.data, settings)
 
@@ -147,13 +149,13 @@ def build_index(
     alias = settings.store.collection
     if not force and is_current(store, alias, plan):
         log.info("alias %s already points at complete collection %s", alias, plan.name)
-        return IndexReport(plan.name, len(plan.docs), built=False)
+        return IndexReport(plan.name, len(plan.documents), built=False)
     previous = store.resolve_alias(alias)
     build(settings, store, encoder, plan)
     store.set_alias(alias, plan.name)
     drop_old_versions(store, alias, keep={plan.name, previous})
-    log.info("alias %s -> %s (%d documents)", alias, plan.name, len(plan.docs))
-    return IndexReport(plan.name, len(plan.docs), built=True)
+    log.info("alias %s -> %s (%d documents)", alias, plan.name, len(plan.documents))
+    return IndexReport(plan.name, len(plan.documents), built=True)
 
 
 def main(argv: Sequence[str] | None = None) -> None:

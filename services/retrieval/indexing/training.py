@@ -129,8 +129,8 @@ def group_rows(
     """Stack ``(rows, doc_ids, judgements)`` per query into one training set."""
     features = [rows for rows, _, _ in per_query if len(rows)]
     labels = [
-        np.array([judged.get(d, 0) for d in docs], dtype=np.float32)
-        for rows, docs, judged in per_query
+        np.array([judged.get(d, 0) for d in doc_ids], dtype=np.float32)
+        for rows, doc_ids, judged in per_query
         if len(rows)
     ]
     return Grouped(
@@ -232,22 +232,24 @@ def _feature_rows(
 
 def build_supervised(
     store: Store,
-    docs: str,
+    collection: str,
     encoder: DenseEncoder,
     data: TrainingData,
     settings: RetrievalSettings,
 ) -> Ranker:
-    """Fill ``<docs>-knn`` with the voting queries, train the ranker, store it."""
+    """Fill ``<collection>-knn`` with the voting queries, train the ranker, store it."""
     cache = settings.cache_dir / "vectors"
     voter_ids, held_ids = sorted(data.voters), sorted(data.held_out)
     voter_vectors = _encode(encoder, data, voter_ids, cache, settings.encode_batch_size)
-    knn = knn_collection(docs)
+    knn = knn_collection(collection)
     upsert_knn(store, knn, knn_points(voter_ids, voter_vectors, data.voters, data.queries))
     if store.count(knn) != len(voter_ids):
         raise RuntimeError(f"{knn} holds {store.count(knn)} points, expected {len(voter_ids)}")
 
     # The pipeline, pointed at the collections being built, computes features exactly as served.
-    local = settings.updated(store={"collection": docs}, mode="full", ranker={"enabled": False})
+    local = settings.updated(
+        store={"collection": collection}, mode="full", ranker={"enabled": False}
+    )
     pipeline = RankingPipeline(store, encoder, local, leave_one_out=True)
     learner_ids = sorted(data.learners)
     row_of = {q: i for i, q in enumerate(voter_ids)}
@@ -265,5 +267,5 @@ def build_supervised(
         )
     model = train(group_rows(rows), held)
     log.info("ranker: %s", model.meta)
-    save_ranker(store, ranker_collection(docs), model)
+    save_ranker(store, ranker_collection(collection), model)
     return model

@@ -45,19 +45,19 @@ _COL = {name: i for i, name in enumerate(FEATURES)}
 
 @dataclass(frozen=True, slots=True)
 class Candidates:
-    """A query's candidates: their columns in the judgement matrix, whose doc ids are ``docs``.
+    """A query's candidates: their columns in the judgement matrix.
 
-    They are documents of the matrix (all located). Their ids are named on demand: serving
-    names only the few it answers with.
+    ``by_column`` names every column's doc id. They are documents of the matrix (all located).
+    Their ids are named on demand: serving names only the few it answers with.
     """
 
     located: Located
-    docs: Sequence[str]
+    by_column: Sequence[str]
 
     @property
-    def ids(self) -> list[str]:
+    def doc_ids(self) -> list[str]:
         """The candidates' doc ids, in candidate order."""
-        return [self.docs[i] for i in self.located.at]
+        return [self.by_column[i] for i in self.located.at]
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,7 +70,7 @@ class CandidateSet:
     @property
     def doc_ids(self) -> list[str]:
         """The candidates' doc ids."""
-        return self.candidates.ids
+        return self.candidates.doc_ids
 
 
 def _list_features(
@@ -107,7 +107,7 @@ def candidates(
     )
     _, first = np.unique(listed, return_index=True)
     at = listed[np.sort(first)]
-    return Candidates(Located.known_at(at), judgements.docs), votes
+    return Candidates(Located.known_at(at), judgements.doc_ids), votes
 
 
 def _fill_list(
@@ -194,7 +194,7 @@ class DocTable:
         named: Sequence[str]
         if isinstance(doc_ids, Candidates):
             located = doc_ids.located
-            named = doc_ids.ids if own_judgements else []  # only training reads the names
+            named = doc_ids.doc_ids if own_judgements else []  # only training reads the names
         else:
             located, named = Located.of(self._index, doc_ids), doc_ids
         at, known = located.at, located.known
@@ -229,7 +229,7 @@ def build_features(
     evidence: Evidence,
     cands: Candidates,
     votes: VoteTable,
-    docs: DocTable,
+    doc_table: DocTable,
     query: QuerySide,
     depth: int,
     co_relevance: CoScores,
@@ -237,7 +237,7 @@ def build_features(
 ) -> npt.NDArray[np.float32]:
     """One row of :data:`FEATURES` per candidate, filled a column at a time.
 
-    ``docs`` holds the documents' static features (:class:`DocTable`, in the judgement
+    ``doc_table`` holds the documents' static features (:class:`DocTable`, in the judgement
     matrix's order); ``own_judgements`` (training only) are removed from the prior, as the
     query is from the neighbours (leave-one-out).
     """
@@ -270,7 +270,7 @@ def build_features(
     # How close the nearest (non-excluded) training query is: how much to trust the votes.
     rows[:, _COL["nearest_sim"]] = votes.nearest_similarity
 
-    doc = docs.columns(cands, query.terms, own_judgements)
+    doc = doc_table.columns(cands, query.terms, own_judgements)
     rows[:, _COL["prior"]] = doc.prior
     rows[:, _COL["query_terms"]] = len(query.terms)
     rows[:, _COL["title_overlap"]] = doc.title_overlap

@@ -37,9 +37,9 @@ def _doc_id(hit: Hit) -> str:
 ANSWER_FIELDS = ("doc_id", "title", "text")
 
 
-def answer_fields(text: bool) -> tuple[str, ...]:
+def answer_fields(include_text: bool) -> tuple[str, ...]:
     """The payload fields an answer reads: the abstract only when the caller wants it."""
-    return ANSWER_FIELDS if text else ("doc_id", "title")
+    return ANSWER_FIELDS if include_text else ("doc_id", "title")
 
 
 def encoded_query(dense: Sequence[float], text: str) -> EncodedQuery:
@@ -89,9 +89,16 @@ class HybridSearcher:
         return [encoded_query(vector, text) for vector, text in zip(dense, queries, strict=True)]
 
     def rank(
-        self, q: EncodedQuery, top_k: int, collection: str | None = None, text: bool = True
+        self,
+        q: EncodedQuery,
+        top_k: int,
+        collection: str | None = None,
+        include_text: bool = True,
     ) -> list[RankedDocument]:
-        """Top ``top_k`` documents by the configured fusion, with title and (``text``) abstract."""
+        """Top ``top_k`` documents by the configured fusion, with title and abstract.
+
+        Without ``include_text`` every ``text`` is empty.
+        """
         s = self._params
         collection = collection or self.collection
         limit = max(s.candidates, top_k)
@@ -110,7 +117,7 @@ class HybridSearcher:
         )
         top = ranked[:top_k]
         ids = [i for i, _ in top]
-        fields = answer_fields(text)
+        fields = answer_fields(include_text)
         payloads = {h.id: h for h in self._store.retrieve(collection, ids, fields)}
         return [_result(payloads[i], score) for i, score in top if i in payloads]
 
@@ -129,5 +136,9 @@ class HybridSearcher:
 
 def _result(hit: Hit, score: float) -> RankedDocument:
     p = hit.payload
-    title, text = str(p.get("title", "")), str(p.get("text", ""))
-    return RankedDocument(str(p["doc_id"]), float(score), title, text)
+    return {
+        "doc_id": str(p["doc_id"]),
+        "score": float(score),
+        "title": str(p.get("title", "")),
+        "text": str(p.get("text", "")),
+    }

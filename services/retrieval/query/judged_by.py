@@ -162,8 +162,8 @@ class NudgedDocs:
         self._gamma = gamma
         self._judgements = judgements
         dim = np.asarray(next(iter(doc_vectors.values()))).size if doc_vectors else 0
-        self._has_vector = np.array([d in doc_vectors for d in judgements.docs], dtype=bool)
-        docs = unit(self._stack(doc_vectors, judgements.docs, dim))
+        self._has_vector = np.array([d in doc_vectors for d in judgements.doc_ids], dtype=bool)
+        docs = unit(self._stack(doc_vectors, judgements.doc_ids, dim))
         queries = unit(self._stack(query_vectors, judgements.queries, dim))
         # Each judging query counts once, whatever its grade.
         self._judges = np.asarray(judgements.binary.sum(axis=0), dtype=np.int64).ravel()

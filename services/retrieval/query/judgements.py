@@ -19,10 +19,10 @@ import scipy.sparse as sp
 class Judgements:
     """Qrels indexed by query and by document (documents in the order given)."""
 
-    def __init__(self, qrels: Mapping[str, Mapping[str, int]], docs: Sequence[str]) -> None:
-        """Index ``qrels`` (query -> doc -> grade) over ``docs``; unknown documents are dropped."""
-        self.docs = list(docs)
-        self.doc_index = {d: i for i, d in enumerate(self.docs)}
+    def __init__(self, qrels: Mapping[str, Mapping[str, int]], doc_ids: Sequence[str]) -> None:
+        """Index ``qrels`` (query -> doc -> grade) over ``doc_ids``; unknown documents are dropped."""
+        self.doc_ids = list(doc_ids)  # by column
+        self.doc_index = {d: i for i, d in enumerate(self.doc_ids)}
         self.query_index = {q: i for i, q in enumerate(qrels)}
         self.queries = list(self.query_index)  # voting query ids in row order
         rows, cols, grades = [], [], []
@@ -32,7 +32,7 @@ class Judgements:
                     rows.append(self.query_index[q])
                     cols.append(self.doc_index[d])
                     grades.append(float(grade))
-        shape = (len(self.query_index), len(self.docs))
+        shape = (len(self.query_index), len(self.doc_ids))
         self.matrix = sp.csr_matrix((grades, (rows, cols)), shape=shape)
 
     @cached_property

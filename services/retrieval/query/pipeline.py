@@ -12,8 +12,10 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
+import numpy.typing as npt
 
 from services.retrieval.encoders.dense import DenseEncoder
 from services.retrieval.query.corelevance import CoRelevance, anchors
@@ -56,57 +58,63 @@ _tracer = tracer(__name__)
 
 
 @dataclass(frozen=True, slots=True)
-class Supervised:
+class SupervisedTables:
     """The supervised side of one index version, read from Qdrant once when it is first served.
 
-    ``columns`` maps documents' point ids to their columns in the judgement matrix, ``points``
-    doc ids to point ids, ``names`` voting queries' point ids to their ids, ``judgements`` holds
-    the voting queries' qrels: with them, per-query searches return bare ids and scores instead
-    of payloads. ``titles`` (doc id -> title, about 0.5 MB) answer a search that wants no
-    abstracts without reading the store again.
+    Documents are known by their columns in the judgement matrix (in doc id order): ``columns``
+    maps documents' point ids to columns, ``points`` columns back to point ids and ``titles``
+    columns to titles; ``names`` maps voting queries' point ids to their ids, and
+    ``judgements`` holds the voting queries' qrels. With them, per-query searches return bare
+    ids and scores instead of payloads, and a search that wants no abstracts is answered
+    without reading the store again.
     """
 
     knn: str
-    docs: DocTable
+    doc_table: DocTable
     judgements: Judgements
     columns: Columns
-    points: Mapping[str, PointId]
+    points: Sequence[PointId]
     names: Mapping[PointId, str]
     co_relevance: CoRelevance
     lexical: LexicalVoters
     judged_by: JudgedBy
     nudged: NudgedDocs
     ranker: Ranker | None
-    titles: Mapping[str, str]
+    titles: Sequence[str]
 
 
 @dataclass(frozen=True, slots=True)
 class RankAsk:
-    """One query of :meth:`RankingPipeline.rank_many`: what :meth:`~RankingPipeline.rank` takes."""
+    """One query of :meth:`RankingPipeline.rank_many`: what :meth:`~RankingPipeline.rank` takes.
+
+    Without ``include_text`` every answer's ``text`` is empty: the caller needs no abstract.
+    """
 
     query: EncodedQuery
     top_k: int
-    text: bool = True
+    include_text: bool = True
 
 
-#: An answer before its documents are read: (doc id, score), best first.
-Scored = list[tuple[str, float]]
+class Top(NamedTuple):
+    """An answer before its documents are read: their columns and scores, best first."""
+
+    at: list[int]
+    scores: list[float]
 
 
-def _best(sup: Supervised, cs: CandidateSet, scores: np.ndarray, top_k: int) -> Scored:
+def _best(cs: CandidateSet, scores: npt.NDArray[np.float64], top_k: int) -> Top:
     """The ``top_k`` best candidates by score, ties by doc id (columns are in doc id order)."""
     at = cs.candidates.located.at
     best = np.lexsort((at, -scores))[:top_k]
-    names = sup.judgements.docs
-    return [(names[at[i]], float(scores[i])) for i in best]
+    return Top(at[best].tolist(), scores[best].tolist())
 
 
 @dataclass(frozen=True, slots=True)
 class _Version:
     """Everything one index version serves with, swapped in as a whole by ``refresh``."""
 
-    docs: str
-    supervised: Supervised | None = None
+    collection: str
+    tables: SupervisedTables | None = None
 
 
 class RankingPipeline:
@@ -136,23 +144,18 @@ class RankingPipeline:
     @property
     def collection(self) -> str:
         """The documents collection being served."""
-        return self._version.docs
+        return self._version.collection
 
     @property
-    def supervised(self) -> bool:
-        """Whether kNN votes take part in the ranking."""
-        return self.supervised_tables is not None
-
-    @property
-    def supervised_tables(self) -> Supervised | None:
-        """The served version's kNN, lexical and document tables and ranker, as requests read them."""
-        return self._version.supervised
+    def tables(self) -> SupervisedTables | None:
+        """The served version's supervised side, as requests read it (None: zero-shot)."""
+        return self._version.tables
 
     @property
     def ranker(self) -> Ranker | None:
         """The learned model, when one is loaded."""
-        sup = self._version.supervised
-        return sup.ranker if sup else None
+        tables = self._version.tables
+        return tables.ranker if tables else None
 
     def refresh(self) -> str:
         """Re-resolve the alias; on a new version load its supervised side.
@@ -160,39 +163,41 @@ class RankingPipeline:
         Searches in flight keep the version they started with: the new one replaces the old
         in one assignment.
         """
-        docs = self._hybrid.refresh()
+        collection = self._hybrid.refresh()
         wants = self._settings.mode == "full"
-        if docs != self._version.docs or (wants and self._version.supervised is None):
-            self._version = _Version(docs, self._load(docs) if wants else None)
-        return docs
+        if collection != self._version.collection or (wants and self._version.tables is None):
+            self._version = _Version(collection, self._load(collection) if wants else None)
+        return collection
 
-    def _load(self, docs: str) -> Supervised | None:
-        knn = knn_collection(docs)
-        if not (self._store.collection_exists(docs) and self._store.collection_exists(knn)):
-            log.warning("%s has no training-query collection: serving zero-shot", docs)
+    def _load(self, collection: str) -> SupervisedTables | None:
+        knn = knn_collection(collection)
+        if not (self._store.collection_exists(collection) and self._store.collection_exists(knn)):
+            log.warning("%s has no training-query collection: serving zero-shot", collection)
             return None
-        documents = read_documents(self._store, docs)
+        documents = read_documents(self._store, collection)
         voters = read_knn(self._store, knn)
         model = None
         if self._settings.ranker.enabled:
             try:
-                model = load_ranker(self._store, ranker_collection(docs))
+                model = load_ranker(self._store, ranker_collection(collection))
             except StoreError as e:
-                log.warning("no ranker for %s (%s): fusing votes without it", docs, e)
+                log.warning("no ranker for %s (%s): fusing votes without it", collection, e)
         # Documents in id order: ties in every ranking then break by doc id, by column too.
         matrix = Judgements(voters.judgements, sorted(documents.info))
         columns = point_columns(documents.names, matrix.doc_index)
-        points = {d: p for p, d in documents.names.items()}
+        point_of = {d: p for p, d in documents.names.items()}
+        points = [point_of[d] for d in matrix.doc_ids]
+        titles = [documents.titles[d] for d in matrix.doc_ids]
         lexical = LexicalVoters(voters.terms, matrix)
         judged_by = JudgedBy(voters.terms, matrix)
         nudged = NudgedDocs(
             documents.vectors, voters.vectors, matrix, leave_one_out=self._leave_one_out
         )
-        table = DocTable({d: documents.info[d] for d in matrix.docs})  # read by column
+        doc_table = DocTable({d: documents.info[d] for d in matrix.doc_ids})  # read by column
         co = CoRelevance(matrix)
-        return Supervised(
-            knn, table, matrix, columns, points, voters.names, co, lexical, judged_by, nudged,
-            model, documents.titles,
+        return SupervisedTables(
+            knn, doc_table, matrix, columns, points, voters.names, co, lexical, judged_by,
+            nudged, model, titles,
         )  # fmt: skip
 
     def encode(self, query: str) -> EncodedQuery:
@@ -210,26 +215,23 @@ class RankingPipeline:
         own_judgements: Mapping[str, int] | None = None,
     ) -> CandidateSet:
         """Candidates and feature rows for one query (training passes the leave-one-out args)."""
-        sup = self._supervised()
+        v = self._version
+        if v.tables is None:
+            raise RuntimeError(
+                f"{v.collection} has no supervised side: nothing to build features from"
+            )
+        t = v.tables
         # One span per stage, so a trace shows ranking apart from the store calls inside it.
         with stage(_tracer, "gather evidence"):  # searches, RM3 feedback, kNN
             evidence = gather(
-                self._store, self._version.docs, sup.knn, q, self._depths, sup.columns,
-                sup.names, exclude_query,
+                self._store, v.collection, t.knn, q, self._depths, t.columns, t.names,
+                exclude_query,
             )  # fmt: skip
-        return self._features(sup, q, evidence, exclude_query, own_judgements)
-
-    def _supervised(self) -> Supervised:
-        sup = self._version.supervised
-        if sup is None:
-            raise RuntimeError(
-                f"{self._version.docs} has no supervised side: nothing to build features from"
-            )
-        return sup
+        return self._features(t, q, evidence, exclude_query, own_judgements)
 
     def _features(
         self,
-        sup: Supervised,
+        t: SupervisedTables,
         q: EncodedQuery,
         evidence: Evidence,
         exclude_query: str | None = None,
@@ -237,26 +239,24 @@ class RankingPipeline:
     ) -> CandidateSet:
         s = self._settings
         with stage(_tracer, "knn votes"):
-            cands, votes = candidates(evidence, sup.judgements, s.knn, exclude_query)
+            cands, votes = candidates(evidence, t.judgements, s.knn, exclude_query)
         with stage(_tracer, "build features") as span:
-            co = sup.co_relevance.scores(
-                anchors([evidence.dense.at, evidence.rm3.at]), exclude_query
-            )
+            co = t.co_relevance.scores(anchors([evidence.dense.at, evidence.rm3.at]), exclude_query)
             located = cands.located
-            lexical = sup.lexical.columns(q.terms, located, exclude_query)
-            judged_by = sup.judged_by.scores(q.terms, located, exclude_query)
-            nudged = sup.nudged.cosines(q.dense, located, exclude_query)
+            lexical = t.lexical.columns(q.terms, located, exclude_query)
+            judged_by = t.judged_by.scores(q.terms, located, exclude_query)
+            nudged = t.nudged.cosines(q.dense, located, exclude_query)
             depth = s.hybrid.candidates
             query = QuerySide(q.text, q.terms, lexical, judged_by, nudged)
             rows = build_features(
-                evidence, cands, votes, sup.docs, query, depth, co, own_judgements
+                evidence, cands, votes, t.doc_table, query, depth, co, own_judgements
             )
             span.set_attribute("ranking.candidates", len(located))
         return CandidateSet(cands, rows)
 
-    def rank(self, q: EncodedQuery, top_k: int, text: bool = True) -> list[RankedDocument]:
-        """Top ``top_k`` documents with title and, with ``text``, abstract (else empty)."""
-        (answer,) = self.rank_many([RankAsk(q, top_k, text)])
+    def rank(self, q: EncodedQuery, top_k: int, include_text: bool = True) -> list[RankedDocument]:
+        """Top ``top_k`` documents with title and, with ``include_text``, abstract (else empty)."""
+        (answer,) = self.rank_many([RankAsk(q, top_k, include_text)])
         return answer
 
     def rank_many(self, asks: Sequence[RankAsk]) -> list[list[RankedDocument]]:
@@ -267,54 +267,64 @@ class RankingPipeline:
         answers' abstracts in one read.
         """
         v = self._version
-        sup = v.supervised
-        if sup is None:
-            return [self._hybrid.rank(a.query, a.top_k, v.docs, a.text) for a in asks]
+        t = v.tables
+        if t is None:
+            return [self._hybrid.rank(a.query, a.top_k, v.collection, a.include_text) for a in asks]
         if not asks:
             return []
-        if sup.ranker is None:
-            tops = [self._fused_top(v.docs, sup, a.query, a.top_k) for a in asks]
-            return self._answers(v.docs, sup, tops, [a.text for a in asks])
+        if t.ranker is None:
+            tops = [self._fused_top(v.collection, t, a.query, a.top_k) for a in asks]
+            return self._answers(v.collection, t, tops, asks)
         queries = [a.query for a in asks]
         with stage(_tracer, "gather evidence") as span:
             span.set_attribute("ranking.queries", len(asks))
             evidence = gather_many(
-                self._store, v.docs, sup.knn, queries, self._depths, sup.columns, sup.names
+                self._store, v.collection, t.knn, queries, self._depths, t.columns, t.names
             )
-        sets = [self._features(sup, q, e) for q, e in zip(queries, evidence, strict=True)]
+        sets = [self._features(t, q, e) for q, e in zip(queries, evidence, strict=True)]
         with stage(_tracer, "score model"):
-            scores = sup.ranker.score(np.concatenate([cs.features for cs in sets]))
+            scores = t.ranker.score(np.concatenate([cs.features for cs in sets]))
         ends = np.cumsum([len(cs.features) for cs in sets])[:-1]
         tops = [
-            _best(sup, cs, part, a.top_k)
+            _best(cs, part, a.top_k)
             for cs, part, a in zip(sets, np.split(scores, ends), asks, strict=True)
         ]
-        return self._answers(v.docs, sup, tops, [a.text for a in asks])
+        return self._answers(v.collection, t, tops, asks)
 
     def _answers(
-        self, docs: str, sup: Supervised, tops: Sequence[Scored], texts: Sequence[bool]
+        self, collection: str, t: SupervisedTables, tops: Sequence[Top], asks: Sequence[RankAsk]
     ) -> list[list[RankedDocument]]:
-        """Each top list with its documents' titles (and abstracts where ``texts`` says).
+        """Each top list with its documents' titles (and abstracts where its ask wants them).
 
-        Titles come from the version's table; abstracts from the store, in one read for all.
+        Titles come from the version's table; abstracts from the store, read by the documents'
+        point ids in one call for all.
         """
-        read: dict[str, Mapping[str, object]] = {}
-        if any(texts):
+        ids, titles = t.judgements.doc_ids, t.titles
+        texts: dict[int, str] = {}
+        if any(a.include_text for a in asks):
             wanted = dict.fromkeys(
-                d for top, t in zip(tops, texts, strict=True) if t for d, _ in top
+                c for top, a in zip(tops, asks, strict=True) if a.include_text for c in top.at
             )
-            hits = self._store.retrieve(docs, [sup.points[d] for d in wanted], ("doc_id", "text"))
-            read = {str(h.payload["doc_id"]): h.payload for h in hits}
+            points = [t.points[c] for c in wanted]
+            read = {h.id: h.payload for h in self._store.retrieve(collection, points, ("text",))}
+            texts = {
+                c: str(read[p].get("text", ""))
+                for c, p in zip(wanted, points, strict=True)
+                if p in read
+            }
         answers = []
-        for top, text in zip(tops, texts, strict=True):
-            if text:
-                answer = [
-                    RankedDocument(d, score, sup.titles[d], str(read[d].get("text", "")))
-                    for d, score in top
-                    if d in read
+        for top, ask in zip(tops, asks, strict=True):
+            if ask.include_text:
+                answer: list[RankedDocument] = [
+                    {"doc_id": ids[c], "score": score, "title": titles[c], "text": texts[c]}
+                    for c, score in zip(top.at, top.scores, strict=True)
+                    if c in texts
                 ]
             else:
-                answer = [RankedDocument(d, score, sup.titles[d], "") for d, score in top]
+                answer = [
+                    {"doc_id": ids[c], "score": score, "title": titles[c], "text": ""}
+                    for c, score in zip(top.at, top.scores, strict=True)
+                ]
             answers.append(answer)
         return answers
 
@@ -322,14 +332,15 @@ class RankingPipeline:
         """Encode and rank in one call."""
         return self.rank(self.encode(query), top_k)
 
-    def _fused_top(self, docs: str, sup: Supervised, q: EncodedQuery, top_k: int) -> Scored:
+    def _fused_top(self, collection: str, t: SupervisedTables, q: EncodedQuery, top_k: int) -> Top:
         """Without a model (ablation): the ``top_k`` best by z-scored hybrid scores and votes."""
         knn = self._settings.knn
         depth = max(self._settings.hybrid.candidates, top_k)
-        hybrid = {r.doc_id: r.score for r in self._hybrid.rank(q, depth, docs)}
-        (found,) = self._store.search(sup.knn, [VectorQuery(q.dense, knn.neighbours)])
-        neighbours = named(found, sup.names)
-        votes = VoteTable(sup.judgements, neighbours, knn.neighbours, knn.power)
-        voted = {d: float(votes.score[sup.judgements.doc_index[d]]) for d in votes.ranked}
-        weights = [1 - knn.weight, knn.weight]
-        return fuse([hybrid, voted], weights, "zscore", top_k)
+        hybrid = {r["doc_id"]: r["score"] for r in self._hybrid.rank(q, depth, collection)}
+        (found,) = self._store.search(t.knn, [VectorQuery(q.dense, knn.neighbours)])
+        neighbours = named(found, t.names)
+        votes = VoteTable(t.judgements, neighbours, knn.neighbours, knn.power)
+        column = t.judgements.doc_index
+        voted = {d: float(votes.score[column[d]]) for d in votes.ranked}
+        best = fuse([hybrid, voted], [1 - knn.weight, knn.weight], "zscore", top_k)
+        return Top([column[d] for d, _ in best], [score for _, score in best])

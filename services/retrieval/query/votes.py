@@ -70,7 +70,7 @@ class VoteTable:
         self._judgements = judgements
         kept = [(q, sim) for q, sim in neighbours if q != exclude_query][:k]
         rows = [judgements.row(q) for q, _ in kept]
-        n = len(judgements.docs)
+        n = len(judgements.doc_ids)
         docs = np.concatenate([cols for cols, _ in rows]) if rows else np.zeros(0, int)
         grades = np.concatenate([g for _, g in rows]) if rows else np.zeros(0)
         # Each judgement carries its voter's rank (1-based) and similarity.
@@ -104,8 +104,8 @@ class VoteTable:
         Named on demand: a query's neighbours vote for hundreds of documents, the ranker's
         candidates take the first hundred.
         """
-        docs = self._judgements.docs
-        return [docs[i] for i in self._order[:n]]
+        doc_ids = self._judgements.doc_ids
+        return [doc_ids[i] for i in self._order[:n]]
 
     @property
     def ranked(self) -> list[str]:
@@ -196,7 +196,7 @@ class LexicalVoters:
         if len(nearest) == 0:
             return LexicalColumns(empty, empty.copy(), 1.0)
         top = float(scores[nearest[0]])
-        matrix, width = self._judgements.matrix, len(self._judgements.docs)
+        matrix, width = self._judgements.matrix, len(self._judgements.doc_ids)
         vote, voters = np.zeros(width), np.zeros(width)
         for row in nearest:  # in rank order: the sums add in one order
             start, end = matrix.indptr[row], matrix.indptr[row + 1]
