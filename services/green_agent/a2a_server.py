@@ -58,13 +58,13 @@ from services.green_agent.assessment import (
     leaderboard_keys,
     parse_assessment,
 )
-from services.green_agent.client import TransportFailure, connect
-from services.green_agent.dataset import TestSet, fetch_test_set
-from services.green_agent.egress import SETTING
-from services.green_agent.eval_report import build_report, eval_summary
-from services.green_agent.evaluator import QueryOutcome, evaluate
+from services.green_agent.evaluation.client import TransportFailure, connect
+from services.green_agent.evaluation.dataset import TestSet, fetch_test_set
+from services.green_agent.evaluation.egress import SETTING
+from services.green_agent.evaluation.evaluator import QueryOutcome, evaluate
+from services.green_agent.evaluation.mcp_counters import calls_between, qdrant_calls_total
+from services.green_agent.evaluation.report import build_report, eval_summary
 from services.green_agent.json_numbers import WholeNumbers
-from services.green_agent.mcp_counters import calls_between, qdrant_calls_total
 from services.green_agent.settings import GreenSettings
 from services.telemetry.tracing import current_trace_id
 

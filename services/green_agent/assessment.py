@@ -7,9 +7,9 @@ Request (message text or data part)::
 
 ``config`` may also set ``concurrency``, ``protocol`` (``"1.0"`` or ``"0.3"``), the public
 evaluator's ``mcp_server_url`` (its vector search calls are counted over the run:
-:mod:`services.green_agent.mcp_counters`) and a shard of a sharded run. Every URL of the request
-must be on an allowed origin (:mod:`services.green_agent.egress`), or the task fails saying which
-and why before any request goes out.
+:mod:`services.green_agent.evaluation.mcp_counters`) and a shard of a sharded run. Every URL of
+the request must be on an allowed origin (:mod:`services.green_agent.evaluation.egress`), or the
+task fails saying which and why before any request goes out.
 
 Shards: an AgentBeats leaderboard that shards a run sends every green agent instance the same
 request with ``shard_index`` and ``num_shards`` (and ``num_instances``, the instances running at
@@ -54,9 +54,9 @@ from pydantic import (
     model_validator,
 )
 
-from services.green_agent.dataset import TestSet, sample_query_ids
-from services.green_agent.egress import AllowedOrigins
-from services.green_agent.evaluator import QueryOutcome
+from services.green_agent.evaluation.dataset import TestSet, sample_query_ids
+from services.green_agent.evaluation.egress import AllowedOrigins
+from services.green_agent.evaluation.evaluator import QueryOutcome
 from services.nfcorpus.dataset import Qrels
 from services.nfcorpus.measures import ndcg_at_k_retrieved_ideal
 

@@ -14,7 +14,7 @@ server's ``POST /search_nfcorpus`` directly, on whole splits.
 ``eval``, ``load`` and ``rest`` call the URLs a person typed on the command line: they send the
 token to that agent and follow the URL its card names, unchecked, since that person chose the
 agent. ``GREEN_ALLOWED_ORIGINS`` binds ``serve``, whose URLs come in requests from whoever
-reaches it (:mod:`services.green_agent.egress`).
+reaches it (:mod:`services.green_agent.evaluation.egress`).
 """
 
 from __future__ import annotations
@@ -34,10 +34,17 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from services.common.server import serve
 from services.green_agent.a2a_server import create_app
-from services.green_agent.client import Protocol_, TransportFailure, connect, wait_for_agent
-from services.green_agent.dataset import fetch_test_set, sample_query_ids
-from services.green_agent.eval_report import build_report, eval_tables
-from services.green_agent.evaluator import QueryOutcome, evaluate
+from services.green_agent.evaluation.client import (
+    Protocol_,
+    TransportFailure,
+    connect,
+    wait_for_agent,
+)
+from services.green_agent.evaluation.dataset import fetch_test_set, sample_query_ids
+from services.green_agent.evaluation.evaluator import QueryOutcome, evaluate
+from services.green_agent.evaluation.mcp_counters import cache_effect, cache_lookups
+from services.green_agent.evaluation.report import build_report, eval_tables
+from services.green_agent.evaluation.rest import evaluate_rest, splits_argument, table
 from services.green_agent.load import QueryPool, query_pool, run_load, stopped_by_signals
 from services.green_agent.load_collector import Collector, create_collector_app
 from services.green_agent.load_html import write_load_html
@@ -49,8 +56,6 @@ from services.green_agent.load_report import (
     workers_table,
 )
 from services.green_agent.load_workers import Share, hand_in, run_workers
-from services.green_agent.mcp_counters import cache_effect, cache_lookups
-from services.green_agent.rest_eval import evaluate_rest, splits_argument, table
 from services.green_agent.settings import GreenSettings, load_settings
 from services.telemetry.logging import setup_logging
 from services.telemetry.tracing import setup_tracing

@@ -24,8 +24,9 @@ from typing import Any
 from pydantic import BaseModel, computed_field
 from rich.table import Table
 
-from services.green_agent.eval_report import LatencyStats, milliseconds
-from services.green_agent.evaluator import QueryOutcome
+from services.green_agent.evaluation.evaluator import QueryOutcome
+from services.green_agent.evaluation.mcp_counters import CacheEffect
+from services.green_agent.evaluation.report import LatencyStats, milliseconds
 from services.green_agent.histogram import LatencyHistogram, merge_all
 from services.green_agent.load_timeline import (
     LatencyBin,
@@ -36,7 +37,6 @@ from services.green_agent.load_timeline import (
     latency_histogram,
     merged_timeline,
 )
-from services.green_agent.mcp_counters import CacheEffect
 
 #: A generator whose process used this share of a core or more was itself the bottleneck.
 GENERATOR_CPU_BOUND = 0.9

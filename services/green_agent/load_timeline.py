@@ -18,8 +18,8 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel
 
-from services.green_agent.eval_report import LatencyStats
-from services.green_agent.evaluator import QueryOutcome
+from services.green_agent.evaluation.evaluator import QueryOutcome
+from services.green_agent.evaluation.report import LatencyStats
 from services.green_agent.histogram import LatencyHistogram, merge_all
 from services.telemetry.metrics import LATENCY_BUCKETS
 

@@ -11,7 +11,7 @@ import httpx
 import pytest
 
 from harness.processes import ServerProcess
-from services.green_agent.client import Protocol_, TransportFailure, connect
+from services.green_agent.evaluation.client import Protocol_, TransportFailure, connect
 from services.green_agent.settings import GreenSettings
 from services.purple_agent.settings import PurpleSettings
 from tests.support.purple import ThreadedServer, v03_body

@@ -11,7 +11,12 @@ from a2a.types import Message, Role
 
 from services.green_agent.assessment import check_destinations, parse_assessment
 from services.green_agent.cli import main
-from services.green_agent.egress import LOOPBACK, AllowedOrigins, EgressRefused, refused_in
+from services.green_agent.evaluation.egress import (
+    LOOPBACK,
+    AllowedOrigins,
+    EgressRefused,
+    refused_in,
+)
 from services.green_agent.settings import load_settings
 
 

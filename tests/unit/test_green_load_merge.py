@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from services.green_agent.evaluator import QueryOutcome
+from services.green_agent.evaluation.evaluator import QueryOutcome
 from services.green_agent.histogram import LatencyHistogram
 from services.green_agent.load_report import LoadReport, build_load_report, merge_load_reports
 from services.green_agent.load_timeline import histogram_stats

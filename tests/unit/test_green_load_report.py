@@ -7,7 +7,7 @@ import re
 import pytest
 
 from services.green_agent.cli import _parser
-from services.green_agent.evaluator import QueryOutcome
+from services.green_agent.evaluation.evaluator import QueryOutcome
 from services.green_agent.histogram import LatencyHistogram
 from services.green_agent.load_html import render_load_html
 from services.green_agent.load_report import LoadReport, build_load_report

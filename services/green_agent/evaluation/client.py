@@ -21,8 +21,8 @@ from a2a.client.client import Client
 from a2a.helpers import get_data_parts
 from a2a.types import Message, Part, Role, SendMessageRequest, Task, TaskState
 
-from services.green_agent.answer_contract import Reply, ReplyPart
-from services.green_agent.egress import AllowedOrigins, refused_in
+from services.green_agent.evaluation.answer_contract import Reply, ReplyPart
+from services.green_agent.evaluation.egress import AllowedOrigins, refused_in
 from services.telemetry.tracing import inject_headers
 
 Protocol_ = Literal["1.0", "0.3"]
@@ -240,7 +240,8 @@ async def connect(
     """Open a client of the agent at ``url`` speaking ``protocol``.
 
     ``authorization`` is the ``Authorization`` header of every request (an agent with tokens);
-    with ``allowed``, no request goes to another origin (:mod:`services.green_agent.egress`).
+    with ``allowed``, no request goes to another origin
+    (:mod:`services.green_agent.evaluation.egress`).
     """
     if protocol == "0.3":
         return LegacyAgentClient(url, timeout_s, max_connections, authorization, allowed)

@@ -22,7 +22,7 @@ from pydantic import BaseModel
 from rich.console import Group
 from rich.table import Table
 
-from services.green_agent.evaluator import QueryOutcome
+from services.green_agent.evaluation.evaluator import QueryOutcome
 from services.nfcorpus.dataset import Qrels
 from services.nfcorpus.measures import ndcg_at_k_retrieved_ideal, per_query
 

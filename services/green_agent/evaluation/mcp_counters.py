@@ -15,7 +15,7 @@ import re
 import httpx
 from pydantic import BaseModel
 
-from services.green_agent.egress import AllowedOrigins
+from services.green_agent.evaluation.egress import AllowedOrigins
 
 _LOOKUP = re.compile(r'^mcp_result_cache_lookups_total\{result="(hit|miss)"\} (\S+)$', re.M)
 
