@@ -6,7 +6,7 @@ Ctrl-C ends it early with its report. ``load --html PATH`` also writes the repor
 self-contained HTML page (throughput and latency over time, latency histogram, failures), e.g.
 ``load --agent URL --duration 30 --concurrency 4 --html load.html``. ``load --workers N`` runs
 N generator processes sharing the pace and the queries, and merges their reports into one
-(:mod:`services.green_agent.load_workers`); ``load --worker I --workers N`` runs worker I only
+(:mod:`services.green_agent.load.workers`); ``load --worker I --workers N`` runs worker I only
 (a pod of an Indexed Job; ``--report-to URL`` hands its report to a ``load-collect`` server, which
 merges the run's reports once all have come), and ``load-merge`` merges workers' reports. ``rest`` scores an MCP
 server's ``POST /search_nfcorpus`` directly, on whole splits.
@@ -45,17 +45,17 @@ from services.green_agent.evaluation.evaluator import QueryOutcome, evaluate
 from services.green_agent.evaluation.mcp_counters import cache_effect, cache_lookups
 from services.green_agent.evaluation.report import build_report, eval_tables
 from services.green_agent.evaluation.rest import evaluate_rest, splits_argument, table
-from services.green_agent.load import QueryPool, query_pool, run_load, stopped_by_signals
-from services.green_agent.load_collector import Collector, create_collector_app
-from services.green_agent.load_html import write_load_html
-from services.green_agent.load_report import (
+from services.green_agent.load.collector import Collector, create_collector_app
+from services.green_agent.load.html_page import write_load_html
+from services.green_agent.load.report import (
     LoadReport,
     build_load_report,
     load_table,
     merge_load_reports,
     workers_table,
 )
-from services.green_agent.load_workers import Share, hand_in, run_workers
+from services.green_agent.load.run import QueryPool, query_pool, run_load, stopped_by_signals
+from services.green_agent.load.workers import Share, hand_in, run_workers
 from services.green_agent.settings import GreenSettings, load_settings
 from services.telemetry.logging import setup_logging
 from services.telemetry.tracing import setup_tracing

@@ -16,8 +16,8 @@ from services.green_agent.evaluation.client import (
     wait_for_agent,
 )
 from services.green_agent.evaluation.evaluator import QueryOutcome
-from services.green_agent.load import run_load
-from services.green_agent.load_report import build_load_report
+from services.green_agent.load.report import build_load_report
+from services.green_agent.load.run import run_load
 from tests.support.ports import closed_url
 
 

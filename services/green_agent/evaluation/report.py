@@ -2,7 +2,7 @@
 
 The report is JSON for machines (``eval --out``, the A2A result's data part), rich tables for the
 terminal and a few lines of text for the A2A result. Its latency figures are shared with the load
-report (:mod:`services.green_agent.load_report`).
+report (:mod:`services.green_agent.load.report`).
 
 Ranking metrics use the standard trec_eval definitions from :mod:`services.nfcorpus.measures`
 and are means over *every sampled query*: a query without a valid reply scores 0, as a missing

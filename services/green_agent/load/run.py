@@ -14,7 +14,7 @@ therefore draws from every NFCorpus query (train, dev and test; the README's Loa
 how many distinct texts that is) in a seeded order, repeats only once the pool is used up, and
 says how many it repeated; with the MCP server named, it reads the server's cache lookups before
 and after the run (:mod:`services.green_agent.evaluation.mcp_counters`) and reports the hit ratio
-the run caused (:mod:`services.green_agent.load_report`).
+the run caused (:mod:`services.green_agent.load.report`).
 """
 
 from __future__ import annotations
