@@ -7,8 +7,8 @@ caller's token (:mod:`services.common.auth`), and each caller reads back only it
 An assessment runs for long and reports progress, which is what the SDK's
 ``DefaultRequestHandler`` is built for; around it, ``tasks/get`` and ``tasks/list`` are refused
 without authentication, and an execution is cancelled when its caller hangs up. Each task takes
-one assessment request (:mod:`services.green_agent.assessment`), streams progress, and ends with
-one ``results`` artifact (a text summary and the report as data).
+one assessment request (:mod:`services.green_agent.assessment.request`), streams progress, and
+ends with one ``results`` artifact (a text summary and the report as data).
 """
 
 from __future__ import annotations
@@ -52,7 +52,8 @@ from services.common.a2a import (
 )
 from services.common.a2a_input import message_problem
 from services.common.frame import ServiceId, service_app
-from services.green_agent.assessment import (
+from services.green_agent.assessment.json_numbers import WholeNumbers
+from services.green_agent.assessment.request import (
     Assessment,
     check_destinations,
     leaderboard_keys,
@@ -64,7 +65,6 @@ from services.green_agent.evaluation.egress import SETTING
 from services.green_agent.evaluation.evaluator import QueryOutcome, evaluate
 from services.green_agent.evaluation.mcp_counters import calls_between, qdrant_calls_total
 from services.green_agent.evaluation.report import build_report, eval_summary
-from services.green_agent.json_numbers import WholeNumbers
 from services.green_agent.settings import GreenSettings
 from services.telemetry.tracing import current_trace_id
 

@@ -1,0 +1,1 @@
+"""The AgentBeats assessment server: the evaluator as an A2A agent, one assessment per task."""
