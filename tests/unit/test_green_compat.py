@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from services.green_agent.assessment.request import leaderboard_keys, query_figures
+from services.green_agent.assessment.leaderboard import leaderboard_keys, query_figures
 from services.green_agent.evaluation.answer_contract import Reply, ReplyPart, loose_doc_ids
 from services.green_agent.evaluation.evaluator import QueryOutcome
 from services.green_agent.evaluation.mcp_counters import health_check_url, qdrant_calls_total

@@ -53,12 +53,8 @@ from services.common.a2a import (
 from services.common.a2a_input import message_problem
 from services.common.frame import ServiceId, service_app
 from services.green_agent.assessment.json_numbers import WholeNumbers
-from services.green_agent.assessment.request import (
-    Assessment,
-    check_destinations,
-    leaderboard_keys,
-    parse_assessment,
-)
+from services.green_agent.assessment.leaderboard import leaderboard_keys
+from services.green_agent.assessment.request import Assessment, check_destinations, parse_assessment
 from services.green_agent.evaluation.client import TransportFailure, connect
 from services.green_agent.evaluation.dataset import TestSet, fetch_test_set
 from services.green_agent.evaluation.egress import SETTING
