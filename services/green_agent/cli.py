@@ -33,7 +33,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from services.common.server import serve
-from services.green_agent.assessment.executor import create_app
+from services.green_agent.assessment.app import create_app
 from services.green_agent.evaluation.client import (
     Protocol_,
     TransportFailure,

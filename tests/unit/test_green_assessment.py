@@ -6,7 +6,7 @@ import pytest
 from a2a.helpers import new_data_part, new_text_part
 from a2a.types import Message, Role
 
-from services.green_agent.assessment.executor import EXAMPLE, build_card
+from services.green_agent.assessment.card import EXAMPLE, build_card
 from services.green_agent.assessment.request import parse_assessment
 
 
