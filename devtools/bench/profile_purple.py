@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 from harness.processes import ServerProcess, free_port
 
 if TYPE_CHECKING:
-    from services.green_agent.evaluation.client import AgentClient, Protocol_
+    from services.green_agent.evaluation.client import A2AVersion, AgentClient
 
 # The green agent's modules (the load generator's) are imported where they are used: imported
 # here, they would import a2a before the profiled agent's package could switch off the SDK's own
@@ -66,7 +66,7 @@ async def _measure(
     purple: ServerProcess,
     texts: list[str],
     valid: frozenset[str],
-    protocol: Protocol_,
+    protocol: A2AVersion,
     profiled: bool,
 ) -> dict[str, Any]:
     from services.green_agent.evaluation.client import connect

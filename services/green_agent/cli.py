@@ -35,7 +35,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from services.common.server import serve
 from services.green_agent.assessment.app import create_app
 from services.green_agent.evaluation.client import (
-    Protocol_,
+    A2AVersion,
     TransportFailure,
     connect,
     wait_for_agent,
@@ -242,7 +242,7 @@ def _parser(settings: GreenSettings) -> argparse.ArgumentParser:
         sub.add_argument("--agent", required=True, help="base URL of the retrieval agent")
         sub.add_argument("--top-k", type=int, default=5, choices=range(1, 101), metavar="1..100")
         sub.add_argument("--seed", type=int, default=42, help="sampling seed")
-        protocols: list[Protocol_] = ["1.0", "0.3"]
+        protocols: list[A2AVersion] = ["1.0", "0.3"]
         sub.add_argument("--protocol", choices=protocols, default=settings.protocol)
         sub.add_argument("--out", type=Path, help="write the JSON report here")
         sub.add_argument("--data-dir", type=Path, default=settings.data_dir)

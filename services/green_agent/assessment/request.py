@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 from a2a.helpers import get_data_parts, get_text_parts
 from a2a.types import Message
@@ -37,6 +37,7 @@ from pydantic import (
     model_validator,
 )
 
+from services.green_agent.evaluation.client import A2AVersion
 from services.green_agent.evaluation.dataset import TestSet, sample_query_ids
 from services.green_agent.evaluation.egress import AllowedOrigins
 
@@ -111,7 +112,7 @@ class AssessmentConfig(BaseModel):
     top_k: int = Field(default=5, ge=1, le=100)
     random_seed: int = 42
     concurrency: int | None = Field(default=None, ge=1, le=256)
-    protocol: Literal["1.0", "0.3"] | None = None
+    protocol: A2AVersion | None = None
     mcp_server_url: Annotated[str, AfterValidator(_a_url)] | None = None
 
 
@@ -160,7 +161,7 @@ class Assessment:
     """A parsed request, resolved against the test set: who to ask what, and how."""
 
     agent: str
-    protocol: Literal["1.0", "0.3"]
+    protocol: A2AVersion
     config: AssessmentConfig
     test_set: TestSet
     query_ids: list[str]
@@ -168,7 +169,7 @@ class Assessment:
 
     @classmethod
     def resolve(
-        cls, request: AssessmentRequest, test_set: TestSet, protocol: Literal["1.0", "0.3"]
+        cls, request: AssessmentRequest, test_set: TestSet, protocol: A2AVersion
     ) -> Assessment:
         """The request's sample of test queries (its shard's slice) and whom to ask them.
 

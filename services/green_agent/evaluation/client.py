@@ -25,7 +25,8 @@ from services.green_agent.evaluation.answer_contract import Reply, ReplyPart
 from services.green_agent.evaluation.egress import AllowedOrigins, refused_in
 from services.telemetry.tracing import inject_headers
 
-Protocol_ = Literal["1.0", "0.3"]
+#: A version of the A2A protocol the evaluator can speak to an agent (the two clients below).
+A2AVersion = Literal["1.0", "0.3"]
 CARD_PATH = "/.well-known/agent-card.json"
 
 
@@ -231,7 +232,7 @@ class LegacyAgentClient:
 
 async def connect(
     url: str,
-    protocol: Protocol_,
+    protocol: A2AVersion,
     timeout_s: float = 60.0,
     max_connections: int = 100,
     authorization: str | None = None,
