@@ -27,7 +27,7 @@ import httpx
 from harness.dashboard import PanelValue, panel_values
 from harness.processes import BASE_ENV, REPO, ServerProcess
 from harness.prometheus import LocalPrometheus
-from services.green_agent.load_report import LoadReport, workload_line
+from services.green_agent.load.report import LoadReport, workload_line
 
 #: An A2A 0.3 request whose query is empty: refused in validation, a failed task.
 INVALID = {

@@ -21,7 +21,7 @@ from typing import Any
 
 from harness.local_cluster import LocalCluster
 from harness.processes import REPO
-from services.green_agent.eval_report import percentile
+from services.green_agent.evaluation.report import percentile
 
 RESTARTS = 20
 

@@ -21,11 +21,11 @@ from pathlib import Path
 from typing import Any
 
 from harness.processes import ServerProcess, free_port
-from services.green_agent.client import AgentClient, connect
-from services.green_agent.dataset import load_test_set
-from services.green_agent.eval_report import latency_stats
-from services.green_agent.evaluator import QueryOutcome, ask_and_check
-from services.green_agent.load import run_load
+from services.green_agent.evaluation.client import AgentClient, connect
+from services.green_agent.evaluation.dataset import load_test_set
+from services.green_agent.evaluation.evaluator import QueryOutcome, ask_and_check
+from services.green_agent.evaluation.report import latency_stats
+from services.green_agent.load.run import run_load
 from services.mcp_server.settings import McpServerSettings
 from services.retrieval.encoders.dense import OnnxMiniLM
 

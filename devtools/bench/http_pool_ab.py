@@ -130,7 +130,7 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--out", type=Path, default=Path("reports/http_pool.json"))
     args = parser.parse_args()
-    from services.green_agent.dataset import load_test_set
+    from services.green_agent.evaluation.dataset import load_test_set
     from services.nfcorpus.dataset import load_qrels, load_queries
     from services.retrieval.settings import RetrievalSettings
 

@@ -24,9 +24,9 @@ import httpx
 
 from devtools.bench.a2a_agents import BENCH_ENV, TOP_K, mcp_server, our_agent
 from harness.processes import REPO, ServerProcess, free_port
-from services.green_agent.client import connect
-from services.green_agent.dataset import load_test_set
-from services.green_agent.evaluator import ask_and_check
+from services.green_agent.evaluation.client import connect
+from services.green_agent.evaluation.dataset import load_test_set
+from services.green_agent.evaluation.evaluator import ask_and_check
 from services.retrieval.settings import RetrievalSettings
 
 

@@ -35,7 +35,7 @@ from devtools.bench.a2a_agents import (
     our_agent,
 )
 from harness.processes import BASE_ENV, REPO
-from services.green_agent.dataset import load_test_set
+from services.green_agent.evaluation.dataset import load_test_set
 from services.nfcorpus.dataset import load_qrels, load_queries
 from services.retrieval.settings import RetrievalSettings
 

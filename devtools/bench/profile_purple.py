@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 from harness.processes import ServerProcess, free_port
 
 if TYPE_CHECKING:
-    from services.green_agent.client import AgentClient, Protocol_
+    from services.green_agent.evaluation.client import A2AVersion, AgentClient
 
 # The green agent's modules (the load generator's) are imported where they are used: imported
 # here, they would import a2a before the profiled agent's package could switch off the SDK's own
@@ -46,7 +46,7 @@ async def _phase(
     client: AgentClient, texts: list[str], valid: frozenset[str], concurrency: int, legacy: bool
 ) -> int:
     """Send every text with ``concurrency`` workers; the number answered."""
-    from services.green_agent.evaluator import ask_and_check
+    from services.green_agent.evaluation.evaluator import ask_and_check
 
     pending = list(enumerate(texts))
     answered = 0
@@ -66,10 +66,10 @@ async def _measure(
     purple: ServerProcess,
     texts: list[str],
     valid: frozenset[str],
-    protocol: Protocol_,
+    protocol: A2AVersion,
     profiled: bool,
 ) -> dict[str, Any]:
-    from services.green_agent.client import connect
+    from services.green_agent.evaluation.client import connect
 
     legacy = protocol == "0.3"
     client = await connect(purple.base_url, protocol, timeout_s=60.0, max_connections=CONCURRENCY)
@@ -124,7 +124,7 @@ def main() -> None:
     parser.add_argument("--profile", type=Path, help="folder for one cProfile file per phase")
     parser.add_argument("--mcp-url", help="an MCP server already running (default: start one)")
     args = parser.parse_args()
-    from services.green_agent.dataset import load_test_set
+    from services.green_agent.evaluation.dataset import load_test_set
     from services.nfcorpus.dataset import load_qrels, load_queries
     from services.retrieval.settings import RetrievalSettings
 

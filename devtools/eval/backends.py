@@ -23,10 +23,10 @@ import httpx
 from harness.fakes.mcp_toy import serve_app
 from harness.fakes.seed_rest import forwarding_to, seed_rest_app
 from harness.processes import ServerProcess
-from services.green_agent.client import connect
-from services.green_agent.dataset import load_test_set, sample_query_ids
-from services.green_agent.eval_report import build_report
-from services.green_agent.evaluator import evaluate
+from services.green_agent.evaluation.client import connect
+from services.green_agent.evaluation.dataset import load_test_set, sample_query_ids
+from services.green_agent.evaluation.evaluator import evaluate
+from services.green_agent.evaluation.report import build_report
 from services.nfcorpus.dataset import DEFAULT_DATA_DIR
 
 

@@ -24,7 +24,7 @@ from typing import Any
 from devtools.eval.doc_sections import replace_section
 from devtools.figures import record
 from harness.processes import BASE_ENV, REPO, ServerProcess
-from services.green_agent.rest_eval import evaluate_rest
+from services.green_agent.evaluation.rest import evaluate_rest
 from services.nfcorpus.dataset import DEFAULT_DATA_DIR, Split
 
 PY = sys.executable

@@ -14,7 +14,7 @@ import httpx
 
 from harness.chart_run.release import Cluster
 from harness.chart_run.spec import PodSpec
-from services.green_agent.load_report import LoadReport
+from services.green_agent.load.report import LoadReport
 
 GENERATOR, COLLECTOR = "load-generator", "load-collector"
 

@@ -2,7 +2,7 @@
 
 Each agent brings its own request handler: the purple agent answers at once
 (:mod:`services.purple_agent.a2a.handler`), the green agent runs long assessments on the SDK's
-(:mod:`services.green_agent.a2a_server`).
+(:mod:`services.green_agent.assessment.handler`).
 """
 
 from __future__ import annotations

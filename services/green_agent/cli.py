@@ -6,7 +6,7 @@ Ctrl-C ends it early with its report. ``load --html PATH`` also writes the repor
 self-contained HTML page (throughput and latency over time, latency histogram, failures), e.g.
 ``load --agent URL --duration 30 --concurrency 4 --html load.html``. ``load --workers N`` runs
 N generator processes sharing the pace and the queries, and merges their reports into one
-(:mod:`services.green_agent.load_workers`); ``load --worker I --workers N`` runs worker I only
+(:mod:`services.green_agent.load.workers`); ``load --worker I --workers N`` runs worker I only
 (a pod of an Indexed Job; ``--report-to URL`` hands its report to a ``load-collect`` server, which
 merges the run's reports once all have come), and ``load-merge`` merges workers' reports. ``rest`` scores an MCP
 server's ``POST /search_nfcorpus`` directly, on whole splits.
@@ -14,7 +14,7 @@ server's ``POST /search_nfcorpus`` directly, on whole splits.
 ``eval``, ``load`` and ``rest`` call the URLs a person typed on the command line: they send the
 token to that agent and follow the URL its card names, unchecked, since that person chose the
 agent. ``GREEN_ALLOWED_ORIGINS`` binds ``serve``, whose URLs come in requests from whoever
-reaches it (:mod:`services.green_agent.egress`).
+reaches it (:mod:`services.green_agent.evaluation.egress`).
 """
 
 from __future__ import annotations
@@ -33,24 +33,29 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from services.common.server import serve
-from services.green_agent.a2a_server import create_app
-from services.green_agent.client import Protocol_, TransportFailure, connect, wait_for_agent
-from services.green_agent.dataset import fetch_test_set, sample_query_ids
-from services.green_agent.eval_report import build_report, eval_tables
-from services.green_agent.evaluator import QueryOutcome, evaluate
-from services.green_agent.load import QueryPool, query_pool, run_load, stopped_by_signals
-from services.green_agent.load_collector import Collector, create_collector_app
-from services.green_agent.load_html import write_load_html
-from services.green_agent.load_report import (
+from services.green_agent.assessment.app import create_app
+from services.green_agent.evaluation.client import (
+    A2AVersion,
+    TransportFailure,
+    connect,
+    wait_for_agent,
+)
+from services.green_agent.evaluation.dataset import fetch_test_set, sample_query_ids
+from services.green_agent.evaluation.evaluator import QueryOutcome, evaluate
+from services.green_agent.evaluation.mcp_counters import cache_effect, cache_lookups
+from services.green_agent.evaluation.report import build_report, eval_tables
+from services.green_agent.evaluation.rest import evaluate_rest, splits_argument, table
+from services.green_agent.load.collector import Collector, create_collector_app
+from services.green_agent.load.html_page import write_load_html
+from services.green_agent.load.report import (
     LoadReport,
     build_load_report,
     load_table,
     merge_load_reports,
     workers_table,
 )
-from services.green_agent.load_workers import Share, hand_in, run_workers
-from services.green_agent.mcp_counters import cache_effect, cache_lookups
-from services.green_agent.rest_eval import evaluate_rest, splits_argument, table
+from services.green_agent.load.run import QueryPool, query_pool, run_load, stopped_by_signals
+from services.green_agent.load.workers import Share, hand_in, run_workers
 from services.green_agent.settings import GreenSettings, load_settings
 from services.telemetry.logging import setup_logging
 from services.telemetry.tracing import setup_tracing
@@ -237,7 +242,7 @@ def _parser(settings: GreenSettings) -> argparse.ArgumentParser:
         sub.add_argument("--agent", required=True, help="base URL of the retrieval agent")
         sub.add_argument("--top-k", type=int, default=5, choices=range(1, 101), metavar="1..100")
         sub.add_argument("--seed", type=int, default=42, help="sampling seed")
-        protocols: list[Protocol_] = ["1.0", "0.3"]
+        protocols: list[A2AVersion] = ["1.0", "0.3"]
         sub.add_argument("--protocol", choices=protocols, default=settings.protocol)
         sub.add_argument("--out", type=Path, help="write the JSON report here")
         sub.add_argument("--data-dir", type=Path, default=settings.data_dir)

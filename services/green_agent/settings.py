@@ -9,7 +9,7 @@ from pydantic import Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from services.common.auth import AuthFields, authorization
-from services.green_agent.egress import LOOPBACK, AllowedOrigins
+from services.green_agent.evaluation.egress import LOOPBACK, AllowedOrigins
 from services.nfcorpus.dataset import BEIR_NFCORPUS_MD5, BEIR_NFCORPUS_URL, DEFAULT_DATA_DIR
 
 
@@ -18,7 +18,7 @@ class GreenSettings(BaseSettings, AuthFields):
 
     ``GREEN_AUTH_TOKENS[_FILE]`` are the callers the A2A server accepts;
     ``GREEN_ALLOWED_ORIGINS`` where the URLs of their requests may point
-    (:mod:`services.green_agent.egress`).
+    (:mod:`services.green_agent.evaluation.egress`).
     """
 
     model_config = SettingsConfigDict(env_prefix="GREEN_", extra="ignore")

@@ -21,8 +21,8 @@ import pytest
 import yaml
 
 from harness.processes import REPO
-from services.green_agent.assessment import ROLE, AssessmentConfig
-from services.green_agent.egress import AllowedOrigins
+from services.green_agent.assessment.request import ROLE, AssessmentConfig
+from services.green_agent.evaluation.egress import AllowedOrigins
 from tests.support.amber import amber_problems
 
 MANIFESTS = {

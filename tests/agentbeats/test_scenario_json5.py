@@ -15,7 +15,7 @@ import json5
 import pytest
 
 from harness.processes import REPO
-from services.green_agent.assessment import ROLE, AssessmentConfig
+from services.green_agent.assessment.request import ROLE, AssessmentConfig
 from tests.support.amber import GATEWAY_MANIFEST_URL, GATEWAY_V03, scenario_problems
 
 SCENARIO = REPO / "agentbeats/scenario.json5"

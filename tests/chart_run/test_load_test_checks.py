@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from harness.chart_run.load_test import load_test_problems, report_figures
-from services.green_agent.evaluator import QueryOutcome
-from services.green_agent.load_report import build_load_report, merge_load_reports
+from services.green_agent.evaluation.evaluator import QueryOutcome
+from services.green_agent.load.report import build_load_report, merge_load_reports
 
 
 def _figures() -> dict[str, Any]:

@@ -18,7 +18,7 @@ import httpx
 import pytest
 
 from harness.processes import ServerProcess
-from services.green_agent.dataset import TestSet, fetch_test_set
+from services.green_agent.evaluation.dataset import TestSet, fetch_test_set
 from services.green_agent.settings import GreenSettings
 
 

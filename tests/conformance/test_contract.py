@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from services.green_agent.dataset import TestSet, sample_query_ids
+from services.green_agent.evaluation.dataset import TestSet, sample_query_ids
 from tests.conformance.wire import query_text, send
 
 QUERIES = 20

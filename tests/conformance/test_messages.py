@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from services.green_agent.dataset import TestSet
+from services.green_agent.evaluation.dataset import TestSet
 from tests.conformance.wire import query_text, send, stream
 
 

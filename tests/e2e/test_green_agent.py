@@ -20,7 +20,7 @@ from a2a.helpers import get_data_parts, get_text_parts
 from a2a.types import TaskState
 
 from harness.processes import REPO, ServerProcess
-from services.green_agent.dataset import load_test_set
+from services.green_agent.evaluation.dataset import load_test_set
 from services.nfcorpus.dataset import DEFAULT_DATA_DIR
 from services.nfcorpus.measures import ndcg_at_k
 from services.purple_agent.ranking_policy import ServerOrder

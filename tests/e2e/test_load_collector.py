@@ -15,8 +15,8 @@ import httpx
 import pytest
 
 from harness.processes import REPO, ServerProcess
-from services.green_agent.load_report import LoadReport, merge_load_reports
-from services.green_agent.load_workers import hand_in
+from services.green_agent.load.report import LoadReport, merge_load_reports
+from services.green_agent.load.workers import hand_in
 from tests.support.green import CLI_TIMEOUT_S
 
 WORKERS = 2

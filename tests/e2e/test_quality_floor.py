@@ -19,9 +19,9 @@ import httpx
 import pytest
 
 from harness.processes import ServerProcess
-from services.green_agent.client import connect
-from services.green_agent.dataset import TestSet
-from services.green_agent.evaluator import evaluate
+from services.green_agent.evaluation.client import connect
+from services.green_agent.evaluation.dataset import TestSet
+from services.green_agent.evaluation.evaluator import evaluate
 from services.nfcorpus.dataset import load_corpus, load_qrels, load_queries
 from services.nfcorpus.measures import ndcg_at_k
 from tests.support.small_index import SmallIndex

@@ -11,7 +11,7 @@ import httpx
 import pytest
 
 from harness.processes import ServerProcess
-from services.green_agent.client import Protocol_, TransportFailure, connect
+from services.green_agent.evaluation.client import A2AVersion, TransportFailure, connect
 from services.green_agent.settings import GreenSettings
 from services.purple_agent.settings import PurpleSettings
 from tests.support.purple import ThreadedServer, v03_body
@@ -76,7 +76,7 @@ async def test_the_agent_needs_a_token_and_uses_its_own_for_mcp(
 
 @pytest.mark.parametrize("protocol", ["1.0", "0.3"])
 async def test_the_evaluator_sends_its_token(
-    secured_purple: ThreadedServer, tmp_path: Path, protocol: Protocol_
+    secured_purple: ThreadedServer, tmp_path: Path, protocol: A2AVersion
 ) -> None:
     token_file = tmp_path / "token"
     token_file.write_text(f"{BOB}\n")  # as a mounted Secret holds it

@@ -21,7 +21,7 @@ import pytest
 from a2a.server.request_handlers.response_helpers import agent_card_to_dict
 
 from harness.processes import McpServer, ServerProcess
-from services.green_agent.a2a_server import build_card
+from services.green_agent.assessment.card import build_card
 from services.purple_agent.settings import PurpleSettings
 from tests.support.purple import ThreadedServer, v03_body
 

@@ -26,8 +26,8 @@ import pytest
 
 from harness.processes import REPO
 from services.common.limits import MAX_QUERY_CHARS
-from services.green_agent.load import query_pool
-from services.green_agent.load_html import HISTOGRAM_TITLE, LATENCY_TITLE, THROUGHPUT_TITLE
+from services.green_agent.load.html_page import HISTOGRAM_TITLE, LATENCY_TITLE, THROUGHPUT_TITLE
+from services.green_agent.load.run import query_pool
 from services.nfcorpus.dataset import load_queries
 from tests.support.green import CLI_TIMEOUT_S
 from tests.support.polling import wait_for

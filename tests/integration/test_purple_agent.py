@@ -13,10 +13,10 @@ import httpx
 import pytest
 
 from harness.processes import McpServer
-from services.green_agent.answer_contract import check_reply, legacy_concatenation
-from services.green_agent.client import SdkAgentClient, reply_from_v03_result
-from services.green_agent.dataset import TestSet, load_test_set
-from services.green_agent.evaluator import evaluate
+from services.green_agent.evaluation.answer_contract import check_reply, legacy_concatenation
+from services.green_agent.evaluation.client import SdkAgentClient, reply_from_v03_result
+from services.green_agent.evaluation.dataset import TestSet, load_test_set
+from services.green_agent.evaluation.evaluator import evaluate
 from services.nfcorpus.dataset import DEFAULT_DATA_DIR
 from services.purple_agent.a2a.messages import EXPECTED
 from tests.support.purple import ThreadedServer, v03_body, v10_body

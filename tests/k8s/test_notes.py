@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 import subprocess
 
-from services.green_agent.egress import AllowedOrigins
+from services.green_agent.evaluation.egress import AllowedOrigins
 from tests.k8s.rendering import CHART, NAMESPACE, RELEASE, tool
 
 

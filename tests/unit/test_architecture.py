@@ -5,7 +5,8 @@ agent -> MCP server -> store: the purple agent reaches retrieval only over MCP; 
 (green agent) depends on the benchmark (``services.nfcorpus``), never on the system it evaluates;
 the shared frame and the benchmark depend on no server. Between the rooms of Python code: what
 ships (``services``) imports none of the others, the test harness only what ships, the
-development tooling the harness too, and only the tests import the tests.
+development tooling the harness too, and only the tests import the tests. Inside the green agent,
+the assessment server and the load generator build on the evaluation, never on each other.
 """
 
 from __future__ import annotations
@@ -57,6 +58,18 @@ LAYERS: dict[str, set[str]] = {
     "query": BOTTOM | {"store", "encoders"},
     "indexing": BOTTOM | {"store", "encoders", "query"},
 }
+
+# Inside green_agent/, the rooms and what each may import of the others besides itself: the
+# evaluation at the bottom (the client, the contract, the report: it imports none of the others,
+# not even the settings), the AgentBeats assessment server and the load generator on it, neither
+# importing the other. The settings and the command line stay at the top, beside the rooms.
+GREEN = REPO / "services" / "green_agent"
+GREEN_ROOMS: dict[str, set[str]] = {
+    "evaluation": set(),
+    "assessment": {"evaluation", "settings"},
+    "load": {"evaluation"},
+}
+GREEN_TOP = {"__init__", "__main__", "cli", "settings"}
 
 
 # The SDKs we build on, and the modules of theirs that their versioning policy does not cover:
@@ -126,6 +139,55 @@ def test_imports_inside_retrieval_run_downward_only() -> None:
         if wrong := reached - LAYERS[own]:
             upward[str(rel)] = sorted(wrong)
     assert upward == {}
+
+
+def _green_part(module: str) -> str | None:
+    """The room or top-level module of ``services.green_agent.<it>[...]``, else None."""
+    parts = module.split(".")
+    return parts[2] if parts[:2] == ["services", "green_agent"] and len(parts) > 2 else None
+
+
+def _green_crossings(green: Path) -> dict[str, list[str]]:
+    """The modules of the green agent's rooms under ``green`` importing what their room may not,
+    with what they reach."""
+    crossing = {}
+    for room, allowed in GREEN_ROOMS.items():
+        for path in sorted((green / room).rglob("*.py")):
+            reached = {part for n in _imports(path) if (part := _green_part(n))}
+            if wrong := reached - allowed - {room}:
+                crossing[str(path.relative_to(green))] = sorted(wrong)
+    return crossing
+
+
+def test_every_green_agent_module_sits_in_a_room_or_at_the_top() -> None:
+    folders = {p.parent.relative_to(GREEN).parts[0] for p in GREEN.glob("*/**/*.py")}
+    assert folders == set(GREEN_ROOMS)
+    assert {p.stem for p in GREEN.glob("*.py")} == GREEN_TOP
+
+
+def test_the_green_agents_rooms_depend_one_way() -> None:
+    assert _green_crossings(GREEN) == {}
+
+
+def test_an_evaluation_importing_the_load_generator_is_caught(tmp_path: Path) -> None:
+    for room in GREEN_ROOMS:
+        (tmp_path / room).mkdir()
+    (tmp_path / "evaluation" / "client.py").write_text(
+        "from services.green_agent.load.report import LoadReport\n"
+    )
+    (tmp_path / "evaluation" / "dataset.py").write_text(
+        "from services.green_agent import settings\n"
+    )
+    (tmp_path / "load" / "run.py").write_text("import services.green_agent.assessment.request\n")
+    (tmp_path / "assessment" / "app.py").write_text(
+        "from services.green_agent.evaluation import egress\n"
+        "from services.green_agent.settings import GreenSettings\n"
+    )
+    assert _green_crossings(tmp_path) == {
+        "evaluation/client.py": ["load"],
+        "evaluation/dataset.py": ["settings"],
+        "load/run.py": ["assessment"],
+    }
 
 
 def _module_of(path: Path) -> str:

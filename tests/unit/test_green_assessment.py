@@ -6,8 +6,8 @@ import pytest
 from a2a.helpers import new_data_part, new_text_part
 from a2a.types import Message, Role
 
-from services.green_agent.a2a_server import EXAMPLE, build_card
-from services.green_agent.assessment import parse_assessment
+from services.green_agent.assessment.card import EXAMPLE, build_card
+from services.green_agent.assessment.request import parse_assessment
 
 
 def _msg(part) -> Message:

@@ -6,10 +6,10 @@ import math
 
 import pytest
 
-from services.green_agent.answer_contract import Reply, ReplyPart, loose_doc_ids
-from services.green_agent.assessment import leaderboard_keys, query_figures
-from services.green_agent.evaluator import QueryOutcome
-from services.green_agent.mcp_counters import health_check_url, qdrant_calls_total
+from services.green_agent.assessment.leaderboard import leaderboard_keys, query_figures
+from services.green_agent.evaluation.answer_contract import Reply, ReplyPart, loose_doc_ids
+from services.green_agent.evaluation.evaluator import QueryOutcome
+from services.green_agent.evaluation.mcp_counters import health_check_url, qdrant_calls_total
 
 JUDGED = {"D1": 2, "D2": 1, "D3": 0, "D9": 1}  # D3 judged not relevant; D9 never retrieved
 

@@ -9,14 +9,14 @@ import pytest
 from a2a.helpers import new_data_part, new_text_part
 from a2a.types import Artifact, Message, Role, Task, TaskState, TaskStatus
 
-from services.green_agent.answer_contract import (
+from services.green_agent.evaluation.answer_contract import (
     ContractViolation,
     Reply,
     ReplyPart,
     check_reply,
     legacy_concatenation,
 )
-from services.green_agent.client import reply_from_task, reply_from_v03_result
+from services.green_agent.evaluation.client import reply_from_task, reply_from_v03_result
 
 VALID = frozenset(f"MED-{i}" for i in range(1, 20))
 

@@ -9,9 +9,14 @@ import pytest
 from a2a.helpers import new_text_part
 from a2a.types import Message, Role
 
-from services.green_agent.assessment import check_destinations, parse_assessment
+from services.green_agent.assessment.request import check_destinations, parse_assessment
 from services.green_agent.cli import main
-from services.green_agent.egress import LOOPBACK, AllowedOrigins, EgressRefused, refused_in
+from services.green_agent.evaluation.egress import (
+    LOOPBACK,
+    AllowedOrigins,
+    EgressRefused,
+    refused_in,
+)
 from services.green_agent.settings import load_settings
 
 

@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from services.green_agent.histogram import (
+from services.green_agent.load.histogram import (
     FLOOR_S,
     GROWTH,
     RESOLUTION,

@@ -9,15 +9,15 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from services.green_agent.client import (
+from services.green_agent.evaluation.client import (
     CARD_PATH,
     LegacyAgentClient,
     TransportFailure,
     wait_for_agent,
 )
-from services.green_agent.evaluator import QueryOutcome
-from services.green_agent.load import run_load
-from services.green_agent.load_report import build_load_report
+from services.green_agent.evaluation.evaluator import QueryOutcome
+from services.green_agent.load.report import build_load_report
+from services.green_agent.load.run import run_load
 from tests.support.ports import closed_url
 
 

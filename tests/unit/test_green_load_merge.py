@@ -7,11 +7,11 @@ import random
 
 import pytest
 
-from services.green_agent.evaluator import QueryOutcome
-from services.green_agent.histogram import LatencyHistogram
-from services.green_agent.load_report import LoadReport, build_load_report, merge_load_reports
-from services.green_agent.load_timeline import histogram_stats
-from services.green_agent.load_workers import Share
+from services.green_agent.evaluation.evaluator import QueryOutcome
+from services.green_agent.load.histogram import LatencyHistogram
+from services.green_agent.load.report import LoadReport, build_load_report, merge_load_reports
+from services.green_agent.load.timeline import histogram_stats
+from services.green_agent.load.workers import Share
 
 T0 = 500.0
 DURATION_S = 10.0

@@ -7,18 +7,18 @@ import re
 import pytest
 
 from services.green_agent.cli import _parser
-from services.green_agent.evaluator import QueryOutcome
-from services.green_agent.histogram import LatencyHistogram
-from services.green_agent.load_html import render_load_html
-from services.green_agent.load_report import LoadReport, build_load_report
-from services.green_agent.load_timeline import (
+from services.green_agent.evaluation.evaluator import QueryOutcome
+from services.green_agent.load.histogram import LatencyHistogram
+from services.green_agent.load.html_page import render_load_html
+from services.green_agent.load.report import LoadReport, build_load_report
+from services.green_agent.load.svg_charts import nice_ticks
+from services.green_agent.load.timeline import (
     bucket_width,
     build_timeline,
     histogram_stats,
     latency_histogram,
 )
 from services.green_agent.settings import GreenSettings
-from services.green_agent.svg_charts import nice_ticks
 from services.telemetry.metrics import LATENCY_BUCKETS
 
 T0 = 1000.0  # a perf_counter reading: only differences from the first start matter

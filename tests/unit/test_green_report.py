@@ -7,8 +7,8 @@ import math
 import pytest
 import pytrec_eval
 
-from services.green_agent.eval_report import build_report, latency_stats, percentile, spread
-from services.green_agent.evaluator import QueryOutcome
+from services.green_agent.evaluation.evaluator import QueryOutcome
+from services.green_agent.evaluation.report import build_report, latency_stats, percentile, spread
 from services.nfcorpus import measures
 
 QRELS = {

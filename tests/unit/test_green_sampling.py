@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from services.green_agent.dataset import TestSet, load_test_set, sample_query_ids
+from services.green_agent.evaluation.dataset import TestSet, load_test_set, sample_query_ids
 from services.nfcorpus.dataset import DEFAULT_DATA_DIR
 
 POPULATION = [f"PLAIN-{i}" for i in range(1, 324)]

@@ -6,8 +6,8 @@ import pytest
 from a2a.helpers import new_text_part
 from a2a.types import Message, Role
 
-from services.green_agent.assessment import Shard, parse_assessment
-from services.green_agent.dataset import sample_query_ids
+from services.green_agent.assessment.request import Shard, parse_assessment
+from services.green_agent.evaluation.dataset import sample_query_ids
 
 IDS = [f"PLAIN-{i}" for i in range(323)]
 

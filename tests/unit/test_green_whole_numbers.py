@@ -7,7 +7,7 @@ import json
 import httpx
 from starlette.types import Receive, Scope, Send
 
-from services.green_agent.json_numbers import WholeNumbers, in_data_parts
+from services.green_agent.assessment.json_numbers import WholeNumbers, in_data_parts
 
 RESULT = {"total_queries": 323.0, "ndcg": 0.52, "ok": True, "spread": {"count": 3.0}, "f": [1.0]}
 ANSWER = {

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from services.green_agent.dataset import load_test_set
-from services.green_agent.evaluator import QueryOutcome
-from services.green_agent.load import query_pool
-from services.green_agent.load_report import build_load_report
-from services.green_agent.mcp_counters import CacheEffect, cache_effect
+from services.green_agent.evaluation.dataset import load_test_set
+from services.green_agent.evaluation.evaluator import QueryOutcome
+from services.green_agent.evaluation.mcp_counters import CacheEffect, cache_effect
+from services.green_agent.load.report import build_load_report
+from services.green_agent.load.run import query_pool
 from services.nfcorpus.dataset import DEFAULT_DATA_DIR, load_queries
 
 

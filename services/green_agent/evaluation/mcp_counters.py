@@ -2,10 +2,11 @@
 
 Two counters, each read twice and differenced: the server's vector searches
 (``qdrant_calls_total`` of ``POST /health_check``), which the public evaluator reports as
-``vector_search_calls_total`` (:mod:`services.green_agent.assessment`), and its result-cache
-lookups by result (``mcp_result_cache_lookups_total`` of ``GET /metrics``), whose hit ratio a
-load run reports (:mod:`services.green_agent.load`). A server that is not named, not reachable
-or silent on a counter gives None, never an error: the run goes on without that figure.
+``vector_search_calls_total`` (:mod:`services.green_agent.assessment.leaderboard`), and its
+result-cache lookups by result (``mcp_result_cache_lookups_total`` of ``GET /metrics``), whose
+hit ratio a load run reports (:mod:`services.green_agent.load.run`). A server that is not named,
+not reachable or silent on a counter gives None, never an error: the run goes on without that
+figure.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import re
 import httpx
 from pydantic import BaseModel
 
-from services.green_agent.egress import AllowedOrigins
+from services.green_agent.evaluation.egress import AllowedOrigins
 
 _LOOKUP = re.compile(r'^mcp_result_cache_lookups_total\{result="(hit|miss)"\} (\S+)$', re.M)
 

@@ -13,8 +13,8 @@ after the first round every answer is a cache hit and no query is encoded or sea
 therefore draws from every NFCorpus query (train, dev and test; the README's Load section says
 how many distinct texts that is) in a seeded order, repeats only once the pool is used up, and
 says how many it repeated; with the MCP server named, it reads the server's cache lookups before
-and after the run (:mod:`services.green_agent.mcp_counters`) and reports the hit ratio the run
-caused (:mod:`services.green_agent.load_report`).
+and after the run (:mod:`services.green_agent.evaluation.mcp_counters`) and reports the hit ratio
+the run caused (:mod:`services.green_agent.load.report`).
 """
 
 from __future__ import annotations
@@ -29,8 +29,8 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Literal
 
-from services.green_agent.client import AgentClient
-from services.green_agent.evaluator import QueryOutcome, ask_and_check
+from services.green_agent.evaluation.client import AgentClient
+from services.green_agent.evaluation.evaluator import QueryOutcome, ask_and_check
 from services.nfcorpus.dataset import load_queries
 
 QueryPool = Literal["all", "test"]

@@ -2,7 +2,7 @@
 
 In a cluster the workers are pods (an Indexed Job); each posts its report to ``/reports`` when
 its run ends (``load --report-to URL``). Once every worker of the run has reported, the
-collector merges them (:func:`~services.green_agent.load_report.merge_load_reports`), writes the
+collector merges them (:func:`~services.green_agent.load.report.merge_load_reports`), writes the
 merged JSON and HTML where it was told, logs the run's headline, and serves the report at
 ``GET /report`` and ``GET /report.html`` (404 until it is complete). A report that is not one,
 comes from a worker outside the run or from another run is refused with what is wrong, and what
@@ -27,8 +27,8 @@ from starlette.routing import Route
 
 from services.common.frame import ServiceId, service_app
 from services.common.limits import ServerLimits
-from services.green_agent.load_html import render_load_html, write_load_html
-from services.green_agent.load_report import LoadReport, merge_load_reports
+from services.green_agent.load.html_page import render_load_html, write_load_html
+from services.green_agent.load.report import LoadReport, merge_load_reports
 
 _log = logging.getLogger(__name__)
 SERVICE = ServiceId(metric_prefix="load_collector", trace_name="load-collector")

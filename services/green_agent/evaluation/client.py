@@ -21,11 +21,12 @@ from a2a.client.client import Client
 from a2a.helpers import get_data_parts
 from a2a.types import Message, Part, Role, SendMessageRequest, Task, TaskState
 
-from services.green_agent.answer_contract import Reply, ReplyPart
-from services.green_agent.egress import AllowedOrigins, refused_in
+from services.green_agent.evaluation.answer_contract import Reply, ReplyPart
+from services.green_agent.evaluation.egress import AllowedOrigins, refused_in
 from services.telemetry.tracing import inject_headers
 
-Protocol_ = Literal["1.0", "0.3"]
+#: A version of the A2A protocol the evaluator can speak to an agent (the two clients below).
+A2AVersion = Literal["1.0", "0.3"]
 CARD_PATH = "/.well-known/agent-card.json"
 
 
@@ -231,7 +232,7 @@ class LegacyAgentClient:
 
 async def connect(
     url: str,
-    protocol: Protocol_,
+    protocol: A2AVersion,
     timeout_s: float = 60.0,
     max_connections: int = 100,
     authorization: str | None = None,
@@ -240,7 +241,8 @@ async def connect(
     """Open a client of the agent at ``url`` speaking ``protocol``.
 
     ``authorization`` is the ``Authorization`` header of every request (an agent with tokens);
-    with ``allowed``, no request goes to another origin (:mod:`services.green_agent.egress`).
+    with ``allowed``, no request goes to another origin
+    (:mod:`services.green_agent.evaluation.egress`).
     """
     if protocol == "0.3":
         return LegacyAgentClient(url, timeout_s, max_connections, authorization, allowed)

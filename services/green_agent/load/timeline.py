@@ -4,7 +4,7 @@ The timeline puts every outcome in the bucket where it *ended* (``started_s + la
 bucket's throughput is then the answers completed per second, and its percentiles those of the
 answers completed in it, which is what Prometheus shows from the servers' histograms
 (``rate()``, ``histogram_quantile()``) for the same window. Each bucket keeps its answers'
-mergeable histogram (:mod:`services.green_agent.histogram`), so the timelines of several
+mergeable histogram (:mod:`services.green_agent.load.histogram`), so the timelines of several
 generators merge bucket by bucket. The display histogram uses the bucket edges of the services'
 Prometheus histograms (:data:`services.telemetry.metrics.LATENCY_BUCKETS`), so a share of
 answers under an edge reads the same in the report and in Prometheus.
@@ -18,9 +18,9 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel
 
-from services.green_agent.eval_report import LatencyStats
-from services.green_agent.evaluator import QueryOutcome
-from services.green_agent.histogram import LatencyHistogram, merge_all
+from services.green_agent.evaluation.evaluator import QueryOutcome
+from services.green_agent.evaluation.report import LatencyStats
+from services.green_agent.load.histogram import LatencyHistogram, merge_all
 from services.telemetry.metrics import LATENCY_BUCKETS
 
 #: Bucket widths in seconds, smallest first; a run gets the smallest that keeps it readable.

@@ -7,9 +7,13 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
-from services.green_agent.answer_contract import ContractViolation, check_reply, loose_doc_ids
-from services.green_agent.client import AgentClient, TransportFailure
-from services.green_agent.dataset import TestSet
+from services.green_agent.evaluation.answer_contract import (
+    ContractViolation,
+    check_reply,
+    loose_doc_ids,
+)
+from services.green_agent.evaluation.client import AgentClient, TransportFailure
+from services.green_agent.evaluation.dataset import TestSet
 from services.telemetry.tracing import tracer
 
 _tracer = tracer(__name__)

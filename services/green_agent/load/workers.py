@@ -6,7 +6,7 @@ out answers more: a run is split across ``count`` workers, each a process of its
 ``JOB_COMPLETION_INDEX``). Worker ``index`` asks its share of the pace (the rate divided evenly,
 the concurrency spread with the remainder on the first workers) and draws every ``count``-th
 query of the seeded pool from ``index`` on, so the workers ask disjoint queries and together
-the run's. Each writes its own report; :func:`~services.green_agent.load_report.merge_load_reports`
+the run's. Each writes its own report; :func:`~services.green_agent.load.report.merge_load_reports`
 makes them one.
 """
 
@@ -23,7 +23,7 @@ from typing import TypeVar
 
 import httpx
 
-from services.green_agent.load_report import LoadReport
+from services.green_agent.load.report import LoadReport
 
 T = TypeVar("T")
 

@@ -1,4 +1,4 @@
-"""The AgentBeats assessment: its request, a sharded run's slices, its result's leaderboard keys.
+"""The AgentBeats assessment request: its parts, a sharded run's slices, whom to ask what.
 
 Request (message text or data part)::
 
@@ -7,40 +7,23 @@ Request (message text or data part)::
 
 ``config`` may also set ``concurrency``, ``protocol`` (``"1.0"`` or ``"0.3"``), the public
 evaluator's ``mcp_server_url`` (its vector search calls are counted over the run:
-:mod:`services.green_agent.mcp_counters`) and a shard of a sharded run. Every URL of the request
-must be on an allowed origin (:mod:`services.green_agent.egress`), or the task fails saying which
-and why before any request goes out.
+:mod:`services.green_agent.evaluation.mcp_counters`) and a shard of a sharded run. Every URL of
+the request must be on an allowed origin (:mod:`services.green_agent.evaluation.egress`), or the
+task fails saying which and why before any request goes out.
 
 Shards: an AgentBeats leaderboard that shards a run sends every green agent instance the same
 request with ``shard_index`` and ``num_shards`` (and ``num_instances``, the instances running at
 once) in its config, or in an ``assessment_config`` object beside it. Every shard draws the same
 seeded sample, then keeps every ``num_shards``-th query from its index on: the slices are
 disjoint, their union is the unsharded run's sample, and their sizes differ by at most one.
-
-Result: AgentBeats leaderboards written for the public NFCorpus evaluator read eight keys of its
-result's data part: ``mean_ndcg_at_k``, ``mean_mrr_at_k``, ``mean_precision_at_k``,
-``mean_recall_at_k`` (each rounded to 2 places), ``execution_time_seconds``, ``total_queries``,
-``successful_communications`` and ``vector_search_calls_total``. Our result carries them beside
-our full report, with the values that evaluator computes, so it can stand in for it:
-
-- it reads a reply as a 0.3 client does (status text and every artifact part joined, then
-  ``json.loads``) and scores whatever ``doc_ids`` that yields, ``[]`` when nothing parses;
-- at cutoff ``k`` = the request's ``top_k``: NDCG with the ideal taken from the retrieved list
-  (:func:`~services.nfcorpus.measures.ndcg_at_k_retrieved_ideal`), reciprocal rank of the first
-  relevant id, precision as the relevant share of the ids returned (not of ``k``), recall as the
-  share of the relevant documents found; a query that got no reply at all scores 0;
-- a communication is successful when a reply arrived, whatever it held;
-- ``vector_search_calls_total`` is the difference of the MCP server's ``qdrant_calls_total``
-  (``POST /health_check``) before and after the run, 0 when no server was named or it did not say.
 """
 
 from __future__ import annotations
 
 import json
-import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 from a2a.helpers import get_data_parts, get_text_parts
 from a2a.types import Message
@@ -54,11 +37,9 @@ from pydantic import (
     model_validator,
 )
 
-from services.green_agent.dataset import TestSet, sample_query_ids
-from services.green_agent.egress import AllowedOrigins
-from services.green_agent.evaluator import QueryOutcome
-from services.nfcorpus.dataset import Qrels
-from services.nfcorpus.measures import ndcg_at_k_retrieved_ideal
+from services.green_agent.evaluation.client import A2AVersion
+from services.green_agent.evaluation.dataset import TestSet, sample_query_ids
+from services.green_agent.evaluation.egress import AllowedOrigins
 
 ROLE = "retrieval_agent"
 SHARD_KEYS = ("shard_index", "num_shards", "num_instances")
@@ -131,7 +112,7 @@ class AssessmentConfig(BaseModel):
     top_k: int = Field(default=5, ge=1, le=100)
     random_seed: int = 42
     concurrency: int | None = Field(default=None, ge=1, le=256)
-    protocol: Literal["1.0", "0.3"] | None = None
+    protocol: A2AVersion | None = None
     mcp_server_url: Annotated[str, AfterValidator(_a_url)] | None = None
 
 
@@ -180,7 +161,7 @@ class Assessment:
     """A parsed request, resolved against the test set: who to ask what, and how."""
 
     agent: str
-    protocol: Literal["1.0", "0.3"]
+    protocol: A2AVersion
     config: AssessmentConfig
     test_set: TestSet
     query_ids: list[str]
@@ -188,7 +169,7 @@ class Assessment:
 
     @classmethod
     def resolve(
-        cls, request: AssessmentRequest, test_set: TestSet, protocol: Literal["1.0", "0.3"]
+        cls, request: AssessmentRequest, test_set: TestSet, protocol: A2AVersion
     ) -> Assessment:
         """The request's sample of test queries (its shard's slice) and whom to ask them.
 
@@ -205,45 +186,3 @@ class Assessment:
             raise ValueError(f"shard {request.shard.describe()} of {len(sample)} queries is empty")
         agent = str(request.participants[ROLE])
         return cls(agent, config.protocol or protocol, config, test_set, query_ids, request.shard)
-
-
-def _relevant(judged: dict[str, int]) -> set[str]:
-    return {d for d, grade in judged.items() if grade > 0}
-
-
-def query_figures(ranked: Sequence[str], judged: dict[str, int], k: int) -> dict[str, float]:
-    """NDCG, MRR, precision and recall at ``k`` of one answer, as that evaluator defines them."""
-    top, relevant = list(ranked[:k]), _relevant(judged)
-    found = len(set(top) & relevant)
-    first = next((rank for rank, d in enumerate(top, 1) if d in relevant), None)
-    return {
-        "ndcg": ndcg_at_k_retrieved_ideal(top, judged, k) if judged else 0.0,
-        "mrr": 1.0 / first if first is not None and judged else 0.0,
-        "precision": found / len(top) if top else 0.0,
-        "recall": found / len(relevant) if relevant else 0.0,
-    }
-
-
-def leaderboard_keys(
-    outcomes: Sequence[QueryOutcome],
-    qrels: Qrels,
-    top_k: int,
-    wall_s: float,
-    vector_search_calls: int | None,
-) -> dict[str, float | int]:
-    """The eight keys of the public evaluator's result, from our outcomes of one run."""
-    per = [query_figures(o.loose_doc_ids or [], qrels.get(o.query_id, {}), top_k) for o in outcomes]
-
-    def mean(name: str) -> float:
-        return round(statistics.fmean(f[name] for f in per), 2) if per else 0.0
-
-    return {
-        "mean_ndcg_at_k": mean("ndcg"),
-        "mean_mrr_at_k": mean("mrr"),
-        "mean_precision_at_k": mean("precision"),
-        "mean_recall_at_k": mean("recall"),
-        "execution_time_seconds": round(wall_s, 2),
-        "total_queries": len(outcomes),
-        "successful_communications": sum(o.loose_doc_ids is not None for o in outcomes),
-        "vector_search_calls_total": vector_search_calls or 0,
-    }

@@ -1,6 +1,6 @@
 """The load report as one self-contained HTML page, for a person to read.
 
-Inline CSS and inline SVG only (:mod:`services.green_agent.svg_charts`): no script, font, style
+Inline CSS and inline SVG only (:mod:`services.green_agent.load.svg_charts`): no script, font, style
 sheet or image is fetched, so the file can be mailed, archived as a CI artifact and opened
 offline. Every text from the run is escaped: agent URLs, reasons and error messages come from
 remote servers.
@@ -11,9 +11,9 @@ from __future__ import annotations
 from html import escape
 from pathlib import Path
 
-from services.green_agent.load_report import LoadReport, workload_line
-from services.green_agent.load_timeline import LatencyBin
-from services.green_agent.svg_charts import Series, bar_chart, label, line_chart
+from services.green_agent.load.report import LoadReport, workload_line
+from services.green_agent.load.svg_charts import Series, bar_chart, label, line_chart
+from services.green_agent.load.timeline import LatencyBin
 
 GREEN, RED, BLUE, AMBER, PURPLE = "#16a34a", "#dc2626", "#2563eb", "#d97706", "#7c3aed"
 THROUGHPUT_TITLE = "Throughput over time"

@@ -1,9 +1,9 @@
 """The load report: what a load run measured, its generators, and how workers' reports merge.
 
-Its timeline and latency histograms are :mod:`services.green_agent.load_timeline`'s.
+Its timeline and latency histograms are :mod:`services.green_agent.load.timeline`'s.
 
 Latency percentiles, of the run and of each time bucket, are read from mergeable histograms
-(:mod:`services.green_agent.histogram`, 1% resolution): the reports of several generators
+(:mod:`services.green_agent.load.histogram`, 1% resolution): the reports of several generators
 (``load --workers N``, one process each, or one pod each of a Kubernetes Indexed Job) merge into
 one by adding counts (:func:`merge_load_reports`), and the merged percentiles are those of every
 answer, never a mean of the workers' percentiles. The merged report keeps each worker's figures
@@ -11,7 +11,7 @@ and says when a generator was itself the bottleneck: its process near a whole co
 requests started than its share of the asked rate.
 
 The report is JSON (``load --out``) and a rich table for the terminal here; its HTML page is
-:mod:`services.green_agent.load_html`.
+:mod:`services.green_agent.load.html_page`.
 """
 
 from __future__ import annotations
@@ -24,10 +24,11 @@ from typing import Any
 from pydantic import BaseModel, computed_field
 from rich.table import Table
 
-from services.green_agent.eval_report import LatencyStats, milliseconds
-from services.green_agent.evaluator import QueryOutcome
-from services.green_agent.histogram import LatencyHistogram, merge_all
-from services.green_agent.load_timeline import (
+from services.green_agent.evaluation.evaluator import QueryOutcome
+from services.green_agent.evaluation.mcp_counters import CacheEffect
+from services.green_agent.evaluation.report import LatencyStats, milliseconds
+from services.green_agent.load.histogram import LatencyHistogram, merge_all
+from services.green_agent.load.timeline import (
     LatencyBin,
     TimelinePoint,
     bucket_width,
@@ -36,7 +37,6 @@ from services.green_agent.load_timeline import (
     latency_histogram,
     merged_timeline,
 )
-from services.green_agent.mcp_counters import CacheEffect
 
 #: A generator whose process used this share of a core or more was itself the bottleneck.
 GENERATOR_CPU_BOUND = 0.9
@@ -109,7 +109,7 @@ class LoadReport(BaseModel):
         """Why the load, not the agent, may have set the pace (empty: the generators kept up)."""
         return [reason for w in self.workers for reason in w.bound]
 
-    # The workload (services.green_agent.load): which queries, how many asked again, and
+    # The workload (services.green_agent.load.run): which queries, how many asked again, and
     # how much of the run the MCP server's result cache answered (None: its metrics unread).
     query_pool: str = "test"
     pool_size: int = 0

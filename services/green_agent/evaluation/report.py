@@ -2,7 +2,7 @@
 
 The report is JSON for machines (``eval --out``, the A2A result's data part), rich tables for the
 terminal and a few lines of text for the A2A result. Its latency figures are shared with the load
-report (:mod:`services.green_agent.load_report`).
+report (:mod:`services.green_agent.load.report`).
 
 Ranking metrics use the standard trec_eval definitions from :mod:`services.nfcorpus.measures`
 and are means over *every sampled query*: a query without a valid reply scores 0, as a missing
@@ -22,7 +22,7 @@ from pydantic import BaseModel
 from rich.console import Group
 from rich.table import Table
 
-from services.green_agent.evaluator import QueryOutcome
+from services.green_agent.evaluation.evaluator import QueryOutcome
 from services.nfcorpus.dataset import Qrels
 from services.nfcorpus.measures import ndcg_at_k_retrieved_ideal, per_query
 

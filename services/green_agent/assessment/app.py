@@ -1,0 +1,56 @@
+"""The evaluator's A2A app: the card, the assessment executor behind JSON-RPC, in the frame.
+
+The app serves A2A JSON-RPC (1.0 and 0.3) and the card at ``/``, in the frame. With
+``GREEN_AUTH_TOKENS[_FILE]`` every request but the card, ``/healthz`` and ``/metrics`` needs a
+caller's token (:mod:`services.common.auth`), and each caller reads back only its own tasks. A
+result's counts leave as integers whichever protocol asked
+(:mod:`services.green_agent.assessment.json_numbers`).
+"""
+
+from __future__ import annotations
+
+import logging
+
+from a2a.server.tasks import InMemoryTaskStore
+from starlette.applications import Starlette
+
+from services.common.a2a import A2A_RPC_PATH, CARD_PATHS
+from services.common.a2a_input import message_problem
+from services.common.frame import ServiceId, service_app
+from services.green_agent.assessment.card import build_card
+from services.green_agent.assessment.executor import AssessmentExecutor
+from services.green_agent.assessment.handler import a2a_routes
+from services.green_agent.assessment.json_numbers import WholeNumbers
+from services.green_agent.evaluation.egress import SETTING
+from services.green_agent.settings import GreenSettings
+
+SERVICE = ServiceId(metric_prefix="green", trace_name="green-agent")
+_log = logging.getLogger(__name__)
+
+
+def create_app(settings: GreenSettings) -> Starlette:
+    """Build the evaluator's app; the test set is read on the first assessment.
+
+    Raises:
+        ValueError: a token is unusable (:class:`~services.common.auth.TokenError`).
+
+    """
+    tokens = settings.tokens()
+    if settings.origins().any:
+        _log.warning(
+            "%s=*: an assessment may name any URL, and the evaluator's token goes there", SETTING
+        )
+    card = build_card(settings.public_url, authenticated=bool(tokens))
+    routes = a2a_routes(card, AssessmentExecutor(settings), InMemoryTaskStore())
+    checks = {A2A_RPC_PATH: message_problem}
+    app = service_app(
+        SERVICE,
+        routes,
+        jsonrpc_paths=[A2A_RPC_PATH],
+        body_checks=checks,
+        tokens=tokens,
+        public_get_paths=CARD_PATHS,
+    )
+    # Outermost: the result's counts leave as integers whichever protocol asked.
+    app.add_middleware(WholeNumbers, paths=[A2A_RPC_PATH])
+    return app

@@ -1,0 +1,92 @@
+"""The SDK's request handler around the executor, and the JSON-RPC routes in front of it.
+
+An assessment runs for long and reports progress, which is what the SDK's
+``DefaultRequestHandler`` is built for; around it, ``tasks/get`` and ``tasks/list`` are refused
+without authentication, and an execution is cancelled when its caller hangs up
+(:mod:`services.green_agent.assessment.running`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from a2a.server.agent_execution import AgentExecutor
+from a2a.server.context import ServerCallContext
+from a2a.server.request_handlers import DefaultRequestHandler
+from a2a.server.tasks import TaskStore
+from a2a.types import (
+    AgentCard,
+    GetTaskRequest,
+    ListTasksRequest,
+    ListTasksResponse,
+    Message,
+    SendMessageRequest,
+    Task,
+)
+from a2a.utils.errors import UnsupportedOperationError
+from starlette.routing import BaseRoute
+
+from services.common.a2a import handler_routes
+from services.green_agent.assessment.running import RUNNING, Running
+
+
+class _RequestHandler(DefaultRequestHandler):
+    """The SDK's handler, but for reading tasks back (get, list), possibly off.
+
+    It also stops the work of callers that have hung up.
+    """
+
+    def __init__(
+        self, executor: AgentExecutor, tasks: TaskStore, card: AgentCard, *, readable: bool
+    ) -> None:
+        super().__init__(agent_executor=executor, task_store=tasks, agent_card=card)
+        self._readable = readable
+
+    async def on_message_send(
+        self, params: SendMessageRequest, context: ServerCallContext
+    ) -> Message | Task:
+        """``message/send``; the execution is cancelled if the request is (its client left)."""
+        key = Running.key(context.user, params.message)
+        try:
+            result: Message | Task = await super().on_message_send(params, context)
+        except asyncio.CancelledError:
+            RUNNING.cancel(key)
+            raise
+        request = asyncio.current_task()
+        if request is not None and request.cancelling():
+            # The SDK's subscription swallows the cancellation and returns the task unfinished.
+            RUNNING.cancel(key)
+            raise asyncio.CancelledError
+        return result
+
+    def _refuse_unless_readable(self) -> None:
+        if not self._readable:
+            raise UnsupportedOperationError(
+                message="reading tasks back needs authentication (each caller then sees only "
+                "its own tasks); message/send returns the finished task"
+            )
+
+    async def on_get_task(self, params: GetTaskRequest, context: ServerCallContext) -> Task | None:
+        """``tasks/get``: the caller's own task, when tasks are readable."""
+        self._refuse_unless_readable()
+        task: Task | None = await super().on_get_task(params, context)
+        return task
+
+    async def on_list_tasks(
+        self, params: ListTasksRequest, context: ServerCallContext
+    ) -> ListTasksResponse:
+        """``tasks/list``: the caller's own tasks, when tasks are readable."""
+        self._refuse_unless_readable()
+        page: ListTasksResponse = await super().on_list_tasks(params, context)
+        return page
+
+
+def a2a_routes(
+    card: AgentCard, executor: AgentExecutor, tasks: TaskStore, *, readable_tasks: bool = True
+) -> list[BaseRoute]:
+    """The card at every :data:`~services.common.a2a.CARD_PATHS` and the executor behind JSON-RPC (1.0 and 0.3).
+
+    ``readable_tasks`` false refuses ``tasks/get`` and ``tasks/list``: without authentication
+    there is no caller to scope them to.
+    """
+    return handler_routes(card, _RequestHandler(executor, tasks, card, readable=readable_tasks))
