@@ -16,14 +16,14 @@ from services.common.a2a import A2A_RPC_PATH, CARD_PATHS, handler_routes
 from services.common.a2a_input import message_problem
 from services.common.frame import Readiness, ServiceId, service_app
 from services.common.limits import MAX_TOP_K
+from services.purple_agent.a2a.card import build_card
 from services.purple_agent.a2a.handler import DirectRequestHandler
 from services.purple_agent.a2a.messages import answer_with
+from services.purple_agent.a2a.task_store import BoundedTaskStore
 from services.purple_agent.agent import RetrievalAgent
-from services.purple_agent.card import build_card
 from services.purple_agent.ranking_policy import ServerOrder
 from services.purple_agent.search import SearchClient
 from services.purple_agent.settings import PurpleSettings
-from services.purple_agent.task_store import BoundedTaskStore
 
 SERVICE = ServiceId(metric_prefix="purple", trace_name="purple-agent")
 # Readiness follows the MCP server; a probe every few seconds from each kubelet should not

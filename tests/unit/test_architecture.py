@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import ast
 import subprocess
-from functools import cache
 from pathlib import Path
 
 import pytest
 
 from harness.processes import REPO
+from tests.support.source import imports, parsed
 
 # What each package may import from the others (telemetry is shared by all).
 ALLOWED = {
@@ -27,6 +27,7 @@ ALLOWED = {
     "retrieval": {"nfcorpus", "telemetry"},
     "mcp_server": {"common", "retrieval", "telemetry"},
     "purple_agent": {"common", "nfcorpus", "telemetry"},
+    "all_in_one": {"telemetry"},
     "green_agent": {"common", "nfcorpus", "telemetry"},
     "telemetry": set(),
 }
@@ -78,28 +79,15 @@ SDKS = ("mcp", "mcp_types", "a2a")
 SDK_INTERNALS = {"mcp.shared.inbound", "mcp.server.request_state"}
 
 
-@cache
-def _tree(path: Path) -> ast.Module:
-    """``path`` parsed once for every test that reads it."""
-    return ast.parse(path.read_text(), filename=str(path))
-
-
-def _imports(path: Path) -> set[str]:
-    """Every module ``path`` imports, and every ``module.name`` it imports from one."""
-    tree = _tree(path)
-    names: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom) and node.module:
-            names.add(node.module)
-            names.update(f"{node.module}.{alias.name}" for alias in node.names)
-        elif isinstance(node, ast.Import):
-            names.update(alias.name for alias in node.names)
-    return names
-
-
 def _imported_packages(path: Path) -> set[str]:
-    names = _imports(path)
+    names = imports(path)
     return {n.split(".")[1] for n in names if n.startswith("services.") and n.count(".") >= 1}
+
+
+def test_every_service_package_is_in_the_map() -> None:
+    # A package missing from ALLOWED would never be checked.
+    packages = {p.parent.name for p in (REPO / "services").glob("*/__init__.py")}
+    assert packages == set(ALLOWED)
 
 
 @pytest.mark.parametrize("package", sorted(ALLOWED))
@@ -135,7 +123,7 @@ def test_imports_inside_retrieval_run_downward_only() -> None:
         own = rel.parts[0].removesuffix(".py")
         if own == "__init__":
             continue
-        reached = {layer for n in _imports(path) if (layer := _layer(n)) and layer != own}
+        reached = {layer for n in imports(path) if (layer := _layer(n)) and layer != own}
         if wrong := reached - LAYERS[own]:
             upward[str(rel)] = sorted(wrong)
     assert upward == {}
@@ -153,7 +141,7 @@ def _green_crossings(green: Path) -> dict[str, list[str]]:
     crossing = {}
     for room, allowed in GREEN_ROOMS.items():
         for path in sorted((green / room).rglob("*.py")):
-            reached = {part for n in _imports(path) if (part := _green_part(n))}
+            reached = {part for n in imports(path) if (part := _green_part(n))}
             if wrong := reached - allowed - {room}:
                 crossing[str(path.relative_to(green))] = sorted(wrong)
     return crossing
@@ -199,7 +187,7 @@ def _dependencies(path: Path, modules: set[str]) -> set[str]:
     """The modules ``path`` imports: ``from package import module`` is an edge to the module
     only (a package's ``__init__`` runs before any of its modules, which is no dependency)."""
     found: set[str] = set()
-    for node in ast.walk(_tree(path)):
+    for node in ast.walk(parsed(path)):
         if isinstance(node, ast.ImportFrom) and node.module:
             subs = {f"{node.module}.{alias.name}" for alias in node.names} & modules
             found |= subs or {node.module} & modules
@@ -245,7 +233,7 @@ def test_no_module_reaches_into_an_sdk_private_module() -> None:
         for path in sorted((REPO / folder).rglob("*.py")):
             private = sorted(
                 name
-                for name in _imports(path)
+                for name in imports(path)
                 if name.split(".")[0] in SDKS
                 and (name in SDK_INTERNALS or any(p.startswith("_") for p in name.split(".")))
             )
@@ -258,7 +246,7 @@ def _room_crossings(root: Path, room: str) -> dict[str, list[str]]:
     """The modules of ``root/room`` importing a room they may not, with the rooms reached."""
     reaching = {}
     for path in sorted((root / room).rglob("*.py")):
-        wrong = {n.split(".")[0] for n in _imports(path)} & set(ROOMS) - ROOMS[room] - {room}
+        wrong = {n.split(".")[0] for n in imports(path)} & set(ROOMS) - ROOMS[room] - {room}
         if wrong:
             reaching[str(path.relative_to(root))] = sorted(wrong)
     return reaching
@@ -281,7 +269,7 @@ def test_tests_share_helpers_through_modules_not_conftest_or_test_files() -> Non
     reaching = {
         str(path.relative_to(REPO)): sorted(
             n
-            for n in _imports(path)
+            for n in imports(path)
             if n.startswith("tests.")
             and any(p == "conftest" or p.startswith("test_") for p in n.split("."))
         )
@@ -339,7 +327,7 @@ def test_tooling_is_packaged_not_scripted() -> None:
             and node.attr == "path"
             and isinstance(node.value, ast.Name)
             and node.value.id == "sys"
-            for node in ast.walk(_tree(path))
+            for node in ast.walk(parsed(path))
         )
     )
     assert editing == []
@@ -352,7 +340,7 @@ def test_tooling_reads_no_private_attribute_of_the_services() -> None:
         f"{path.relative_to(REPO)}:{node.lineno}"
         for folder in ("devtools", "harness")
         for path in (REPO / folder).rglob("*.py")
-        for node in ast.walk(_tree(path))
+        for node in ast.walk(parsed(path))
         if isinstance(node, ast.Attribute)
         and node.attr.startswith("_")
         and not node.attr.startswith("__")

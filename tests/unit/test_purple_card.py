@@ -11,8 +11,8 @@ from pydantic import ValidationError
 from starlette.applications import Starlette
 
 from services.common.a2a import CARD_PATHS, card_routes
+from services.purple_agent.a2a.card import build_card
 from services.purple_agent.app import create_app
-from services.purple_agent.card import build_card
 from services.purple_agent.settings import PurpleSettings
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from a2a.server.context import ServerCallContext
 from a2a.types import Message, Part, Role, Task, TaskState, TaskStatus
 
-from services.purple_agent.task_store import BoundedTaskStore
+from services.purple_agent.a2a.task_store import BoundedTaskStore
 
 
 def _task(task_id: str) -> Task:
