@@ -35,8 +35,7 @@ from services.purple_agent.metrics import FAILURES, IN_FLIGHT, REQUEST_SECONDS
 from services.telemetry import exemplars
 from services.telemetry.http import annotate, query_prefix
 
-# The logger these lines have always been written under (the agent answered whole messages).
-log = logging.getLogger("services.purple_agent.agent")
+log = logging.getLogger(__name__)
 
 ARTIFACT_NAME = "retrieval_results"
 
