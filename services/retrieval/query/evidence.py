@@ -102,7 +102,7 @@ class Depths:
 
 def gather(
     store: Store,
-    docs: str,
+    collection: str,
     knn: str | None,
     q: EncodedQuery,
     depths: Depths,
@@ -124,13 +124,13 @@ def gather(
     voting query from its own neighbours (leave-one-out), or it would vote for its own answers
     and the ranker would learn to trust votes far more than they deserve.
     """
-    (evidence,) = gather_many(store, docs, knn, [q], depths, columns, names, [exclude_query])
+    (evidence,) = gather_many(store, collection, knn, [q], depths, columns, names, [exclude_query])
     return evidence
 
 
 def gather_many(
     store: Store,
-    docs: str,
+    collection: str,
     knn: str | None,
     queries: Sequence[EncodedQuery],
     depths: Depths,
@@ -156,7 +156,7 @@ def gather_many(
             batch.append(VectorQuery(q.sparse, depth))
         if feedback:
             batch.append(VectorQuery(q.sparse, rm3_params.docs, with_sparse=True))
-    lists = store.search(docs, batch)
+    lists = store.search(collection, batch)
     dense = [_numbered(lists[at], columns) for at, _, _ in shapes]
     bm25 = [_numbered(lists[at + 1], columns) if lex else NO_DOCS for at, lex, _ in shapes]
     rm3 = list(bm25)
@@ -170,7 +170,7 @@ def gather_many(
                 )
                 for i in fed
             ]
-            for i, found in zip(fed, store.search(docs, expanded), strict=True):
+            for i, found in zip(fed, store.search(collection, expanded), strict=True):
                 rm3[i] = _numbered(found, columns)
     neighbours: list[Ranked] = [[] for _ in queries]
     if knn is not None and queries:
