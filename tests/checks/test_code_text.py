@@ -18,8 +18,9 @@ unit of time under a second or of size, with or without a space or a hyphen betw
 millisecond(s), µs or us, microsecond(s), KB, kB, MB, GB, TB and their KiB, MiB, GiB, TiB; or a
 multiple, a number immediately followed by ``x`` or ``×`` and then no letter or digit. Not a
 figure: seconds (timeouts and settings are given in seconds), percentages, zero (none of a unit
-is no measurement), a hexadecimal number or its prefix (``0x``), a dimension (a digit right after the ``x``), a number spaced from its
-``x`` (a matrix's shape), and a format specification (a number right after a colon). A number inside a word or after a decimal point does not start a figure.
+is no measurement), a hexadecimal number or its prefix (``0x``), a dimension (a digit right after
+the ``x``), a number spaced from its ``x`` (a matrix's shape), and a format specification (a
+number right after a colon). A number inside a word or after a decimal point starts no figure.
 
 A size or a time that is a setting or a constant of the code is not a measurement, but the text
 names the constant (``over MAX_BODY_BYTES``) rather than its value, so the text cannot disagree
@@ -49,7 +50,8 @@ FIGURE = re.compile(rf"{_NUMBER}(?:[ \u00a0-]?{_UNIT}(?!\w)|[x×](?![\w×]))")
 
 #: (path, figure) -> why the text must state it. Empty is the goal: name the constant instead.
 ALLOWED: dict[tuple[str, str], str] = {
-    ("services/green_agent/eval_report.py", "12.3 ms"): "an example of what the function writes",
+    # The docstring shows the format the function writes by an example: output, not a measurement.
+    ("services/green_agent/eval_report.py", "12.3 ms"): "an example of the function's output",
 }
 
 
@@ -188,7 +190,7 @@ def test_each_unit_and_multiple_is_a_figure() -> None:
         "5 ms, 5ms, 5-ms, 5 milliseconds, 1 millisecond, 6 µs, 6 μs, 6us, 2 microseconds, "
         "8 KB, 8 kB, 8 KiB, 2,000 MB, 0.5 MiB, 1 GB, 1 GiB, 2 TB, 3.4x, 2x, 2×, 0.5x"
     )
-    assert [m.group() for m in FIGURE.finditer(said)] == [part for part in said.split(", ")]
+    assert [m.group() for m in FIGURE.finditer(said)] == said.split(", ")
 
 
 def test_the_scanned_files_are_the_tracked_code() -> None:
