@@ -2,9 +2,10 @@
 
 ``python -m devtools.reliability`` (``make reliability``) drives the cluster with the green
 agent's load mode and, during the load: rolling-restarts every replica one at a time, SIGKILLs
-one of each tier, SIGSTOPs an MCP server, then loads it at 4x its saturation rate. It writes
-``reports/reliability.json`` and the table of ``docs/reliability.md``. Every number comes from
-one run on this machine; ``--quick`` shortens every phase (the CI test runs the same code).
+one of each tier, SIGSTOPs an MCP server, then loads it at ``OVERLOAD`` times its saturation rate.
+It writes ``reports/reliability.json`` and the table of ``docs/reliability.md``. Every number
+comes from one run on this machine; ``--quick`` shortens every phase (the CI test runs the same
+code).
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ from harness.processes import REPO
 from services.green_agent.evaluation.report import percentile
 
 RESTARTS = 20
+#: The overload phase's open-loop rate, as a multiple of the rate measured at saturation.
+OVERLOAD = 4
 
 
 def load(cluster: LocalCluster, name: str, seconds: float, pace: list[str]) -> dict[str, Any]:
@@ -134,10 +137,10 @@ def run(workdir: Path, in_flight: dict[str, str], quick: bool) -> dict[str, Any]
                 under_load(cluster, "hang", seconds * 1.5, steady, hang),
             )
         )
-        rate = 4 * capacity["throughput_rps"]
+        rate = OVERLOAD * capacity["throughput_rps"]
         overload = ["--rate", f"{rate:.0f}", "--max-in-flight", "2048"]
         report = load(cluster, "overload", seconds, overload)
-        phases.append(summary(f"4x saturation ({rate:.0f} requests/s, open loop)", report))
+        phases.append(summary(f"{OVERLOAD}x saturation ({rate:.0f} requests/s, open loop)", report))
         after_load = cluster.footprint()
 
         def endurance() -> None:

@@ -1,10 +1,10 @@
 """Replicas of our servers behind HAProxy on loopback: a stand-in for Kubernetes Services.
 
-HAProxy (Debian's package, installed by ``make tools-reliability``) fronts the MCP
-servers and the purple agents, health-checking ``/readyz`` every 500 ms as a Service's endpoints
-follow readiness, and sends a request whose connection is refused to another replica. The purple
-agents reach the MCP servers through their front, as in the cluster. Replicas drain on SIGTERM
-(``SERVER_DRAIN_S``), as the chart's preStop pause makes pods do.
+HAProxy (Debian's package, installed by ``make tools-reliability``) fronts the MCP servers and
+the purple agents, health-checking ``/readyz`` (every ``inter`` of ``FRONT``) as a Service's
+endpoints follow readiness, and sends a request whose connection is refused to another replica.
+The purple agents reach the MCP servers through their front, as in the cluster. Replicas drain
+on SIGTERM (``SERVER_DRAIN_S``), as the chart's preStop pause makes pods do.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 What the chart's ServiceMonitor and PrometheusRule do in a cluster, on one machine: scrape every
 server each second with the labels a cluster scrape adds (``namespace``, ``service``, and a
 ``job`` named like the chart's Services, which the alert rules match), evaluate the chart's rule
-file, and keep exemplars. The dashboard test (``tests/integration/test_dashboard.py``) and
+file, and keep exemplars. The dashboard test (``tests/e2e/test_dashboard.py``) and
 ``make observe`` (``devtools/observe.py``) query it the way Grafana would.
 """
 

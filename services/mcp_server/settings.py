@@ -57,8 +57,8 @@ class McpServerSettings(BaseSettings, AuthFields):
     result_cache_bytes: int = Field(
         default=64 * 1024 * 1024,
         ge=0,
-        description="Estimated memory the cached answers may hold together (20 hits with "
-        "abstracts take about 40 KB, without them about 10 KB).",
+        description="Estimated memory the cached answers may hold together (what an answer "
+        "takes: docs/performance.md, Result cache).",
     )
     ready_cache_s: float = Field(
         default=2.0, ge=0.0, description="How long a readiness answer is reused."

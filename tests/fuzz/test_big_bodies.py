@@ -1,9 +1,9 @@
-"""100 MB bodies against every server: refused with 413 long before they are sent.
+"""``HUNDRED_MB`` bodies against every server: refused with 413 long before they are sent.
 
 How long the refusal took, how much was sent by then and how the server's RSS moved go to the
 fuzz report (``make fuzz``), not into assertions: time, socket buffer sizes and resident memory
 are figures of the machine. What is asserted is the mechanism: the answer is a 413 that arrives
-while most of the body is still unsent (no buffer of the kernel's holds 50 MB).
+while most of the body is still unsent (no buffer of the kernel's holds half of it).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ CHUNK = b"x" * 65536
 
 
 def _upload(port: int, path: str, chunked: bool) -> tuple[bytes, int, float]:
-    """Send a 100 MB body until the server answers; (answer, bytes sent, seconds to answer)."""
+    """Send a ``HUNDRED_MB`` body until the server answers; (answer, bytes sent, seconds)."""
     framing = b"Transfer-Encoding: chunked" if chunked else f"Content-Length: {HUNDRED_MB}".encode()
     piece = b"10000\r\n" + CHUNK + b"\r\n" if chunked else CHUNK
     sent = 0

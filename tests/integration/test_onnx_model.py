@@ -36,7 +36,8 @@ def test_prepared_model_is_built_under_the_cache_keyed_by_runtime_and_source(
     assert prepared.model_path == cache_dir / "models" / key / "model.onnx"
     assert key.startswith(f"minilm-ort{onnxruntime.__version__}-")
     assert [p.name for p in (cache_dir / "models").iterdir()] == [key]  # no scratch left
-    # The word embeddings stay int8 in the weights file; the source folds them to 47 MB of fp32.
+    # The word embeddings stay int8 in the weights file; the source folds them to fp32 (what that
+    # takes: docs/performance.md, Memory).
     graph = onnx.load(str(prepared.model_path), load_external_data=False).graph
     table = next(i for i in graph.initializer if i.name.startswith("inner.embeddings.word"))
     assert table.data_type == onnx.TensorProto.INT8

@@ -125,6 +125,6 @@ def test_a_100_mb_body_is_refused_before_it_is_read(server: ServerProcess, chunk
         answer = _read_until_closed(sock)
     assert answer.startswith(b"HTTP/1.1 413 "), answer[:200]
     assert b"over the 65536-byte limit" in answer
-    # Refused long before the client was done (no kernel buffer holds 50 MB); how much was sent
-    # and how RSS moved are in the fuzz report (tests/fuzz/test_big_bodies.py).
+    # Refused long before the client was done (no kernel buffer holds half the body); how much
+    # was sent and how RSS moved are in the fuzz report (tests/fuzz/test_big_bodies.py).
     assert sent < 50_000_000

@@ -14,7 +14,7 @@ from services.retrieval.encoders.memory_trim import (
 
 def test_a_mapped_file_is_advised_random_and_reads_the_same(tmp_path: Path) -> None:
     path = tmp_path / "weights.data"
-    content = bytes(range(256)) * 64 * 1024  # 16 MB
+    content = bytes(range(256)) * 64 * 1024
     path.write_bytes(content)
     with path.open("rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
         assert mappings_of(path) and not any(m.random for m in mappings_of(path))

@@ -24,10 +24,10 @@ def test_written_zeros_become_holes_and_the_bytes_stay_the_same(tmp_path: Path) 
         pytest.skip("this file system stores no holes")
     source = tmp_path / "segment"
     data = os.urandom(100_000)
-    # Written in full, as a layer stores it: data, 8 MB of zeros, data, zeros to the end.
+    # Written in full, as a layer stores it: data, a run of zeros, data, zeros to the end.
     source.write_bytes(data + bytes(8 * MB) + data + bytes(3 * MB + 123))
     target = tmp_path / "copy"
     copy_file_sparse(source, target)
     assert target.read_bytes() == source.read_bytes()
-    # The copy holds the data, not the zeros (up to a block of 64 KB around each data run).
+    # The copy holds the data, not the zeros (up to a ``_BLOCK`` of copies.py around each data run).
     assert os.stat(target).st_blocks * 512 < os.stat(source).st_blocks * 512 / 4

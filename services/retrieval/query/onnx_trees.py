@@ -1,11 +1,11 @@
 """A LightGBM model's trees run by onnxruntime's ``TreeEnsemble``: LightGBM's scores, to the bit.
 
-The served model is scored once per query over a few hundred candidate rows. LightGBM's own
-``predict`` spends 1.8 us a row; onnxruntime's tree kernel walks the same trees in a third less
-time (0.31 against 0.47 ms per query warm, 0.39 against 0.66 right after the query's encoding:
-docs/performance.md). Training, the model's text in the store and every figure stay LightGBM's:
-this is only another reader of the same trees, built from ``Booster.dump_model()`` when a model
-is loaded, and it gives the same float64 scores because each step is LightGBM's own:
+The served model is scored once per query over a few hundred candidate rows, which
+onnxruntime's tree kernel walks faster than LightGBM's own ``predict`` (measured in
+docs/performance.md, "Why the trees are faster"). Training, the model's text in the store and
+every figure stay LightGBM's: this is only another reader of the same trees, built from
+``Booster.dump_model()`` when a model is loaded, and it gives the same float64 scores because
+each step is LightGBM's own:
 
 - rows go in as float64 (as LightGBM converts them), values within ``1e-35f`` of zero as 0.0
   (LightGBM leaves such values out of a row, so its trees see 0.0);

@@ -105,10 +105,11 @@ class EdgeStore:
         """Create the shard: cosine dense vectors, dot-product sparse ones, no WAL.
 
         Dense vectors are ``Cold``: memory-mapped, only the pages a search reads are resident
-        (not whole 32 MB chunks). Served shards are read-only; :meth:`upsert` flushes. A search
-        runs on the calling thread (a search pool of one): a shard holds one segment, so a pool
-        has nothing to run in parallel and only hands each search to another thread and back,
-        which costs CPU on every call; concurrent requests search on their own threads.
+        (not whole chunks: docs/performance.md, Memory). Served shards are read-only;
+        :meth:`upsert` flushes. A search runs on the calling thread (a search pool of one): a
+        shard holds one segment, so a pool has nothing to run in parallel and only hands each
+        search to another thread and back, which costs CPU on every call; concurrent requests
+        search on their own threads.
         """
         dense = qe.EdgeVectorParams(spec.dense_size, qe.Distance.Cosine, memory=qe.Memory.Cold)
         config = qe.EdgeConfig(
