@@ -24,7 +24,8 @@ class ServerLimits(BaseSettings):
     max_body_bytes: int = Field(
         default=64 * 1024,
         ge=1024,
-        description="Largest request body; a 2,000-character query needs about 8 KB. Else 413.",
+        description="Largest request body, many times what a query of the longest allowed text "
+        "needs. Else 413.",
     )
     max_json_depth: int = Field(
         default=32, ge=4, le=256, description="Deepest JSON nesting a body may have."

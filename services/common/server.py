@@ -7,8 +7,8 @@ time (slowloris), holds a connection and a file descriptor for as long as it lik
 closes the connection. Connections beyond ``max_connections`` get 503 from uvicorn itself.
 
 Requests are parsed by httptools (llhttp, in C) rather than h11 (pure Python): measured as a pair
-on the A2A path, both servers on it cost 0.2 to 0.6 ms less CPU per query at 16 in flight, in
-every one of four rounds (docs/performance.md).
+on the A2A path, both servers on it cost less CPU per query at 16 in flight, in every round
+(docs/performance.md has the figures).
 
 On SIGTERM a server first drains (:class:`DrainingServer`, also under gunicorn): ``/readyz``
 answers 503 so a load balancer stops sending new requests, while requests in flight and those

@@ -28,7 +28,7 @@ IncludeText = Annotated[
     bool,
     Field(
         description="Return each abstract in `text` (the default); false returns `text` empty, "
-        "for a caller that needs only ids, scores and titles (a tenth of the bytes)."
+        "for a caller that needs only ids, scores and titles."
     ),
 ]
 

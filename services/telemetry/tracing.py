@@ -34,9 +34,8 @@ _configured = False
 class RecordWhenExported(Sampler):
     """Record every trace once something receives spans; until then only the callers' traces.
 
-    A span nobody exports still costs its recording: about a dozen per search, 0.7 ms of the
-    servers' 9 to 10 ms of CPU for one query (``devtools.bench.pair``, the sampler off against
-    on). Unexported, a process starts no trace of its own, but a request whose caller sent a
+    A span nobody exports still costs its recording, about a dozen per search (docs/performance.md
+    measures it with ``devtools.bench.pair``, the sampler off against on). Unexported, a process starts no trace of its own, but a request whose caller sent a
     sampled ``traceparent`` is still recorded, for the exemplars and the task's ``trace_id``
     the caller asked for. Either way the trace context travels (sampled or not), so the log
     lines of one request carry the same ``trace_id`` in every service.
@@ -153,7 +152,8 @@ def stage(tracer: trace.Tracer, name: str, **kwargs: Any) -> AbstractContextMana
 
     A stage of an unrecorded request would not be recorded either, under every sampler the SDK
     offers (parent-based ones follow the parent; by trace id, the stage has the parent's id),
-    but starting it still costs about 6 us of bookkeeping, and a search has a dozen stages.
+    but starting it still costs bookkeeping (docs/performance.md), and a search has a dozen
+    stages.
     The request's trace context stays current, so log lines and outgoing calls still carry its
     trace id. Outside any span (a tool calling the pipeline, a client used on its own) the stage
     starts a trace of its own, as any span does. The ``with`` target is a span either way.

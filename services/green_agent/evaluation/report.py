@@ -206,7 +206,7 @@ def build_report(
 
 
 def milliseconds(seconds: float) -> str:
-    """``seconds`` in milliseconds, one decimal: ``"12.3 ms"``."""
+    """``seconds`` in milliseconds, with one decimal and the unit ``ms``."""
     return f"{seconds * 1000:.1f} ms"
 
 

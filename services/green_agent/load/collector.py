@@ -32,7 +32,8 @@ from services.green_agent.load.report import LoadReport, merge_load_reports
 
 _log = logging.getLogger(__name__)
 SERVICE = ServiceId(metric_prefix="load_collector", trace_name="load-collector")
-#: A worker's report holds its timeline's histograms: far more than a request's 64 KB default.
+#: A worker's report holds its timeline's histograms: far more than the default body limit of a
+#: request (``SERVER_MAX_BODY_BYTES``).
 MAX_REPORT_BYTES = 16 * 1024 * 1024
 
 

@@ -19,7 +19,7 @@ from pydantic import BaseModel, Field
 #: Relative width of a bucket: a percentile reads at most 1% high.
 RESOLUTION = 0.01
 GROWTH = 1.0 + RESOLUTION
-#: Latencies at or below this (10 microseconds) share the first bucket.
+#: Latencies at or below this share the first bucket.
 FLOOR_S = 1e-5
 _LOG_GROWTH = math.log(GROWTH)
 

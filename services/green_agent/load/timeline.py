@@ -137,7 +137,7 @@ def latency_histogram(latencies_s: Sequence[float]) -> list[LatencyBin]:
     counts = [0] * (len(LATENCY_BUCKETS) + 1)
     for latency in latencies_s:
         counts[bisect.bisect_left(LATENCY_BUCKETS, latency)] += 1
-    # Rounded so 0.0025 s reads 2.5 ms rather than 2.5000000000000004.
+    # Rounded so an edge reads as its decimal milliseconds, not as 2.5000000000000004.
     edges_ms = [round(edge * 1000, 6) for edge in LATENCY_BUCKETS]
     lowers = [0.0, *edges_ms]
     uppers: list[float | None] = [*edges_ms, None]
