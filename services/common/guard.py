@@ -3,8 +3,9 @@
 A request is refused before the server works on it when the process already works on
 ``max_in_flight`` requests (503 with ``Retry-After``), when its body is larger than
 ``max_body_bytes`` (413, decided from ``Content-Length`` before reading, or as soon as a streamed
-body passes the limit), when the body does not arrive within ``body_timeout_s`` (408), and when a
-JSON body nests deeper than ``max_json_depth`` or holds a lone UTF-16 surrogate, which no
+body passes the limit), when the body does not arrive within ``body_timeout_s`` (408), when a post
+to a JSON-RPC path is not ``Content-Type: application/json`` (415: what keeps web pages out), and
+when a JSON body nests deeper than ``max_json_depth`` or holds a lone UTF-16 surrogate, which no
 downstream library handles gracefully (the JSON decoder overflows its stack on deep nesting, and
 protobuf and UTF-8 encoders raise on surrogates). Bodies that are not JSON at all pass through:
 each endpoint says itself what it expected.
@@ -169,6 +170,24 @@ def _envelope_then(then: BodyCheck | None) -> BodyCheck:
     return lambda value, headers: envelope_problem(value) or then(value, headers)
 
 
+def _not_json(scope: Scope) -> str | None:
+    """Why a JSON-RPC post's ``Content-Type`` is not JSON's, or None when it is.
+
+    A web page may POST ``text/plain`` (or a form) anywhere without asking first; only a
+    ``Content-Type`` of ``application/json`` makes a browser ask the server (a CORS preflight),
+    which ours never allow. So a page cannot reach a JSON-RPC endpoint, on loopback or behind a
+    firewall, on a visitor's behalf.
+    """
+    for name, value in scope["headers"]:
+        if name == b"content-type":
+            media = value.split(b";", 1)[0].strip().lower()
+            if media == b"application/json":
+                return None
+            shown = media.decode("latin-1")[:60] or "an empty one"
+            return f"JSON-RPC takes Content-Type: application/json, not {shown}"
+    return "JSON-RPC takes Content-Type: application/json, and the request has none"
+
+
 def _declared_length(scope: Scope) -> int | None:
     for name, value in scope["headers"]:
         if name == b"content-length":
@@ -232,6 +251,8 @@ class RequestGuard:
 
     async def _checked_body(self, scope: Scope, receive: Receive) -> bytes:
         """Read the whole body within the limits and check it."""
+        if scope["path"] in self._jsonrpc and (problem := _not_json(scope)) is not None:
+            raise Refusal(415, problem)
         limit = self._limits.max_body_bytes
         declared = _declared_length(scope)
         if declared is not None and declared > limit:
@@ -261,26 +282,35 @@ class RequestGuard:
         return body
 
     async def _refuse(self, scope: Scope, send: Send, refusal: Refusal) -> None:
-        reason = str(refusal)
-        if scope["path"] in self._jsonrpc:
-            code = refusal.code or (OVERLOADED if refusal.status == 503 else INVALID_REQUEST)
-            prefix = "invalid request: " if code == INVALID_REQUEST else ""
-            error = {"code": code, "message": prefix + reason}
-            request_id = refusal.request_id if isinstance(refusal.request_id, str | int) else None
-            body: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id, "error": error}
-            # A well-formed request with bad content is a JSON-RPC error like any other.
-            status = 200 if refusal.status == 422 else refusal.status
-        else:
-            body = {"error": "invalid request", "detail": [{"field": "body", "message": reason}]}
-            if refusal.status == 503:
-                body = {"error": reason}
-            status = refusal.status
-        headers = [(b"content-type", b"application/json")]
-        if refusal.retry_after is not None:
-            headers.append((b"retry-after", str(refusal.retry_after).encode()))
-        if refusal.status in (408, 413):  # the body was not read to its end
-            headers.append((b"connection", b"close"))
-        payload = json.dumps(body).encode()
-        headers.append((b"content-length", str(len(payload)).encode()))
-        await send({"type": "http.response.start", "status": status, "headers": headers})
-        await send({"type": "http.response.body", "body": payload})
+        await send_refusal(send, refusal, jsonrpc=scope["path"] in self._jsonrpc)
+
+
+async def send_refusal(send: Send, refusal: Refusal, *, jsonrpc: bool) -> None:
+    """Answer a refused request: a JSON-RPC error on a JSON-RPC path, else a JSON error.
+
+    The status is the refusal's (a JSON-RPC error for a well-formed request with bad content is
+    200, like any other), with ``Retry-After`` when the refusal says when to come back.
+    """
+    reason = str(refusal)
+    if jsonrpc:
+        code = refusal.code or (OVERLOADED if refusal.status == 503 else INVALID_REQUEST)
+        prefix = "invalid request: " if code == INVALID_REQUEST else ""
+        error = {"code": code, "message": prefix + reason}
+        request_id = refusal.request_id if isinstance(refusal.request_id, str | int) else None
+        body: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id, "error": error}
+        # A well-formed request with bad content is a JSON-RPC error like any other.
+        status = 200 if refusal.status == 422 else refusal.status
+    else:
+        body = {"error": "invalid request", "detail": [{"field": "body", "message": reason}]}
+        if refusal.status == 503:
+            body = {"error": reason}
+        status = refusal.status
+    headers = [(b"content-type", b"application/json")]
+    if refusal.retry_after is not None:
+        headers.append((b"retry-after", str(refusal.retry_after).encode()))
+    if refusal.status in (408, 413, 415):  # the body was not read to its end
+        headers.append((b"connection", b"close"))
+    payload = json.dumps(body).encode()
+    headers.append((b"content-length", str(len(payload)).encode()))
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": payload})

@@ -49,6 +49,21 @@ class GreenSettings(BaseSettings, AuthFields):
     agent_token_file: Path | None = Field(
         default=None, description="File holding the evaluated agent's token (a mounted Secret)."
     )
+    max_running: int = Field(
+        default=4,
+        ge=1,
+        le=64,
+        description="Assessments the A2A server runs at once; one more is refused until one ends.",
+    )
+    max_tasks: int = Field(
+        default=1000, ge=1, description="Tasks the A2A server keeps (oldest dropped first)."
+    )
+    max_task_bytes: int = Field(
+        default=16 << 20, ge=1 << 16, description="Memory the kept tasks may take, in bytes."
+    )
+    task_ttl_s: float = Field(
+        default=3600.0, gt=0, description="How long a task is kept after its last update."
+    )
     allowed_origins: Annotated[list[str], NoDecode] = Field(
         default=list(LOOPBACK),
         description="Origins the URLs of an assessment request may point to (comma list: "

@@ -16,11 +16,12 @@ from services.common.a2a import A2A_RPC_PATH, CARD_PATHS, handler_routes
 from services.common.a2a_input import message_problem
 from services.common.frame import Readiness, ServiceId, service_app
 from services.common.limits import MAX_TOP_K
+from services.common.task_store import BoundedTaskStore, StoreGauges
 from services.purple_agent.a2a.card import build_card
 from services.purple_agent.a2a.handler import DirectRequestHandler
 from services.purple_agent.a2a.messages import answer_with
-from services.purple_agent.a2a.task_store import BoundedTaskStore
 from services.purple_agent.agent import RetrievalAgent
+from services.purple_agent.metrics import TASK_STORE_BYTES, TASKS_STORED
 from services.purple_agent.ranking_policy import ServerOrder
 from services.purple_agent.search import SearchClient
 from services.purple_agent.settings import PurpleSettings
@@ -48,7 +49,12 @@ def create_app(settings: PurpleSettings) -> Starlette:
     # Without authentication every caller is the same anonymous user: reading tasks back would
     # show one client's queries to another, so tasks are not kept at all.
     tasks = (
-        BoundedTaskStore(settings.max_tasks, settings.max_task_bytes, settings.task_ttl_s)
+        BoundedTaskStore(
+            settings.max_tasks,
+            settings.max_task_bytes,
+            settings.task_ttl_s,
+            gauges=StoreGauges(TASKS_STORED, TASK_STORE_BYTES),
+        )
         if tokens
         else None
     )

@@ -26,6 +26,7 @@ OWNERS: dict[str, tuple[str, ...]] = {
     "a2a": (
         "services/common/a2a.py",
         "services/common/a2a_input.py",
+        "services/common/task_store.py",
         "services/purple_agent/a2a/",
         "services/green_agent/assessment/",
         "services/green_agent/evaluation/client.py",

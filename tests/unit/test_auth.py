@@ -68,7 +68,8 @@ async def test_everything_else_answers_401_without_a_valid_token() -> None:
 async def test_a_valid_token_names_its_caller() -> None:
     async with _client() as client:
         for token, name in ((ALICE, "alice"), (BOB, "bob")):
-            answer = await client.post("/", headers={"authorization": f"Bearer {token}"})
+            headers = {"authorization": f"Bearer {token}", "content-type": "application/json"}
+            answer = await client.post("/", headers=headers)
             assert answer.json() == {"user": name}
 
 

@@ -25,7 +25,7 @@ from services.green_agent.settings import load_settings
     [
         (LOOPBACK, "http://127.0.0.1:9010/"),
         (LOOPBACK, "https://localhost/"),
-        (LOOPBACK, "http://LOCALHOST.:8000/mcp"),
+        (LOOPBACK, "http://LOCALHOST:8000/mcp"),
         (LOOPBACK, "http://[::1]:9009/"),
         (["retrieval-agent:9009"], "http://retrieval-agent:9009/"),
         (["retrieval-agent:9009"], "https://retrieval-agent:9009/"),
@@ -62,6 +62,27 @@ def test_a_url_elsewhere_is_refused_naming_its_origin_and_the_setting(
     assert reason.endswith(f"is not in GREEN_ALLOWED_ORIGINS ({', '.join(entries)})")
     if origin is not None:
         assert reason.startswith(f"its origin {origin} ")
+
+
+@pytest.mark.parametrize(
+    ("entries", "url"),
+    [
+        (["release-purple-agent.dev:9009"], "http://release-purple-agent.dev.:9009/"),
+        (LOOPBACK, "http://localhost.:8000/mcp"),
+        (["a:*"], "http://a.:1/"),
+    ],
+)
+def test_a_host_ending_in_a_dot_is_refused_even_when_its_name_is_allowed(
+    entries: list[str], url: str
+) -> None:
+    # An absolute name skips a pod's search domains: it goes to public DNS, with the token.
+    reason = AllowedOrigins(entries).refusal(url)
+    assert reason is not None and "ends with a dot: an absolute DNS name" in reason
+
+
+def test_an_entry_ending_in_a_dot_is_refused_at_start() -> None:
+    with pytest.raises(ValueError, match=r"'purple\.dev\.' ends with a dot"):
+        AllowedOrigins(["purple.dev.:9009"])
 
 
 @pytest.mark.parametrize("url", ["ftp://127.0.0.1/", "file:///etc/passwd", "127.0.0.1:9009"])

@@ -22,8 +22,8 @@ from a2a.types import (
 )
 from a2a.utils.errors import TaskNotCancelableError, TaskNotFoundError, UnsupportedOperationError
 
+from services.common.task_store import BoundedTaskStore
 from services.purple_agent.a2a.handler import DirectRequestHandler, Failed
-from services.purple_agent.a2a.task_store import BoundedTaskStore
 
 CARD = AgentCard(name="t", capabilities=AgentCapabilities(streaming=True))
 

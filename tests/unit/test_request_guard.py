@@ -23,6 +23,9 @@ LIMITS = ServerLimits(max_body_bytes=2048, max_json_depth=8, max_in_flight=1, bo
 release = asyncio.Event()
 
 
+JSON = {"content-type": "application/json"}
+
+
 async def _echo(request: Request) -> Response:
     body = await request.body()
     return JSONResponse({"received": len(body)})
@@ -103,7 +106,7 @@ async def test_bad_json_is_a_clear_4xx_on_rest_and_an_invalid_request_over_json_
 ) -> None:
     rest = await client.post("/echo", content=body)
     assert rest.status_code == 422 and problem in rest.json()["detail"][0]["message"]
-    rpc = await client.post("/rpc", content=body)
+    rpc = await client.post("/rpc", content=body, headers=JSON)
     assert rpc.status_code == 200
     error = rpc.json()["error"]
     assert error["code"] == -32600 and error["message"].startswith("invalid request: ")
@@ -117,8 +120,35 @@ async def test_a_paired_surrogate_escape_is_fine(client: httpx.AsyncClient) -> N
 
 async def test_a_body_that_is_not_utf8_is_refused(client: httpx.AsyncClient) -> None:
     for path in ("/echo", "/rpc"):
-        response = await client.post(path, content=b"\x00\x00\x00\x00\xff")
+        response = await client.post(path, content=b"\x00\x00\x00\x00\xff", headers=JSON)
         assert "the body is not UTF-8 text (byte 4); JSON must be" in response.text
+
+
+@pytest.mark.parametrize(
+    ("headers", "named"),
+    [
+        ({"content-type": "text/plain"}, "not text/plain"),  # what a web page sends unasked
+        ({"content-type": "application/x-www-form-urlencoded"}, "not application/x-www-form"),
+        ({"content-type": "multipart/form-data; boundary=x"}, "not multipart/form-data"),
+        ({}, "the request has none"),
+    ],
+)
+async def test_a_json_rpc_post_of_another_content_type_is_refused_415(
+    client: httpx.AsyncClient, headers: dict[str, str], named: str
+) -> None:
+    # A browser sends these without a CORS preflight: a page could reach a JSON-RPC endpoint on
+    # loopback on a visitor's behalf. application/json needs a preflight our servers never allow.
+    body = b'{"jsonrpc": "2.0", "id": 1, "method": "message/send", "params": {}}'
+    response = await client.post("/rpc", content=body, headers=headers)
+    assert response.status_code == 415 and response.headers["connection"] == "close"
+    error = response.json()["error"]
+    assert error["code"] == -32600 and "Content-Type: application/json" in error["message"]
+    assert named in error["message"]
+    # The media type decides; its parameters and case do not. REST paths are not JSON-RPC.
+    for accepted in ("application/json", "Application/JSON; charset=utf-8"):
+        ok = await client.post("/rpc", content=body, headers={"content-type": accepted})
+        assert ok.status_code == 200
+    assert (await client.post("/echo", content=body, headers=headers)).status_code == 200
 
 
 async def test_over_capacity_is_refused_at_once_and_probes_still_answer(

@@ -2,25 +2,29 @@
 
 The app serves A2A JSON-RPC (1.0 and 0.3) and the card at ``/``, in the frame. With
 ``GREEN_AUTH_TOKENS[_FILE]`` every request but the card, ``/healthz`` and ``/metrics`` needs a
-caller's token (:mod:`services.common.auth`), and each caller reads back only its own tasks. A
-result's counts leave as integers whichever protocol asked
-(:mod:`services.green_agent.assessment.json_numbers`).
+caller's token (:mod:`services.common.auth`), and each caller reads back only its own tasks;
+without, no task is kept once it ends and none can be read back. The tasks kept are bounded in
+count, bytes and age (:mod:`services.common.task_store`), the assessments running at once by
+``GREEN_MAX_RUNNING`` (:mod:`services.green_agent.assessment.running`). A result's counts leave
+as integers whichever protocol asked (:mod:`services.green_agent.assessment.json_numbers`).
 """
 
 from __future__ import annotations
 
 import logging
 
-from a2a.server.tasks import InMemoryTaskStore
 from starlette.applications import Starlette
 
 from services.common.a2a import A2A_RPC_PATH, CARD_PATHS
 from services.common.a2a_input import message_problem
 from services.common.frame import ServiceId, service_app
+from services.common.task_store import BoundedTaskStore
 from services.green_agent.assessment.card import build_card
 from services.green_agent.assessment.executor import AssessmentExecutor
 from services.green_agent.assessment.handler import a2a_routes
 from services.green_agent.assessment.json_numbers import WholeNumbers
+from services.green_agent.assessment.metrics import TASK_STORE
+from services.green_agent.assessment.running import Running
 from services.green_agent.evaluation.egress import SETTING
 from services.green_agent.settings import GreenSettings
 
@@ -41,7 +45,13 @@ def create_app(settings: GreenSettings) -> Starlette:
             "%s=*: an assessment may name any URL, and the evaluator's token goes there", SETTING
         )
     card = build_card(settings.public_url, authenticated=bool(tokens))
-    routes = a2a_routes(card, AssessmentExecutor(settings), InMemoryTaskStore())
+    s = settings
+    tasks = BoundedTaskStore(
+        s.max_tasks, s.max_task_bytes, s.task_ttl_s, keep_finished=bool(tokens), gauges=TASK_STORE
+    )
+    running = Running(s.max_running)
+    executor = AssessmentExecutor(settings, running)
+    routes = a2a_routes(card, executor, tasks, running, readable_tasks=bool(tokens))
     checks = {A2A_RPC_PATH: message_problem}
     app = service_app(
         SERVICE,

@@ -19,7 +19,7 @@ from a2a.utils.errors import UnsupportedOperationError
 
 from services.green_agent.assessment.leaderboard import leaderboard_keys
 from services.green_agent.assessment.request import Assessment, check_destinations, parse_assessment
-from services.green_agent.assessment.running import RUNNING, Running
+from services.green_agent.assessment.running import Running
 from services.green_agent.evaluation.client import TransportFailure, connect
 from services.green_agent.evaluation.dataset import TestSet, fetch_test_set
 from services.green_agent.evaluation.evaluator import QueryOutcome, evaluate
@@ -29,15 +29,18 @@ from services.green_agent.settings import GreenSettings
 from services.telemetry.tracing import current_trace_id
 
 
-async def open_task(context: RequestContext, event_queue: EventQueue) -> TaskUpdater:
+async def open_task(
+    context: RequestContext, event_queue: EventQueue, running: Running
+) -> TaskUpdater:
     """The updater of this request's task; a new task is enqueued first, as the SDK requires.
 
     The task is built by hand rather than with ``new_task_from_user_message``, which refuses an
     empty text part before the executor could fail the task with a useful message. Its metadata
     carries the request's ``trace_id``: the caller finds the trace from the task alone. The
-    running execution is registered, to be cancelled if its caller hangs up.
+    running execution is registered, to be cancelled if its caller hangs up, and takes over the
+    place its request was admitted with.
     """
-    RUNNING.add(
+    running.start(
         Running.key(context.call_context.user if context.call_context else None, context.message)
     )
     task = context.current_task
@@ -61,9 +64,10 @@ def _say(updater: TaskUpdater, text: str) -> Message:
 class AssessmentExecutor(AgentExecutor):
     """Runs one evaluation per assessment request: parse, run, report."""
 
-    def __init__(self, settings: GreenSettings) -> None:
+    def __init__(self, settings: GreenSettings, running: Running) -> None:
         self._settings = settings
         self._allowed = settings.origins()
+        self._running = running
 
     @cache  # noqa: B019 - one executor per process; the test set is read once
     def _test_set(self) -> TestSet:
@@ -72,7 +76,7 @@ class AssessmentExecutor(AgentExecutor):
 
     async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
         """Evaluate the named agent, reporting progress as status updates."""
-        updater = await open_task(context, event_queue)
+        updater = await open_task(context, event_queue, self._running)
         try:
             assessment = await self._parse(context.message)
         except ValueError as e:

@@ -2,8 +2,9 @@
 
 An assessment runs for long and reports progress, which is what the SDK's
 ``DefaultRequestHandler`` is built for; around it, ``tasks/get`` and ``tasks/list`` are refused
-without authentication, and an execution is cancelled when its caller hangs up
-(:mod:`services.green_agent.assessment.running`).
+without authentication (each authenticated caller reads its own tasks), an execution is cancelled
+when its caller hangs up, and a request that starts an assessment is admitted only while fewer
+than ``GREEN_MAX_RUNNING`` run (:mod:`services.green_agent.assessment.running`).
 """
 
 from __future__ import annotations
@@ -24,10 +25,10 @@ from a2a.types import (
     Task,
 )
 from a2a.utils.errors import UnsupportedOperationError
-from starlette.routing import BaseRoute
+from starlette.routing import BaseRoute, Route
 
-from services.common.a2a import handler_routes
-from services.green_agent.assessment.running import RUNNING, Running
+from services.common.a2a import A2A_RPC_PATH, handler_routes
+from services.green_agent.assessment.running import Admission, Running
 
 
 class _RequestHandler(DefaultRequestHandler):
@@ -37,9 +38,16 @@ class _RequestHandler(DefaultRequestHandler):
     """
 
     def __init__(
-        self, executor: AgentExecutor, tasks: TaskStore, card: AgentCard, *, readable: bool
+        self,
+        executor: AgentExecutor,
+        tasks: TaskStore,
+        card: AgentCard,
+        running: Running,
+        *,
+        readable: bool,
     ) -> None:
         super().__init__(agent_executor=executor, task_store=tasks, agent_card=card)
+        self._running = running
         self._readable = readable
 
     async def on_message_send(
@@ -50,12 +58,12 @@ class _RequestHandler(DefaultRequestHandler):
         try:
             result: Message | Task = await super().on_message_send(params, context)
         except asyncio.CancelledError:
-            RUNNING.cancel(key)
+            self._running.cancel(key)
             raise
         request = asyncio.current_task()
         if request is not None and request.cancelling():
             # The SDK's subscription swallows the cancellation and returns the task unfinished.
-            RUNNING.cancel(key)
+            self._running.cancel(key)
             raise asyncio.CancelledError
         return result
 
@@ -82,11 +90,23 @@ class _RequestHandler(DefaultRequestHandler):
 
 
 def a2a_routes(
-    card: AgentCard, executor: AgentExecutor, tasks: TaskStore, *, readable_tasks: bool = True
+    card: AgentCard,
+    executor: AgentExecutor,
+    tasks: TaskStore,
+    running: Running,
+    *,
+    readable_tasks: bool,
 ) -> list[BaseRoute]:
-    """The card at every :data:`~services.common.a2a.CARD_PATHS` and the executor behind JSON-RPC (1.0 and 0.3).
+    """The card at every :data:`~services.common.a2a.CARD_PATHS` and the executor behind JSON-RPC.
 
-    ``readable_tasks`` false refuses ``tasks/get`` and ``tasks/list``: without authentication
-    there is no caller to scope them to.
+    JSON-RPC 1.0 and 0.3, admitting assessments through ``running``. ``readable_tasks`` false
+    refuses ``tasks/get`` and ``tasks/list``: without authentication there is no caller to scope
+    them to.
     """
-    return handler_routes(card, _RequestHandler(executor, tasks, card, readable=readable_tasks))
+    handler = _RequestHandler(executor, tasks, card, running, readable=readable_tasks)
+    return [
+        Route(r.path, Admission(r.app, running), methods=["POST"])
+        if isinstance(r, Route) and r.path == A2A_RPC_PATH and r.methods == {"POST"}
+        else r
+        for r in handler_routes(card, handler)
+    ]

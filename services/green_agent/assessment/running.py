@@ -1,47 +1,180 @@
-"""The executions of assessment requests in flight, to cancel those whose caller hung up."""
+"""The assessments in flight: at most ``GREEN_MAX_RUNNING``, each cancelled if its caller leaves.
+
+Every request that starts an assessment (0.3 ``message/send`` and ``message/stream``, 1.0
+``SendMessage`` and ``SendStreamingMessage``) takes one of ``GREEN_MAX_RUNNING`` places before the
+SDK sees it (:class:`Admission`, around the JSON-RPC route), and the assessment holds it until it
+ends. A non-blocking send is answered as soon as its task exists while its assessment goes on,
+so the place belongs to the execution, not to the request: the executor takes it over when it
+starts (:meth:`Running.start`) and gives it back when it ends; a request the SDK refuses before
+anything starts gives it back when it is answered. With every place taken, a request is refused
+at once: HTTP 503 with ``Retry-After`` and a JSON-RPC error naming the setting, as the frame
+refuses an overloaded server. So no burst of sends makes the evaluator a load amplifier against
+a participant: at most ``GREEN_MAX_RUNNING`` assessments, each with its own bounded concurrency.
+
+The SDK runs the executor in a task of its own, which goes on when the request that started it
+is cancelled (its client hung up: :mod:`services.common.disconnect`). The handler cancels it
+through this registry instead, so an agent stops calling its own backends for nobody. The
+caller's name is part of the key: one caller cannot cancel another's request by reusing its
+message id.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import json
+from contextvars import ContextVar
 from typing import Any
 
 from a2a.auth.user import User
 from a2a.types import Message
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from services.common.guard import Refusal, send_refusal
+from services.green_agent.assessment.metrics import REFUSED
+from services.green_agent.assessment.metrics import RUNNING as RUNNING_GAUGE
+
+SETTING = "GREEN_MAX_RUNNING"
+#: The JSON-RPC methods that start an assessment, in A2A 0.3 and 1.0.
+STARTS = frozenset({"message/send", "message/stream", "SendMessage", "SendStreamingMessage"})
+#: When a refused caller may try again: an assessment takes minutes, not milliseconds.
+RETRY_AFTER_S = 30
+
+Key = tuple[str, str]
+
+
+class Place:
+    """One admitted assessment's place, given back once."""
+
+    def __init__(self, running: Running) -> None:
+        self._running = running
+        self.taken_over = False  # by the execution, which then gives it back when it ends
+        self._given_back = False
+
+    def give_back(self) -> None:
+        """Free the place (a second call does nothing)."""
+        if not self._given_back:
+            self._given_back = True
+            self._running.free()
+
+
+#: The place of the request being handled: the SDK starts the executor in a task of its own,
+#: which inherits the request's context, and so finds the place its request was admitted with.
+_PLACE: ContextVar[Place | None] = ContextVar("assessment_place", default=None)
 
 
 class Running:
-    """The executions of requests in flight, by caller and message id.
+    """The assessments admitted (at most ``limit``) and the executions in flight."""
 
-    The SDK runs the executor in a task of its own, which goes on when the request that started
-    it is cancelled (its client hung up: :mod:`services.common.disconnect`). The handler cancels
-    it through this registry instead, so an agent stops calling its own backends for nobody. The
-    caller's name is part of the key: one caller cannot cancel another's request by reusing its
-    message id.
-    """
-
-    def __init__(self) -> None:
-        self._tasks: dict[tuple[str, str], asyncio.Task[Any]] = {}
+    def __init__(self, limit: int) -> None:
+        """Admit at most ``limit`` assessments at once."""
+        self.limit = limit
+        self.admitted = 0
+        self._tasks: dict[Key, asyncio.Task[Any]] = {}
+        RUNNING_GAUGE.set(0)
 
     @staticmethod
-    def key(user: User | None, message: Message | None) -> tuple[str, str]:
+    def key(user: User | None, message: Message | None) -> Key:
         """The registry's key of a request: its caller's name (``""``: none) and message id."""
         name = user.user_name if user is not None and user.is_authenticated else ""
         return name, message.message_id if message is not None else ""
 
-    def add(self, key: tuple[str, str]) -> None:
-        """Register the current task (the execution) under ``key`` until it ends."""
-        task = asyncio.current_task()
-        if task is None or not key[1]:
-            return
-        self._tasks[key] = task
-        task.add_done_callback(lambda done: self._tasks.pop(key, None))
+    def admit(self) -> Place | None:
+        """A place for one more assessment, or None when ``limit`` are admitted."""
+        if self.admitted >= self.limit:
+            REFUSED.inc()
+            return None
+        self.admitted += 1
+        RUNNING_GAUGE.set(self.admitted)
+        return Place(self)
 
-    def cancel(self, key: tuple[str, str]) -> None:
+    def free(self) -> None:
+        """One admitted assessment has ended (:meth:`Place.give_back` calls it)."""
+        self.admitted -= 1
+        RUNNING_GAUGE.set(self.admitted)
+
+    def start(self, key: Key) -> None:
+        """Register the current task (the execution) under ``key`` until it ends.
+
+        It takes over the place its request was admitted with, and gives it back when it ends.
+        """
+        task = asyncio.current_task()
+        if task is None:
+            return
+        place = _PLACE.get()
+        if place is not None and not place.taken_over:
+            place.taken_over = True
+            task.add_done_callback(lambda _: place.give_back())
+        if key[1]:
+            self._tasks[key] = task
+            task.add_done_callback(lambda _: self._tasks.pop(key, None))
+
+    def cancel(self, key: Key) -> None:
         """Cancel the execution registered under ``key``, if it still runs."""
         task = self._tasks.pop(key, None)
         if task is not None:
             task.cancel()
 
 
-#: The process's one registry: the executor adds to it, the request handler cancels through it.
-RUNNING = Running()
+def _method(body: bytes) -> object:
+    """The JSON-RPC method of a body the request guard has already checked, else None."""
+    try:
+        payload = json.loads(body)
+    except ValueError:
+        return None
+    return payload.get("method") if isinstance(payload, dict) else None
+
+
+class Admission:
+    """ASGI app around the A2A JSON-RPC route, admitting the requests that start assessments.
+
+    Such a request takes a place of ``running`` first, or is refused (see the module docstring).
+    """
+
+    def __init__(self, app: ASGIApp, running: Running) -> None:
+        """Admit the requests to ``app`` through ``running``."""
+        self._app = app
+        self._running = running
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Pass the request on with its place, or refuse it when there is none."""
+        if scope["type"] != "http" or scope["method"] != "POST":
+            await self._app(scope, receive, send)
+            return
+        body, more = b"", True
+        while more:  # the guard has read and checked it whole: this reads it back from memory
+            message = await receive()
+            body += message.get("body", b"")
+            more = message.get("more_body", False) and message["type"] == "http.request"
+        replay = _replay(body, receive)
+        if _method(body) not in STARTS:
+            await self._app(scope, replay, send)
+            return
+        place = self._running.admit()
+        if place is None:
+            limit = self._running.limit
+            reason = f"{limit} assessments are running, the most {SETTING} allows: send again later"
+            request_id = json.loads(body).get("id")
+            refusal = Refusal(503, reason, retry_after=RETRY_AFTER_S, request_id=request_id)
+            await send_refusal(send, refusal, jsonrpc=True)
+            return
+        token = _PLACE.set(place)
+        try:
+            await self._app(scope, replay, send)
+        finally:
+            _PLACE.reset(token)
+            if not place.taken_over:  # nothing started: the place was never the execution's
+                place.give_back()
+
+
+def _replay(body: bytes, receive: Receive) -> Receive:
+    """``receive`` that first gives ``body`` whole, then what ``receive`` gives (a disconnect)."""
+    sent = False
+
+    async def replayed() -> dict[str, Any]:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return dict(await receive())
+
+    return replayed

@@ -17,7 +17,9 @@ Entries, comma-separated (``scheme://host:port`` is an origin, as browsers defin
 
 A bare ``host`` is refused: it would leave the port to a guess. Host names match exactly and
 case-insensitively (no wildcard subdomains, no DNS: a name is allowed as written, an address
-as an address; IPv6 in brackets, ``[::1]:*``). The default is loopback on any port.
+as an address; IPv6 in brackets, ``[::1]:*``). A name ending in a dot is refused, in an entry and
+in a URL: ``release-purple-agent.dev.`` is an absolute DNS name, which a pod resolves without its
+search domains, on public DNS, where anyone may own it. The default is loopback on any port.
 """
 
 from __future__ import annotations
@@ -39,9 +41,12 @@ class EgressRefused(httpx.RequestError):
     """A request to an origin outside the allow-list, stopped before it left."""
 
 
+TRAILING_DOT = "ends with a dot: an absolute DNS name, resolved without the search domains"
+
+
 def _host(raw: str) -> str:
-    """A host as compared: lower case, no trailing dot, an IP address in its canonical form."""
-    host = raw.lower().removesuffix(".")
+    """A host as compared: lower case, an IP address in its canonical form."""
+    host = raw.lower()
     try:
         return str(ipaddress.ip_address(host.removeprefix("[").removesuffix("]")))
     except ValueError:
@@ -86,6 +91,8 @@ class OriginRule:
         if rest.endswith(":"):
             _port("", entry)
         name = _host(host)
+        if name.endswith("."):
+            raise ValueError(f"{entry!r}: {host!r} {TRAILING_DOT}; write it without the dot")
         if host.startswith("[") and ":" not in name:
             raise ValueError(f"{entry!r}: brackets hold an IPv6 address only")
         if ":" not in name and not _NAME.fullmatch(name):
@@ -132,6 +139,8 @@ class AllowedOrigins:
             return "it is not an http or https URL"
         port = parsed.port or DEFAULT_PORTS[parsed.scheme]
         host = _host(parsed.raw_host.decode("ascii"))
+        if host.endswith("."):
+            return f"its host {host} {TRAILING_DOT}, which {SETTING} never allows"
         if 0 < port < 65536 and any(r.admits(parsed.scheme, host, port) for r in self._rules):
             return None
         shown = f"[{host}]" if ":" in host else host

@@ -1,10 +1,13 @@
-"""An in-memory task store bounded in count, bytes and time, keeping no request text.
+"""The A2A task store both our agents use: bounded in count, bytes and time, no request text.
 
 The SDK's ``InMemoryTaskStore`` keeps every task, with the whole request message in its history,
 for the life of the process: an agent answering thousands of queries an hour grows without limit,
-and a task can be read back with the caller's text. Tasks here finish within seconds; they are
-kept without their history (the answer is the artifact), at most ``max_tasks`` of them, at most
-``max_bytes`` in all, and for ``ttl_s`` after their last update, oldest dropped first.
+and a task can be read back with the caller's text (the green agent's: participant URLs, and any
+``user:pass@`` in them). Tasks here are kept without their history (the answer is the artifact),
+at most ``max_tasks`` of them, at most ``max_bytes`` in all, and for ``ttl_s`` after their last
+update, oldest dropped first. The SDK scopes them by caller: each authenticated caller reads its
+own. With ``keep_finished`` off (no authentication: no caller to read a task back), a task
+leaves the store as soon as it ends; the SDK holds a running one here while it works on it.
 """
 
 from __future__ import annotations
@@ -16,9 +19,18 @@ from dataclasses import dataclass
 
 from a2a.server.context import ServerCallContext
 from a2a.server.tasks import InMemoryTaskStore
-from a2a.types import Task
+from a2a.types import Task, TaskState
+from prometheus_client import Gauge
 
-from services.purple_agent.metrics import TASK_STORE_BYTES, TASKS_STORED
+#: The states a task does not leave.
+TERMINAL = frozenset(
+    {
+        TaskState.TASK_STATE_COMPLETED,
+        TaskState.TASK_STATE_FAILED,
+        TaskState.TASK_STATE_CANCELED,
+        TaskState.TASK_STATE_REJECTED,
+    }
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,6 +38,14 @@ class _Entry:
     context: ServerCallContext
     size: int
     saved_at: float
+
+
+@dataclass(frozen=True, slots=True)
+class StoreGauges:
+    """Where a store publishes what it keeps: its tasks and their serialized bytes."""
+
+    tasks: Gauge
+    bytes: Gauge
 
 
 class BoundedTaskStore(InMemoryTaskStore):
@@ -37,12 +57,17 @@ class BoundedTaskStore(InMemoryTaskStore):
         max_bytes: int = 16 << 20,
         ttl_s: float = 600.0,
         clock: Callable[[], float] = time.monotonic,
+        *,
+        keep_finished: bool = True,
+        gauges: StoreGauges | None = None,
     ) -> None:
         super().__init__()
         self._max_tasks = max_tasks
         self._max_bytes = max_bytes
         self._ttl_s = ttl_s
         self._clock = clock
+        self._keep_finished = keep_finished
+        self._gauges = gauges
         self._entries: OrderedDict[str, _Entry] = OrderedDict()
         self._bytes = 0
 
@@ -53,6 +78,10 @@ class BoundedTaskStore(InMemoryTaskStore):
 
     async def save(self, task: Task, context: ServerCallContext) -> None:
         """Save ``task`` without its history, then drop what the bounds no longer allow."""
+        if not self._keep_finished and task.status.state in TERMINAL:
+            if task.id in self._entries:
+                await self.delete(task.id, context)
+            return
         kept = Task()
         kept.CopyFrom(task)
         kept.ClearField("history")
@@ -78,9 +107,10 @@ class BoundedTaskStore(InMemoryTaskStore):
         self._publish()
 
     def _publish(self) -> None:
-        # What operators (and the leak test) read to see the bounds hold.
-        TASKS_STORED.set(len(self._entries))
-        TASK_STORE_BYTES.set(self._bytes)
+        # What operators (and the leak tests) read to see the bounds hold.
+        if self._gauges is not None:
+            self._gauges.tasks.set(len(self._entries))
+            self._gauges.bytes.set(self._bytes)
 
     def _forget(self, task_id: str) -> None:
         entry = self._entries.pop(task_id, None)

@@ -1,11 +1,11 @@
-"""The purple agent's bounded in-memory task store."""
+"""The bounded in-memory task store both agents use."""
 
 from __future__ import annotations
 
 from a2a.server.context import ServerCallContext
 from a2a.types import Message, Part, Role, Task, TaskState, TaskStatus
 
-from services.purple_agent.a2a.task_store import BoundedTaskStore
+from services.common.task_store import BoundedTaskStore
 
 
 def _task(task_id: str) -> Task:
@@ -66,3 +66,17 @@ async def test_tasks_expire_after_their_ttl() -> None:
     now[0] = 95.0
     await store.save(_task("new"), context)  # expired tasks also go when others are saved
     assert store.stored_bytes == (await store.get("new", context)).ByteSize()  # type: ignore[union-attr]
+
+
+async def test_without_keep_finished_a_task_leaves_the_store_when_it_ends() -> None:
+    # No authentication, no caller to read a task back: a running one is held for the SDK.
+    store, context = BoundedTaskStore(max_tasks=10, keep_finished=False), ServerCallContext()
+    running = Task(id="t1", context_id="c", status=TaskStatus(state=TaskState.TASK_STATE_WORKING))
+    await store.save(running, context)
+    assert await store.get("t1", context) is not None
+    for state in (TaskState.TASK_STATE_COMPLETED, TaskState.TASK_STATE_FAILED):
+        await store.save(running, context)
+        await store.save(Task(id="t1", context_id="c", status=TaskStatus(state=state)), context)
+        assert await store.get("t1", context) is None and store.stored_bytes == 0
+    await store.save(_task("t2"), context)  # finished when first saved: never kept
+    assert await store.get("t2", context) is None
