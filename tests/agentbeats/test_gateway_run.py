@@ -5,10 +5,11 @@ Our whole agent (small index) and our green agent (allowed origins as its manife
 run on loopback. Each shard is a gateway run of its own with ``shard_index`` and ``num_shards``
 patched into the scenario's ``assessment_config``, as the leaderboard workflow does; the
 unsharded run is the workflow's single shard (0 of 1). Each shard's results file is the
-gateway's final answer, the run's file their merge as the workflow's summary step writes it, and
-the leaderboard query (agentbeats/leaderboard.sql) must read the same figures from the 4 shards
-as from the unsharded run. ``num_queries`` is cut for CI; the rest of the config is the
-scenario's.
+gateway's final answer, the run's file their merge as the leaderboard template's summary step
+writes it (tests/support/leaderboard.py), and the leaderboard's queries (agentbeats/queries.json),
+run as agentbeats.dev runs them over the table it builds from the results files, must read the
+same figures from the 4 shards as from the unsharded run. ``num_queries`` is cut for CI; the
+rest of the config is the scenario's.
 """
 
 from __future__ import annotations
@@ -22,7 +23,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import duckdb
 import httpx
 import json5
 import pytest
@@ -34,6 +34,7 @@ from starlette.routing import Route
 from harness.fakes.mcp_toy import serve_app
 from harness.processes import REPO, ServerProcess, free_port
 from tests.support.gateway import Gateway, proxy_app, rewrite_card
+from tests.support.leaderboard import board, queries, write_results_file
 from tests.support.small_index import SmallIndex
 
 SCENARIO = json5.loads((REPO / "agentbeats/scenario.json5").read_text())
@@ -41,7 +42,7 @@ GATEWAY = SCENARIO["components"]["gateway"]["config"]
 GREEN_ENV = json5.loads((REPO / "agentbeats/amber-manifest.green.json5").read_text())["program"][
     "env"
 ]
-QUERY = (REPO / "agentbeats/leaderboard.sql").read_text()
+EVERY, BEST = (q["name"] for q in queries())
 NUM_QUERIES = 40
 NUM_SHARDS = 4
 #: The ids a submitter fills in metadata.agentbeats_ids.
@@ -87,35 +88,17 @@ def write_run(folder: Path, name: str, answers: Sequence[dict[str, Any]]) -> Pat
     """Write each shard's answer and the run's results file as the leaderboard workflow does.
 
     ``folder/shard-<i>/results.json`` is shard i's final answer of the gateway;
-    ``folder/results/<name>.json`` merges them: completed when every shard completed, partial
-    when some did, else failed; the scenario's ``agentbeats_ids`` (filled in); every shard's
-    results, in shard order.
+    ``folder/results/<name>.json`` merges them as the template's summary does, the scenario's
+    ``agentbeats_ids`` filled in.
     """
     for index, answer in enumerate(answers):
         shard = folder / f"shard-{index}"
         shard.mkdir(parents=True)
         (shard / "results.json").write_text(json.dumps(answer, indent=2))
-    done = [a["status"] == "completed" for a in answers]
-    status = "completed" if all(done) else "partial" if any(done) else "failed"
     participants = {
         role: given or IDS[role] for role, given in SCENARIO["metadata"]["agentbeats_ids"].items()
     }
-    run = {
-        "status": status,
-        "participants": participants,
-        "results": [r for a in answers for r in a["results"]],
-    }
-    (folder / "results").mkdir()
-    path = folder / "results" / f"{name}.json"
-    path.write_text(json.dumps(run, indent=2))
-    return path
-
-
-def leaderboard(folder: Path) -> list[tuple[Any, ...]]:
-    """The leaderboard query's rows over ``folder/results/*.json``."""
-    with duckdb.connect() as db:
-        db.execute(f"SET file_search_path = '{folder}'")
-        return db.sql(QUERY).fetchall()
+    return write_results_file(folder, name, answers, participants)
 
 
 @dataclass(frozen=True)
@@ -181,10 +164,17 @@ def test_an_assessment_in_a2a_03_follows_the_rewritten_card_url(
     assert sorted(gateway.proxied) == [card] * 8 + [rpc] * 8
 
 
-def test_a_refused_assessment_ends_failed_with_no_results(service_urls: dict[str, str]) -> None:
+def test_a_refused_assessment_ends_failed_with_no_results(
+    service_urls: dict[str, str], tmp_path: Path
+) -> None:
     config = {**_config(0, 1), "num_queries": 0}  # the green agent fails the task at once
     with Gateway(service_urls, GATEWAY["participant_roles"], config) as gateway:
-        assert gateway.final_answer() == {"status": "failed", "results": []}
+        answer = gateway.final_answer()
+    assert answer == {"status": "failed", "results": []}
+    # Its results file shows on the board with no figures, and does not break it.
+    write_run(tmp_path, "tester-failed", [answer])
+    failed = (IDS["retrieval_agent"], None, None, None, None, None, 0, "failed")
+    assert board(tmp_path)[EVERY].rows == [failed]
 
 
 def test_the_shards_split_the_unsharded_sample(runs: Runs) -> None:
@@ -206,8 +196,12 @@ def test_the_leaderboard_reads_the_unsharded_figures_from_the_shards(runs: Runs)
         data["num_queries"],
     )
     assert data["num_queries"] == NUM_QUERIES
-    assert leaderboard(runs.sharded_folder) == [(*figures, NUM_SHARDS)]
-    assert leaderboard(runs.unsharded_folder) == [(*figures, 1)]
+    sharded, unsharded = board(runs.sharded_folder), board(runs.unsharded_folder)
+    assert sharded[EVERY].rows == [(*figures, NUM_SHARDS, "completed")]
+    assert unsharded[EVERY].rows == [(*figures, 1, "completed")]
+    # A run cut for CI is not of every test query: no best run to rank.
+    assert sharded[BEST].rows == unsharded[BEST].rows == []
+    assert all(t.columns[0] == "id" for t in (*sharded.values(), *unsharded.values()))
 
 
 def test_the_proxy_rewrites_the_participants_loopback_card(

@@ -19,6 +19,8 @@ from services.green_agent.assessment.request import ROLE, AssessmentConfig
 from tests.support.amber import GATEWAY_MANIFEST_URL, GATEWAY_V03, scenario_problems
 
 SCENARIO = REPO / "agentbeats/scenario.json5"
+#: How many NFCorpus test queries have judgements (tests/unit/test_nfcorpus_dataset.py).
+NFCORPUS_TEST_QUERIES = 323
 
 
 def _load() -> dict[str, Any]:
@@ -52,6 +54,16 @@ def test_the_gateway_sends_our_green_agent_the_assessment_it_runs() -> None:
     proxy = {"to": f"#{roles['green']}.proxy", "from": "#gateway.proxy", "weak": True}
     assert proxy in scenario["bindings"]
     assert scenario["exports"] == {"results": "#gateway.results"}
+
+
+def test_the_scenario_and_the_green_manifest_say_one_assessment() -> None:
+    # Quick Submit builds its scenario from the green manifest's metadata, a self-run from
+    # scenario.json5: both land on one board, so they run the same assessment, every NFCorpus
+    # test query.
+    scenario = _load()["components"]["gateway"]["config"]["assessment_config"]
+    green = json5.loads((REPO / "agentbeats/amber-manifest.green.json5").read_text())
+    assert green["metadata"]["assessment_config"] == scenario
+    assert scenario == {"num_queries": NFCORPUS_TEST_QUERIES, "top_k": 5, "random_seed": 42}
 
 
 def _bind(scenario: dict[str, Any], index: int, **changes: str) -> None:

@@ -1,8 +1,9 @@
 """A sharded assessment through the green agent's A2A server, as an AgentBeats leaderboard runs it.
 
-Four shards of one request evaluate disjoint query sets whose union is the unsharded run's, and
-every result carries the public evaluator's leaderboard keys, its vector search calls counted on
-the MCP server named in the config.
+Four shards of one request evaluate disjoint query sets whose union is the unsharded run's first
+``num_instances`` queries (the run's total across its shards, as the leaderboard template sends
+it), and every result carries the public evaluator's leaderboard keys, its vector search calls
+counted on the MCP server named in the config.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ from harness.processes import ServerProcess
 from tests.support.green import assess
 
 SHARDS = 4
+#: The run's task instances across its shards, of an 18-query sample.
+INSTANCES = 14
 
 
 def _qdrant_calls(base_url: str) -> int:
@@ -39,7 +42,11 @@ async def test_four_shards_are_disjoint_and_make_up_the_run(
         sharded = {
             **request,
             "config": {**config, "mcp_server_url": mcp_server.mcp_url},  # /mcp form accepted
-            "assessment_config": {"shard_index": index, "num_shards": SHARDS, "num_instances": 2},
+            "assessment_config": {
+                "shard_index": index,
+                "num_shards": SHARDS,
+                "num_instances": INSTANCES,
+            },
         }
         before = _qdrant_calls(mcp_server.base_url)
         shards.append(await _results(green_agent, sharded))
@@ -47,17 +54,23 @@ async def test_four_shards_are_disjoint_and_make_up_the_run(
     whole = await _results(green_agent, request)
     assert whole["shard"] is None and whole["total_queries"] == 18
     assert sum(counted) > 0
+    first = [q["query_id"] for q in whole["queries"][:INSTANCES]]  # in the sample's order
     sets = [{q["query_id"] for q in s["queries"]} for s in shards]
-    assert [len(s) for s in sets] == [5, 5, 4, 4]
-    assert set.union(*sets) == {q["query_id"] for q in whole["queries"]}
+    assert [len(s) for s in sets] == [4, 4, 3, 3]
+    assert set.union(*sets) == set(first)
     assert sum(len(s) for s in sets) == len(set.union(*sets))  # disjoint
     for index, result in enumerate(shards):
-        assert result["shard"] == {"shard_index": index, "num_shards": SHARDS}
+        assert result["shard"] == {
+            "shard_index": index,
+            "num_shards": SHARDS,
+            "num_instances": INSTANCES,
+        }
         assert result["total_queries"] == result["successful_communications"] == len(sets[index])
         # What the MCP server counted during the shard (its result cache answers repeats).
         assert result["vector_search_calls_total"] == counted[index]
         for key in ("mean_ndcg_at_k", "mean_mrr_at_k", "mean_precision_at_k", "mean_recall_at_k"):
             assert result[key] == round(result[key], 2) and 0 <= result[key] <= 1
-    # Same answers, same figures: the shards' NDCG adds up to the whole run's.
-    total = sum(r["metrics"]["agentbeats_ndcg@5"] * r["num_queries"] for r in shards)
-    assert abs(total / 18 - whole["metrics"]["agentbeats_ndcg@5"]) < 1e-9
+    # Same answers, same figures: the shards' NDCG sums add up to the whole run's over its first
+    # INSTANCES queries.
+    total = sum(r["sums"]["ndcg@5"] for r in shards)
+    assert abs(total - sum(q["ndcg"]["ndcg@5"] for q in whole["queries"][:INSTANCES])) < 1e-9

@@ -12,10 +12,14 @@ the request must be on an allowed origin (:mod:`services.green_agent.evaluation.
 task fails saying which and why before any request goes out.
 
 Shards: an AgentBeats leaderboard that shards a run sends every green agent instance the same
-request with ``shard_index`` and ``num_shards`` (and ``num_instances``, the instances running at
-once) in its config, or in an ``assessment_config`` object beside it. Every shard draws the same
-seeded sample, then keeps every ``num_shards``-th query from its index on: the slices are
-disjoint, their union is the unsharded run's sample, and their sizes differ by at most one.
+request with ``shard_index`` and ``num_shards`` in its config, or in an ``assessment_config``
+object beside it, and ``num_instances`` when the run is cut: the leaderboard template's
+workflows take it as the total number of task instances across all shards, empty for all. Every
+shard draws the same seeded sample of ``num_queries``, keeps its first ``num_instances`` queries
+(all of them when it is not given or not smaller), then every ``num_shards``-th query of those
+from its index on: the slices are disjoint, their union is the queries of the unsharded run with
+the same ``num_instances``, and their sizes differ by at most one. A shard left with no query
+(``num_instances`` below ``num_shards``) fails its task.
 """
 
 from __future__ import annotations
@@ -46,7 +50,12 @@ SHARD_KEYS = ("shard_index", "num_shards", "num_instances")
 
 
 class Shard(BaseModel):
-    """Which slice of a run one assessment evaluates (all of it when no shard is named)."""
+    """Which queries of a run's sample one assessment evaluates (all of them when none is named).
+
+    ``shard_index`` of ``num_shards`` names the shard; ``num_instances`` is the number of task
+    instances of the whole run, across its shards (the first ones of the sample), as the
+    AgentBeats leaderboard template means it.
+    """
 
     model_config = ConfigDict(extra="ignore")
 
@@ -56,31 +65,34 @@ class Shard(BaseModel):
 
     @model_validator(mode="after")
     def _consistent(self) -> Shard:
-        if self.shard_index is not None and self.count is None:
-            raise ValueError("shard_index needs num_shards (or num_instances)")
+        if self.shard_index is not None and self.num_shards is None:
+            raise ValueError("shard_index needs num_shards")
         if self.shard_index is None and self.num_shards not in (None, 1):
             raise ValueError("num_shards needs shard_index")
-        index, count = self.shard_index, self.count
+        index, count = self.shard_index, self.num_shards
         if index is not None and count is not None and index >= count:
             raise ValueError(f"shard_index must be below {count}, got {index}")
         return self
 
-    @property
-    def count(self) -> int | None:
-        """How many shards the run has: ``num_shards``, else ``num_instances``."""
-        return self.num_shards if self.num_shards is not None else self.num_instances
+    def instances(self, sample: Sequence[str]) -> list[str]:
+        """The run's queries, every shard's together: the first ``num_instances`` of the sample."""
+        return list(sample[: self.num_instances])
 
-    def slice(self, query_ids: Sequence[str]) -> list[str]:
+    def slice(self, sample: Sequence[str]) -> list[str]:
         """The queries of the run's sample this shard evaluates, in the sample's order."""
-        if self.shard_index is None or self.count is None:
-            return list(query_ids)
-        return list(query_ids[self.shard_index :: self.count])
+        run = self.instances(sample)
+        if self.shard_index is None or self.num_shards is None:
+            return run
+        return run[self.shard_index :: self.num_shards]
 
     def describe(self) -> dict[str, int] | None:
-        """The shard for the report, or None for an unsharded run."""
-        if self.shard_index is None or self.count is None:
+        """The shard for the report (``num_instances`` when given), or None for a whole run."""
+        if self.shard_index is None and self.num_instances is None:
             return None
-        return {"shard_index": self.shard_index, "num_shards": self.count}
+        described = {"shard_index": self.shard_index or 0, "num_shards": self.num_shards or 1}
+        if self.num_instances is not None:
+            described["num_instances"] = self.num_instances
+        return described
 
 
 def shard_fields(payload: Any) -> dict[str, Any]:
@@ -183,6 +195,7 @@ class Assessment:
         sample = sample_query_ids(test_set.query_ids, config.num_queries, config.random_seed)
         query_ids = request.shard.slice(sample)
         if not query_ids:
-            raise ValueError(f"shard {request.shard.describe()} of {len(sample)} queries is empty")
+            run = len(request.shard.instances(sample))
+            raise ValueError(f"shard {request.shard.describe()} of {run} queries is empty")
         agent = str(request.participants[ROLE])
         return cls(agent, config.protocol or protocol, config, test_set, query_ids, request.shard)
