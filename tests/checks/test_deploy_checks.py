@@ -1,9 +1,11 @@
 """make lint-k8s (scripts/lint/artefacts.sh) fails, step by step, on a broken chart, a stale k8s/, an
-invalid manifest, an insecure pod, a bad Dockerfile or shell script, a bad workflow, a bad
-compose file and a chart changed without a new version."""
+invalid manifest, an insecure pod, a bad Dockerfile or shell script, a bad workflow (the
+repository's own or the leaderboard's in agentbeats/), a bad compose file and a chart changed
+without a new version."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 
 import pytest
@@ -118,6 +120,56 @@ def test_a_bad_workflow_fails(repo_copy: RepoCopy, workflow: str, complaint: str
     repo_copy.write(".github/workflows/broken-on-purpose.yml", workflow)
     run = repo_copy.lint_k8s("workflows")
     assert failed(run, complaint), run.stdout + run.stderr
+
+
+@pytest.mark.parametrize(
+    ("workflow", "old", "new", "complaint"),
+    [
+        # actionlint: a misspelt key of a job
+        (
+            "agentbeats/quick-submit.yml",
+            "    permissions:\n      id-token",
+            "    permission:\n      id-token",
+            'unexpected key "permission"',
+        ),
+        (
+            "agentbeats/run-scenario.yml",
+            "    timeout-minutes: 330",
+            "    timeout-minute: 330",
+            'unexpected key "timeout-minute"',
+        ),
+        # zizmor: Quick Submit's runner or an action by a moving tag instead of its commit
+        (
+            "agentbeats/quick-submit.yml",
+            r"@[0-9a-f]{40}",
+            "@v2",
+            "unpinned-uses",
+        ),
+        (
+            "agentbeats/run-scenario.yml",
+            r"actions/upload-artifact@[0-9a-f]{40}",
+            "actions/upload-artifact@v7",
+            "unpinned-uses",
+        ),
+    ],
+    ids=[
+        "quick-submit-actionlint",
+        "run-scenario-actionlint",
+        "quick-submit-zizmor",
+        "run-scenario-zizmor",
+    ],
+)
+def test_a_bad_leaderboard_workflow_fails(
+    repo_copy: RepoCopy, workflow: str, old: str, new: str, complaint: str
+) -> None:
+    # The leaderboard's workflows (agentbeats/) are linted with the repository's own.
+    path = repo_copy.root / workflow
+    text = path.read_text()
+    broken = re.sub(old, new, text, count=1)  # old: a regular expression
+    assert broken != text, f"{workflow} no longer holds {old!r}: update the test"
+    path.write_text(broken)
+    run = repo_copy.lint_k8s("workflows")
+    assert failed(run, complaint, workflow), run.stdout + run.stderr
 
 
 def test_a_compose_file_against_its_schema_fails(repo_copy: RepoCopy) -> None:

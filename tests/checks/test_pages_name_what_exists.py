@@ -24,6 +24,7 @@ COMMENTED = [
     REPO / "Makefile",
     *sorted((REPO / "scripts").rglob("*.sh")),
     *sorted((REPO / ".github" / "workflows").glob("*.yml")),
+    *sorted((REPO / "agentbeats").glob("*.yml")),
     REPO / "Dockerfile",
     REPO / "agentbeats/compose.yaml",
 ]

@@ -1,9 +1,11 @@
 """The GitHub workflows run only what ``make test`` runs (.ci/run), so CI here proves them: every
 ``run:`` step is ``make`` with targets that ``make test`` reaches (``sudo`` allowed, for the
-distribution's packages), and nothing else."""
+distribution's packages), and nothing else. The leaderboard's workflows (agentbeats/*.yml) run in
+the leaderboard repository, not here: ``make lint-k8s`` lints each of them with ours."""
 
 from __future__ import annotations
 
+import re
 import shlex
 from pathlib import Path
 
@@ -74,3 +76,11 @@ def test_the_makefile_graph_follows_prerequisites_and_sub_makes(tmp_path: Path) 
     )
     graph = make_graph(tmp_path)
     assert reachable(graph, "test") == {"test", "lint", "image", "base"}
+
+
+def test_make_lint_k8s_lints_every_leaderboard_workflow() -> None:
+    script = (REPO / "scripts/lint/artefacts.sh").read_text()
+    (line,) = [x for x in script.splitlines() if x.strip().startswith("leaderboard=(")]
+    linted = sorted(re.findall(r"/agentbeats/([\w.-]+\.yml)", line))
+    assert linted == sorted(p.name for p in (REPO / "agentbeats").glob("*.yml"))
+    assert linted == ["quick-submit.yml", "run-scenario.yml"]

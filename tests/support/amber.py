@@ -4,11 +4,15 @@ Written from Amber's manifest format as AgentBeats documents it (``manifest_vers
 JSON Schema of the config, the program, slots, provides, exports) and from the AgentBeats
 gateway's manifest at tag v0.3, whose interface :data:`GATEWAY_V03` states: a scenario that
 passes these checks names only what exists, binds what must be bound, and configures each
-component as its schema allows.
+component as its schema allows. At run time Amber builds the scenario's own config from
+``AMBER_CONFIG_*`` variables, one per leaf of its ``config_schema``, and fills each component's
+``${config.X}`` from it (:func:`root_config`, :func:`component_config`; Amber's
+compiler/config/src/env.rs and template.rs).
 """
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -157,3 +161,101 @@ def scenario_problems(
     if set(ids) != agents:
         problems.append(f"agentbeats_ids name {sorted(ids)}, the agents are {sorted(agents)}")
     return problems
+
+
+#: Where Amber reads the scenario's config at run time (amber compiler/config/src/env.rs).
+CONFIG_ENV_PREFIX = "AMBER_CONFIG_"
+_CONFIG_KEY = re.compile(r"[a-z][a-z0-9_]*")
+_MISSING = object()
+
+
+def config_leaves(schema: Mapping[str, Any], prefix: str = "") -> list[str]:
+    """The dotted paths of ``schema``'s leaves: each property that is no object of properties."""
+    leaves = []
+    for key, value in schema.get("properties", {}).items():
+        path = f"{prefix}{key}"
+        if "properties" in value:
+            leaves += config_leaves(value, f"{path}.")
+        else:
+            leaves.append(path)
+    return leaves
+
+
+def env_var_for_path(path: str) -> str:
+    """Amber's variable for the config path: ``api.key`` is ``AMBER_CONFIG_API__KEY``."""
+    segments = path.split(".")
+    for segment in segments:
+        if not _CONFIG_KEY.fullmatch(segment) or "__" in segment:
+            raise ValueError(f"invalid config path segment {segment!r} in {path!r}")
+    return CONFIG_ENV_PREFIX + "__".join(s.upper() for s in segments)
+
+
+def root_config(schema: Mapping[str, Any], env: Mapping[str, str]) -> dict[str, Any]:
+    """The scenario's config as Amber builds it from ``env`` (its ``build_root_config``).
+
+    Every ``AMBER_CONFIG_*`` variable must be a leaf of ``schema``; an empty one is left out;
+    a value is the JSON it parses as when the leaf's schema takes that, else the string; the
+    whole must fit ``schema`` (ValueError otherwise).
+    """
+    leaves = set(config_leaves(schema))
+    config: dict[str, Any] = {}
+    for name, raw in env.items():
+        if not name.startswith(CONFIG_ENV_PREFIX):
+            continue
+        path = ".".join(s.lower() for s in name.removeprefix(CONFIG_ENV_PREFIX).split("__"))
+        if path not in leaves:
+            raise ValueError(f"{name} does not correspond to a leaf schema path")
+        if not raw:
+            continue
+        *parents, leaf = path.split(".")
+        node, leaf_schema = config, schema
+        for parent in parents:
+            node = node.setdefault(parent, {})
+            leaf_schema = leaf_schema["properties"][parent]
+        leaf_schema = leaf_schema["properties"][leaf]
+        try:
+            parsed: Any = json.loads(raw)
+        except ValueError:
+            parsed = _MISSING
+        valid = parsed is not _MISSING and jsonschema.Draft202012Validator(leaf_schema).is_valid(
+            parsed
+        )
+        node[leaf] = parsed if valid else raw
+    errors = [e.message for e in jsonschema.Draft202012Validator(schema).iter_errors(config)]
+    if errors:
+        raise ValueError("; ".join(errors))
+    return config
+
+
+def _lookup(config: Mapping[str, Any], path: str) -> Any:
+    node: Any = config
+    for key in path.split("."):
+        if not isinstance(node, Mapping) or key not in node:
+            return _MISSING
+        node = node[key]
+    return node
+
+
+def component_config(template: Any, config: Mapping[str, Any]) -> Any:
+    """A component's ``config`` with each ``${config.X}`` filled from the scenario's ``config``.
+
+    A string that is one reference becomes the value itself; a key whose value is absent from
+    ``config`` is left out, as Amber leaves out what an optional root key does not hold.
+    """
+    if isinstance(template, dict):
+        filled = {k: component_config(v, config) for k, v in template.items()}
+        return {k: v for k, v in filled.items() if v is not _MISSING}
+    if isinstance(template, list):
+        return [component_config(v, config) for v in template]
+    if isinstance(template, str):
+        whole = re.fullmatch(r"\$\{config\.([\w.]+)\}", template)
+        if whole:
+            return _lookup(config, whole.group(1))
+        parts = re.split(r"\$\{config\.([\w.]+)\}", template)
+        for index in range(1, len(parts), 2):
+            value = _lookup(config, parts[index])
+            if value is _MISSING:
+                return _MISSING
+            parts[index] = value if isinstance(value, str) else json.dumps(value)
+        return "".join(parts)
+    return template
