@@ -41,6 +41,7 @@ from pydantic import (
     model_validator,
 )
 
+from services.common.validation import problems
 from services.green_agent.evaluation.client import A2AVersion
 from services.green_agent.evaluation.dataset import TestSet, sample_query_ids
 from services.green_agent.evaluation.egress import AllowedOrigins
@@ -148,11 +149,8 @@ def parse_assessment(message: Message | None) -> AssessmentRequest:
     except json.JSONDecodeError as e:
         raise ValueError(f"the assessment request is not JSON ({e.msg})") from None
     except ValidationError as e:
-        problems = "; ".join(
-            f"{'.'.join(map(str, err['loc'])) or 'request'}: {err['msg']}"
-            for err in e.errors(include_url=False)
-        )
-        raise ValueError(f"invalid assessment request: {problems}") from None
+        listed = "; ".join(f"{p.field}: {p.message}" for p in problems(e, root="request"))
+        raise ValueError(f"invalid assessment request: {listed}") from None
     if ROLE not in request.participants:
         raise ValueError(f"participants must name a {ROLE!r} (got {sorted(request.participants)})")
     return request

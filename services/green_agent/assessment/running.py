@@ -115,13 +115,13 @@ class Running:
             task.cancel()
 
 
-def _method(body: bytes) -> object:
-    """The JSON-RPC method of a body the request guard has already checked, else None."""
+def _envelope(body: bytes) -> dict[str, Any]:
+    """The JSON-RPC envelope of a body the request guard has already checked (else empty)."""
     try:
         payload = json.loads(body)
     except ValueError:
-        return None
-    return payload.get("method") if isinstance(payload, dict) else None
+        return {}
+    return payload if isinstance(payload, dict) else {}
 
 
 class Admission:
@@ -146,14 +146,15 @@ class Admission:
             body += message.get("body", b"")
             more = message.get("more_body", False) and message["type"] == "http.request"
         replay = _replay(body, receive)
-        if _method(body) not in STARTS:
+        envelope = _envelope(body)
+        if envelope.get("method") not in STARTS:
             await self._app(scope, replay, send)
             return
         place = self._running.admit()
         if place is None:
             limit = self._running.limit
             reason = f"{limit} assessments are running, the most {SETTING} allows: send again later"
-            request_id = json.loads(body).get("id")
+            request_id = envelope.get("id")
             refusal = Refusal(503, reason, retry_after=RETRY_AFTER_S, request_id=request_id)
             await send_refusal(send, refusal, jsonrpc=True)
             return
