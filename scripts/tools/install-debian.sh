@@ -2,7 +2,8 @@
 # Install a program from Debian's packages unless it is already there:
 #   scripts/tools/install-debian.sh <command> <package>
 # HAProxy (the local cluster's load balancer, harness/local_cluster.py) and Prometheus's
-# promtool (the rule checks of tests/k8s/test_rules.py) come this way; see the Makefile's tools-*.
+# promtool (the rule checks of tests/k8s/test_rules.py), Chromium and jq come this way; see the
+# Makefile's tools-*.
 set -euo pipefail
 command="$1"
 package="$2"

@@ -34,7 +34,7 @@ def _jq() -> None:
     # The workflow's steps are bash and jq; both are on GitHub's runners and on this project's
     # machines (Debian's jq).
     if shutil.which("jq") is None:
-        pytest.fail("jq is missing: apt-get install jq", pytrace=False)
+        pytest.fail("jq is missing: run `make tools-jq` (Debian)", pytrace=False)
 
 
 def _data(shard: int, of: int) -> dict[str, Any]:
