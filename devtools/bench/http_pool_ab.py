@@ -2,7 +2,7 @@
 
 ``python -m devtools.bench.http_pool_ab [--rounds 3] [--queries 200]`` starts one MCP server
 (result cache off), then, round after round, the purple agent three times: with its own pool
-(asyncio streams, answers parsed by httptools: :mod:`services.purple_agent.search.http_pool`),
+(asyncio streams, answers parsed by httptools: :mod:`services.common.http_pool`),
 and with that pool's interface served by an ``httpx.AsyncClient`` and by an
 ``httpx2.AsyncClient`` (the HTTP client the MCP SDK brings). Each agent answers the same dev queries at concurrency 1 and 16, as
 :mod:`.profile_purple` measures them; the figures are the purple process's CPU per answered query
@@ -28,7 +28,7 @@ from urllib.parse import urlsplit
 
 from devtools.bench.profile_purple import _measure
 from harness.processes import ServerProcess, free_port
-from services.purple_agent.search.http_pool import (
+from services.common.http_pool import (
     ConnectFailed,
     ConnectionBroken,
     OriginPool,

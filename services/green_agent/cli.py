@@ -45,6 +45,7 @@ from services.green_agent.evaluation.evaluator import QueryOutcome, evaluate
 from services.green_agent.evaluation.mcp_counters import cache_effect, cache_lookups
 from services.green_agent.evaluation.report import build_report, eval_tables
 from services.green_agent.evaluation.rest import evaluate_rest, splits_argument, table
+from services.green_agent.load.client import connect_lean
 from services.green_agent.load.collector import Collector, create_collector_app
 from services.green_agent.load.html_page import write_load_html
 from services.green_agent.load.report import (
@@ -132,7 +133,7 @@ async def _load(args: argparse.Namespace, settings: GreenSettings) -> int:
     if args.wait_agent:
         await wait_for_agent(args.agent, args.wait_agent)
     lookups_before = await cache_lookups(args.mcp_url)
-    client = await connect(
+    client = await connect_lean(
         args.agent,
         args.protocol,
         settings.timeout_s,

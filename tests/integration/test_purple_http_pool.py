@@ -10,7 +10,7 @@ from collections.abc import AsyncIterator, Callable
 
 import pytest
 
-from services.purple_agent.search.http_pool import ConnectFailed, ConnectionBroken, OriginPool
+from services.common.http_pool import ConnectFailed, ConnectionBroken, OriginPool
 from tests.support.ports import closed_url
 
 

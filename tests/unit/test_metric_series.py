@@ -8,6 +8,7 @@ import sys
 import pytest
 
 from harness.processes import REPO
+from services.common.http_pool import ConnectFailed, ConnectionBroken
 from services.purple_agent.metrics import (
     FAILURE_REASONS,
     MCP_OUTCOMES,
@@ -24,7 +25,6 @@ from services.purple_agent.search.backend import (
     ToolFailed,
     classify,
 )
-from services.purple_agent.search.http_pool import ConnectFailed, ConnectionBroken
 from services.telemetry.metrics import LATENCY_BUCKETS
 
 URL = "http://mcp:8000/mcp"

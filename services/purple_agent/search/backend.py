@@ -30,9 +30,9 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from services.common.http_pool import ConnectFailed, ConnectionBroken
 from services.purple_agent.metrics import SEARCH_BACKENDS
 from services.purple_agent.ranking_policy import Candidate
-from services.purple_agent.search.http_pool import ConnectFailed, ConnectionBroken
 
 #: The backends, the ``backend`` label of ``purple_search_backend``.
 KINDS = SEARCH_BACKENDS

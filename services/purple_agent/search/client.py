@@ -12,7 +12,7 @@ The backend is found by the first readiness probe or search (the agent is unread
 pods start in any order, and each probe tries again), and found again after any failure that is
 not the search's own, or a failed probe, in case the server was replaced by another version.
 Each call then is a single request from the caller's own task over keep-alive connections
-(:mod:`.http_pool`): a failed call takes nothing down with it.
+(:mod:`services.common.http_pool`): a failed call takes nothing down with it.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from opentelemetry.trace import SpanKind, StatusCode
 
+from services.common.http_pool import OriginPool
 from services.purple_agent.metrics import BACKEND, MCP_CALL_SECONDS, MCP_RETRIES, REPAIRS
 from services.purple_agent.ranking_policy import Candidate
 from services.purple_agent.search.backend import (
@@ -38,7 +39,6 @@ from services.purple_agent.search.backend import (
     ServerFailed,
     classify,
 )
-from services.purple_agent.search.http_pool import OriginPool
 from services.purple_agent.search.mcp_backend import FallbackFactory, probe_mcp
 from services.purple_agent.search.rest_backend import PATH, probe_rest
 from services.telemetry import exemplars

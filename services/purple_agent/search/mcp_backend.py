@@ -37,6 +37,13 @@ from collections.abc import AsyncIterator, Callable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import urljoin
 
+from services.common.http_pool import (
+    ConnectFailed,
+    ConnectionBroken,
+    OriginPool,
+    Response,
+    request_target,
+)
 from services.purple_agent.search.backend import (
     BadAnswer,
     NotSpoken,
@@ -48,13 +55,6 @@ from services.purple_agent.search.backend import (
     not_here,
     read_answer,
     refused,
-)
-from services.purple_agent.search.http_pool import (
-    ConnectFailed,
-    ConnectionBroken,
-    OriginPool,
-    Response,
-    request_target,
 )
 from services.telemetry.tracing import inject_headers
 

@@ -13,6 +13,12 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
+from services.common.http_pool import (
+    ConnectFailed,
+    ConnectionBroken,
+    OriginPool,
+    request_target,
+)
 from services.purple_agent.search.backend import (
     BadAnswer,
     NotSpoken,
@@ -20,12 +26,6 @@ from services.purple_agent.search.backend import (
     http_failure,
     not_here,
     read_answer,
-)
-from services.purple_agent.search.http_pool import (
-    ConnectFailed,
-    ConnectionBroken,
-    OriginPool,
-    request_target,
 )
 from services.telemetry.tracing import inject_headers
 

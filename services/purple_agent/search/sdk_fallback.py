@@ -26,8 +26,8 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
+from services.common.http_pool import ConnectFailed, ConnectionBroken
 from services.purple_agent.search.backend import RpcError, http_failure, leaf_error, refused
-from services.purple_agent.search.http_pool import ConnectFailed, ConnectionBroken
 from services.telemetry.tracing import inject_headers
 
 

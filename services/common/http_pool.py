@@ -1,10 +1,13 @@
 """Keep-alive HTTP/1.1 connections to one origin, over asyncio streams, parsed by httptools.
 
-What the MCP hot path needs of an HTTP client is small: POST a body to one origin, read the
-answer, keep the connection for the next request (and a GET for readiness). httpx and httpx2
-do much more, and cost accordingly in CPU per query and memory: this pool saves the agent more
-than the fifth of its CPU that a path of our own must save to stay (measured by
-``python -m devtools.bench.http_pool_ab``, the figures in ``docs/performance.md``). Answers are
+What a hot path needs of an HTTP client is small: POST a body to one origin, read the answer,
+keep the connection for the next request (and a GET for a card or readiness). Two hot paths use
+this pool: the purple agent's searches (:mod:`services.purple_agent.search`) and the load
+generator's requests (:mod:`services.green_agent.load.client`). httpx and httpx2 do much more,
+and cost accordingly in CPU per request and memory: this pool saves the agent more than the
+fifth of its CPU that a path of our own must save to stay (measured by
+``python -m devtools.bench.http_pool_ab``, the figures in ``docs/performance.md``), and the
+generator most of its own (``make bench-load``). Answers are
 parsed by httptools (llhttp, in C: the parser uvicorn serves both our servers with), so nothing
 about the framing (content length, chunks, keep-alive, a body that ends with the connection) is
 parsed by hand; a request is one head of checked header lines and its body.
