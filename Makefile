@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 REPORTS := reports
 ROUNDS ?= 2
 
-.PHONY: install run test lint tools-reliability tools-prometheus tools-chromium tools-jq reliability observe fuzz format index eval eval-rest eval-a2a eval-quality ranker-lab bench bench-frame bench-pair lock clean conformance
+.PHONY: install run test lint tools-reliability tools-prometheus tools-chromium tools-jq reliability observe fuzz format index eval eval-rest eval-a2a eval-quality ranker-lab bench bench-frame bench-pair bench-load lock clean conformance
 
 install: $(STAMP)  ## create .venv and install everything (idempotent)
 
@@ -65,6 +65,10 @@ bench-frame: index  ## what is ours around a search (frame, search service), CPU
 bench-pair: index  ## the A2A path of BASE=<commit> (own worktree and index) and this checkout, in turns (ROUNDS=2 each) -> reports/pair.json, docs/figures.json
 	$(PY) -m devtools.bench.pair --base $(BASE) --rounds $(ROUNDS)
 	$(PY) -m devtools.figures pair $(REPORTS)/pair.json
+
+bench-load: index  ## our load generator and Locust's FastHttpUser in turns on one agent, CPU per request over A2A 1.0 and 0.3 (ROUNDS=2) -> reports/bench_load.json, docs/figures.json
+	$(PY) -m devtools.bench.load_generators --rounds $(ROUNDS) --out $(REPORTS)/bench_load.json
+	$(PY) -m devtools.figures load $(REPORTS)/bench_load.json
 
 rankings: index  ## every test query's top 100 ids and their digest -> reports/rankings.json, docs/figures.json (EXPECT=sha256 or EXPECT=recorded checks it)
 	$(PY) -m devtools.eval.rankings --out $(REPORTS)/rankings.json --record $(if $(EXPECT),--expect $(EXPECT))

@@ -18,6 +18,8 @@ Sections and their targets:
                                 server CPU per A2A query and its ratio to the encoder's, memory
   frame     make bench-frame    what is ours around a search (the frame, the search service),
                                 CPU per query, spans unexported and exported
+  load      make bench-load     our load generator and Locust's FastHttpUser in turns: CPU per
+                                request over A2A 1.0 and 0.3, and the ratio
 
 ``python -m devtools.figures SECTION REPORT`` records a section from a target's JSON report;
 ``python -m devtools.figures --check`` only compares (exit 1 with the stale pages).
@@ -226,12 +228,25 @@ def _frame(report: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _load(report: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {"rounds": report["rounds"], "concurrency": report["concurrency"]}
+    for protocol, short in (("1.0", "v10"), ("0.3", "v03")):
+        r = report[protocol]
+        out[f"{short}_ours_cpu_ms"] = r["ours_cpu_ms"]
+        out[f"{short}_locust_cpu_ms"] = r["locust_cpu_ms"]
+        out[f"{short}_ours_over_locust"] = r["ours_over_locust"]
+        out[f"{short}_ours_rps"] = r["ours_rps"]
+        out[f"{short}_locust_rps"] = r["locust_rps"]
+    return out
+
+
 #: Section -> its target and how its headline is read off the target's JSON report.
 FROM_REPORT: dict[str, tuple[str, Callable[[dict[str, Any]], dict[str, Any]]]] = {
     "image": ("make test-image", _image),
     "chart": ("make chart-run", _chart),
     "pair": ("make bench-pair", _pair),
     "frame": ("make bench-frame", _frame),
+    "load": ("make bench-load", _load),
 }
 
 

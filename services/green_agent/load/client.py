@@ -190,45 +190,18 @@ class LeanAgentClient:
             raise TransportFailure("timeout", f"no reply in time ({self._timeout_s:g} s)") from None
 
     async def _ask(self, query: str, top_k: int) -> Reply:
-        text = request_text(query, top_k)
         if self._protocol == "1.0":
             if self._endpoint is None:
                 raise TransportFailure("transport", "the agent card is not resolved")
-            payload = {
-                "method": "SendMessage",
-                "params": {
-                    "message": {
-                        "messageId": uuid.uuid4().hex,
-                        "role": "ROLE_USER",
-                        "parts": [{"text": text}],
-                    },
-                    "configuration": {},
-                },
-                "id": str(uuid.uuid4()),
-                "jsonrpc": "2.0",
-            }
-            body = await self._origins.exchange("POST", self._endpoint, [_V10], _dump(payload))
-            return reply_from_v10_result(_rpc_result(body, "transport"))
+            body = v10_request(query, top_k)
+            answer = await self._origins.exchange("POST", self._endpoint, [_V10], body)
+            return reply_from_v10_result(_rpc_result(answer, "transport"))
         card = await self._origins.exchange("GET", self._card_url, [], b"")
         target = card.get("url") if isinstance(card, dict) else None
         if not isinstance(target, str):
             raise TransportFailure("transport", f"the agent card at {self._card_url} has no url")
-        payload = {
-            "id": uuid.uuid4().hex,
-            "jsonrpc": "2.0",
-            "method": "message/send",
-            "params": {
-                "configuration": {"acceptedOutputModes": [], "blocking": True},
-                "message": {
-                    "kind": "message",
-                    "messageId": uuid.uuid4().hex,
-                    "parts": [{"kind": "text", "text": text}],
-                    "role": "user",
-                },
-            },
-        }
-        body = await self._origins.exchange("POST", target, [], _dump(payload))
-        return reply_from_v03_result(_rpc_result(body, "jsonrpc_error") or {})
+        answer = await self._origins.exchange("POST", target, [], v03_request(query, top_k))
+        return reply_from_v03_result(_rpc_result(answer, "jsonrpc_error") or {})
 
     async def aclose(self) -> None:
         """Close the idle connections."""
@@ -237,6 +210,44 @@ class LeanAgentClient:
 
 def _dump(payload: dict[str, Any]) -> bytes:
     return json.dumps(payload, separators=(",", ":")).encode()
+
+
+def v10_request(query: str, top_k: int) -> bytes:
+    """The body of a 1.0 ``SendMessage``, as the a2a-sdk client writes it."""
+    message = {
+        "messageId": uuid.uuid4().hex,
+        "role": "ROLE_USER",
+        "parts": [{"text": request_text(query, top_k)}],
+    }
+    return _dump(
+        {
+            "method": "SendMessage",
+            "params": {"message": message, "configuration": {}},
+            "id": str(uuid.uuid4()),
+            "jsonrpc": "2.0",
+        }
+    )
+
+
+def v03_request(query: str, top_k: int) -> bytes:
+    """The body of a 0.3 ``message/send``, as an a2a-sdk 0.3 green agent writes it."""
+    message = {
+        "kind": "message",
+        "messageId": uuid.uuid4().hex,
+        "parts": [{"kind": "text", "text": request_text(query, top_k)}],
+        "role": "user",
+    }
+    return _dump(
+        {
+            "id": uuid.uuid4().hex,
+            "jsonrpc": "2.0",
+            "method": "message/send",
+            "params": {
+                "configuration": {"acceptedOutputModes": [], "blocking": True},
+                "message": message,
+            },
+        }
+    )
 
 
 def _is_1_0(version: str) -> bool:
