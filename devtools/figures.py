@@ -234,9 +234,9 @@ def _load(report: dict[str, Any]) -> dict[str, Any]:
         r = report[protocol]
         out[f"{short}_ours_cpu_ms"] = r["ours_cpu_ms"]
         out[f"{short}_locust_cpu_ms"] = r["locust_cpu_ms"]
-        out[f"{short}_ours_over_locust"] = r["ours_over_locust"]
-        out[f"{short}_ours_rps"] = r["ours_rps"]
-        out[f"{short}_locust_rps"] = r["locust_rps"]
+        out[f"{short}_ours_over_locust_x"] = r["ours_over_locust"]
+        out[f"{short}_ours_qps"] = r["ours_rps"]
+        out[f"{short}_locust_qps"] = r["locust_rps"]
     return out
 
 
