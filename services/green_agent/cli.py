@@ -179,7 +179,7 @@ async def _load(args: argparse.Namespace, settings: GreenSettings) -> int:
     )
     _show(report, args.out, args.html)
     if args.report_to is not None:
-        await hand_in(report, args.report_to)
+        await hand_in(report, args.report_to, settings.load_collector_authorization())
     return 0
 
 
@@ -348,7 +348,9 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "serve":
             app = create_app(settings)  # reads the tokens: an unusable one stops the start
         elif args.command == "load-collect":
-            app = create_collector_app(Collector(args.workers, args.run, args.out, args.html))
+            tokens = settings.load_collector_tokens()  # an unusable one stops the start
+            collector = Collector(args.workers, args.run, args.out, args.html)
+            app = create_collector_app(collector, tokens)
             settings = load_settings(host=args.host, port=args.port)
         else:
             if args.command == "load" and not 0 < args.duration <= MAX_LOAD_SECONDS:
