@@ -8,7 +8,7 @@ self-contained HTML page (throughput and latency over time, latency histogram, f
 N generator processes sharing the pace and the queries, and merges their reports into one
 (:mod:`services.green_agent.load.workers`); ``load --worker I --workers N`` runs worker I only
 (a pod of an Indexed Job; ``--report-to URL`` hands its report to a ``load-collect`` server, which
-merges the run's reports once all have come), and ``load-merge`` merges workers' reports. ``rest`` scores an MCP
+merges the run's reports as they come), and ``load-merge`` merges workers' reports. ``rest`` scores an MCP
 server's ``POST /search_nfcorpus`` directly, on whole splits.
 
 ``eval``, ``load`` and ``rest`` call the URLs a person typed on the command line: they send the
