@@ -288,3 +288,16 @@ def test_a_histogram_out_of_bounds_is_a_422_and_changes_nothing(
     assert refused.status_code == 422
     assert problem in refused.json()["error"] and "not a load report" in refused.json()["error"]
     assert httpx.get(server.base_url + "/report").content == before
+
+
+def test_figures_that_do_not_merge_are_a_422_not_a_500(
+    collector: tuple[ServerProcess, Path],
+) -> None:
+    server, _ = collector
+    body = _report(0).model_dump(mode="json")
+    for point in body["timeline"]:
+        point["span_s"] = 0.0  # valid to the schema; its rates divide by it
+    refused = _post(server, body)
+    assert refused.status_code == 422
+    assert "the report's figures do not merge: ZeroDivisionError" in refused.json()["error"]
+    assert httpx.get(server.base_url + "/report").status_code == 404
