@@ -57,7 +57,7 @@ async def run_load_test(cluster: Cluster) -> dict[str, Any] | None:
 #: What the checks and the page read of the merged report, and of each worker's figures.
 REPORT_FIELDS = {
     "run", "mode", "target_rate", "concurrency", "requests", "ok", "errors", "errors_by_reason",
-    "error_samples", "throughput_rps", "generator_bound",
+    "error_samples", "throughput_rps", "generator_bound", "complete", "waiting_for",
 }  # fmt: skip
 WORKER_FIELDS = {
     "worker", "requests", "ok", "errors", "asked_rate", "started_rate", "cpu_ms_per_request",
@@ -87,6 +87,8 @@ def load_test_problems(figures: dict[str, Any]) -> list[str]:
     if report is None:
         return [f"load test: the collector has no report: {figures.get('collector')}"]
     problems = []
+    if not report["complete"]:  # the collector serves a partial merge while it waits
+        problems.append(f"load test: the collector still waits for {report['waiting_for']}")
     workers = report["workers"]
     if sorted(w["worker"] for w in workers) != list(range(figures["workers"])):
         listed = [w["worker"] for w in workers]

@@ -8,7 +8,7 @@ self-contained HTML page (throughput and latency over time, latency histogram, f
 N generator processes sharing the pace and the queries, and merges their reports into one
 (:mod:`services.green_agent.load.workers`); ``load --worker I --workers N`` runs worker I only
 (a pod of an Indexed Job; ``--report-to URL`` hands its report to a ``load-collect`` server, which
-merges the run's reports once all have come), and ``load-merge`` merges workers' reports. ``rest`` scores an MCP
+merges the run's reports as they come), and ``load-merge`` merges workers' reports. ``rest`` scores an MCP
 server's ``POST /search_nfcorpus`` directly, on whole splits.
 
 ``eval``, ``load`` and ``rest`` call the URLs a person typed on the command line: they send the
@@ -180,7 +180,7 @@ async def _load(args: argparse.Namespace, settings: GreenSettings) -> int:
     )
     _show(report, args.out, args.html)
     if args.report_to is not None:
-        await hand_in(report, args.report_to)
+        await hand_in(report, args.report_to, settings.load_collector_authorization())
     return 0
 
 
@@ -349,7 +349,9 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "serve":
             app = create_app(settings)  # reads the tokens: an unusable one stops the start
         elif args.command == "load-collect":
-            app = create_collector_app(Collector(args.workers, args.run, args.out, args.html))
+            tokens = settings.load_collector_tokens()  # an unusable one stops the start
+            collector = Collector(args.workers, args.run, args.out, args.html)
+            app = create_collector_app(collector, tokens)
             settings = load_settings(host=args.host, port=args.port)
         else:
             if args.command == "load" and not 0 < args.duration <= MAX_LOAD_SECONDS:

@@ -8,7 +8,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-from services.common.auth import AuthFields, authorization
+from services.common.auth import AuthFields, authorization, load_tokens
 from services.green_agent.evaluation.egress import LOOPBACK, AllowedOrigins
 from services.nfcorpus.dataset import BEIR_NFCORPUS_MD5, BEIR_NFCORPUS_URL, DEFAULT_DATA_DIR
 
@@ -49,6 +49,13 @@ class GreenSettings(BaseSettings, AuthFields):
     agent_token_file: Path | None = Field(
         default=None, description="File holding the evaluated agent's token (a mounted Secret)."
     )
+    load_collector_token: str | None = Field(
+        default=None,
+        description="Token a load collector requires on POST /reports, and workers send it.",
+    )
+    load_collector_token_file: Path | None = Field(
+        default=None, description="File holding the load collector's token (a mounted Secret)."
+    )
     max_running: int = Field(
         default=4,
         ge=1,
@@ -87,6 +94,14 @@ class GreenSettings(BaseSettings, AuthFields):
     def agent_authorization(self) -> str | None:
         """The ``Authorization`` header value for the evaluated agent, if a token is set."""
         return authorization(self.agent_token, self.agent_token_file)
+
+    def load_collector_tokens(self) -> dict[str, str]:
+        """The token a load collector requires (token -> caller name); empty: none required."""
+        return load_tokens(self.load_collector_token, self.load_collector_token_file)
+
+    def load_collector_authorization(self) -> str | None:
+        """The ``Authorization`` header value a worker hands its report in with, if any."""
+        return authorization(self.load_collector_token, self.load_collector_token_file)
 
     @property
     def public_url(self) -> str:

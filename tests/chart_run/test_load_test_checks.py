@@ -69,6 +69,7 @@ def _break(path: tuple[str | int, ...], value: Any) -> dict[str, Any]:
         (_break(("report", "answers_in_histogram"), 30), "histogram counts 30 answers of 33"),
         (_break(("report", "failures_in_histogram"), 1), "failures' histogram counts 1 of 0"),
         (_break(("report", "workers", 0, "errors"), 1), "errors 0 is not the workers' sum"),
+        (_break(("report", "complete"), False), "the collector still waits for []"),
     ],
 )
 def test_each_check_fails_on_what_it_guards(figures: dict[str, Any], message: str) -> None:

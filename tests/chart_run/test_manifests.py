@@ -38,7 +38,7 @@ def test_the_embedded_scenario_as_the_runner_starts_it() -> None:
         "PodDisruptionBudget": 2,
         "HorizontalPodAutoscaler": 1,
         "ServiceAccount": 1,
-        "Secret": 1,
+        "Secret": 2,  # the auth tokens and the load collector's
     }
     (purple_service,) = [s for s in release.services if s.name.endswith("purple-agent")]
     assert purple_service.names == (
@@ -53,7 +53,7 @@ def test_the_embedded_scenario_as_the_runner_starts_it() -> None:
 def test_secrets_probes_and_lifecycle_are_resolved() -> None:
     release = _release(EMBEDDED)
     rendered = render(EMBEDDED)
-    (secret,) = rendered.of_kind("Secret")
+    secret = rendered.get("Secret", "nfcorpus-retrieval-auth")
     (mcp,) = [d.template for d in release.deployments if d.name.endswith("mcp-server")]
     assert mcp.command[0] == "gunicorn" and mcp.args == ()
     (token,) = [v for v in mcp.volumes if v.name == "mcp-token"]
@@ -146,6 +146,14 @@ def test_the_load_test_job_as_the_runner_runs_it() -> None:
     assert args[args.index("--run") + 1] == "nfcorpus-retrieval-r1"
     collector = "http://nfcorpus-retrieval-load-collector:8080/reports"
     assert args[args.index("--report-to") + 1] == collector
+    # The collector's token, mounted as the kubelet mounts it, for the report's hand-in.
+    secret = render(EMBEDDED).get("Secret", "nfcorpus-retrieval-load-collector-token")
+    (token,) = [v for v in job.template.volumes if v.name == "load-collector-token"]
+    assert token.files == {"token": base64.b64decode(secret["data"]["token"])}
+    assert (
+        token.read_only
+        and f"{token.mount_path}/token" == dict(job.template.env)["GREEN_LOAD_COLLECTOR_TOKEN_FILE"]
+    )
 
 
 def test_references_expand_as_the_kubelet_expands_them() -> None:

@@ -1,35 +1,54 @@
 """A split load run as a cluster runs it: each worker a process of its own (a Job's pod) that
-hands its report to the load collector, which merges them into the one report of the run."""
+hands its report to the load collector, which merges them into the one report of the run.
+
+The collector is the real server on a loopback port, with a token as the chart gives it; the
+tests of what it refuses and what it survives hand it reports built here, without an agent."""
 
 from __future__ import annotations
 
 import asyncio
 import json
 import os
+import random
 import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
 
 from harness.processes import REPO, ServerProcess
-from services.green_agent.load.report import LoadReport, merge_load_reports
+from services.green_agent.evaluation.evaluator import QueryOutcome
+from services.green_agent.load.histogram import MAX_BUCKET
+from services.green_agent.load.report import LoadReport, build_load_report, merge_load_reports
 from services.green_agent.load.workers import hand_in
 from tests.support.green import CLI_TIMEOUT_S
 
 WORKERS = 2
 RUN = "release-r1"
+TOKEN = "load-collector-test-token-0123456789"
+BEARER = f"Bearer {TOKEN}"
+
+
+def _collector(tmp_path: Path) -> tuple[ServerProcess, Path]:
+    out = tmp_path / "merged.json"
+    args = ["load-collect", "--workers", str(WORKERS), "--run", RUN, "--out", str(out)]
+    args += ["--html", str(tmp_path / "merged.html")]
+    server = ServerProcess.module(
+        "services.green_agent",
+        args,
+        env={"GREEN_LOAD_COLLECTOR_TOKEN": TOKEN},
+        ready_path="/healthz",
+        log_path=tmp_path / "collector.log",
+    )
+    return server, out
 
 
 @pytest.fixture
 def collector(tmp_path: Path) -> Iterator[tuple[ServerProcess, Path]]:
-    out = tmp_path / "merged.json"
-    args = ["load-collect", "--workers", str(WORKERS), "--run", RUN, "--out", str(out)]
-    server = ServerProcess.module(
-        "services.green_agent", args, ready_path="/healthz", log_path=tmp_path / "collector.log"
-    )
+    server, out = _collector(tmp_path)
     server.start(timeout_s=30)
     try:
         yield server, out
@@ -43,8 +62,40 @@ def _worker(index: int, agent: str, collector: str, out: Path) -> subprocess.Pop
     # As a Job's pods start with their release: the agent may not answer yet.
     args += ["--wait-agent", "30"]
     command = [sys.executable, "-m", "services.green_agent", "load", *args]
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    # The token as the chart gives it to the generators: hand_in sends it.
+    env = {**os.environ, "PYTHONPATH": str(REPO), "GREEN_LOAD_COLLECTOR_TOKEN": TOKEN}
     return subprocess.Popen([*command, "--report-to", collector], cwd=REPO, env=env)
+
+
+def _report(worker: int, run: str = RUN, seed: int = 0) -> LoadReport:
+    """Worker ``worker``'s report of a run of 2 s at 20/s, built here: no agent needed."""
+    rng = random.Random(worker * 100 + seed)
+    outcomes = [
+        QueryOutcome(f"q{worker}-{i}", rng.uniform(0.005, 0.05), ["MED-1"], started_s=i / 20)
+        for i in range(40)
+    ]
+    return build_load_report(
+        outcomes,
+        dropped=0,
+        wall_s=2.0,
+        agent="http://agent",
+        protocol="1.0",
+        duration_s=2.0,
+        concurrency=None,
+        rate=20.0 * WORKERS,
+        worker=worker,
+        split=True,
+        run=run,
+    )
+
+
+def _post(server: ServerProcess, body: Any, token: str | None = TOKEN) -> httpx.Response:
+    headers = {} if token is None else {"authorization": f"Bearer {token}"}
+    return httpx.post(server.base_url + "/reports", json=body, headers=headers)
+
+
+def _hand_in(report: LoadReport, server: ServerProcess) -> None:
+    asyncio.run(hand_in(report, server.base_url, BEARER))
 
 
 def test_workers_hand_in_their_reports_and_the_collector_merges_them(
@@ -74,20 +125,23 @@ def test_the_collector_refuses_what_is_not_a_report_of_its_run(
     assert _worker(0, purple_agent.base_url, server.base_url, out).wait(CLI_TIMEOUT_S) == 0
     report = LoadReport.model_validate_json(out.read_text())
     url = server.base_url + "/reports"
-    garbage = httpx.post(url, content=b'{"requests": "many"}')
-    assert garbage.status_code == 400 and "not a load report" in garbage.json()["error"]
+    garbage = httpx.post(url, content=b'{"requests": "many"}', headers={"authorization": BEARER})
+    assert garbage.status_code == 422 and "not a load report" in garbage.json()["error"]
     stranger = report.model_copy(update={"worker": 7})
     with pytest.raises(RuntimeError, match="worker 7 is not one of this run's 2"):
-        asyncio.run(hand_in(stranger, server.base_url))
+        asyncio.run(hand_in(stranger, server.base_url, BEARER))
     other_run = report.model_copy(update={"worker": 1, "agent": "http://elsewhere/"})
     with pytest.raises(RuntimeError, match="not the same run"):
-        asyncio.run(hand_in(other_run, url))
+        asyncio.run(hand_in(other_run, url, BEARER))
     earlier_revision = report.model_copy(update={"worker": 1, "run": "release-r0"})
     with pytest.raises(RuntimeError, match="this collector gathers run 'release-r1'"):
-        asyncio.run(hand_in(earlier_revision, url))
-    # What was stored stays: worker 0's report, and the run still waits for worker 1.
-    waiting = httpx.get(server.base_url + "/report")
-    assert waiting.status_code == 404 and waiting.json()["waiting_for"] == [1]
+        asyncio.run(hand_in(earlier_revision, url, BEARER))
+    # What was stored stays: worker 0's report, served alone and marked incomplete.
+    partial = LoadReport.model_validate_json(httpx.get(server.base_url + "/report").content)
+    assert (partial.complete, partial.waiting_for) == (False, [1])
+    assert partial == merge_load_reports([report]).model_copy(
+        update={"complete": False, "waiting_for": [1]}
+    )
 
 
 def test_a_restarted_collector_takes_back_the_reports_it_had(
@@ -105,8 +159,145 @@ def test_a_restarted_collector_takes_back_the_reports_it_had(
     server.stop()  # the container restarts; its volume stays
     server.start(timeout_s=30)
     waiting = httpx.get(server.base_url + "/report")
-    assert waiting.status_code == 404 and waiting.json()["waiting_for"] == [1]
+    assert waiting.status_code == 200 and waiting.json()["waiting_for"] == [1]
     assert _worker(1, purple_agent.base_url, server.base_url, outs[1]).wait(CLI_TIMEOUT_S) == 0
     merged = LoadReport.model_validate_json(httpx.get(server.base_url + "/report").content)
     reports = [LoadReport.model_validate_json(out.read_text()) for out in outs]
     assert merged == merge_load_reports(reports)
+
+
+def test_the_first_report_is_served_at_once_marked_incomplete(
+    collector: tuple[ServerProcess, Path], tmp_path: Path
+) -> None:
+    server, merged_file = collector
+    assert httpx.get(server.base_url + "/report.html").status_code == 404
+    first = _report(1)
+    _hand_in(first, server)
+    partial = LoadReport.model_validate_json(httpx.get(server.base_url + "/report").content)
+    assert (partial.complete, partial.waiting_for) == (False, [0])
+    assert partial.requests == first.requests and [w.worker for w in partial.workers] == [1]
+    page = httpx.get(server.base_url + "/report.html").text
+    assert "Incomplete: waiting for workers 0." in page and "(incomplete)</title>" in page
+    # The files show the same partial merge, replaced by the whole one when it comes.
+    assert LoadReport.model_validate_json(merged_file.read_text()) == partial
+    _hand_in(_report(0), server)
+    whole = LoadReport.model_validate_json(httpx.get(server.base_url + "/report").content)
+    assert (whole.complete, whole.waiting_for) == (True, [])
+    assert whole == merge_load_reports([_report(0), first])
+    assert LoadReport.model_validate_json(merged_file.read_text()) == whole
+    assert "Incomplete" not in (tmp_path / "merged.html").read_text()
+
+
+def test_a_collector_restarted_on_a_torn_report_still_completes_its_run(tmp_path: Path) -> None:
+    server, merged_file = _collector(tmp_path)
+    server.start(timeout_s=30)
+    try:
+        _hand_in(_report(0), server)
+        server.stop()
+        # Killed while it wrote worker 1's report (as a plain write_text could be): half a file,
+        # and a temporary file of an interrupted write beside the merged one.
+        torn = merged_file.with_name("merged.worker-1.json")
+        text = _report(1).model_dump_json()
+        torn.write_text(text[: len(text) // 2])
+        leftover = merged_file.with_name(".merged.json.x1y2z3.tmp")
+        leftover.write_text('{"agent": ')
+        server.start(timeout_s=30)
+        waiting = httpx.get(server.base_url + "/report").json()
+        assert (waiting["complete"], waiting["waiting_for"]) == (False, [1])
+        aside = torn.with_name("merged.worker-1.json.unreadable")
+        assert aside.read_text() == text[: len(text) // 2] and not torn.exists()
+        assert not leftover.exists()
+        assert f"kept report {torn} does not read (not a load report: " in server.log()
+        # The worker's hand-in, retried once the collector is back, completes the run.
+        _hand_in(_report(1), server)
+        merged = LoadReport.model_validate_json(httpx.get(server.base_url + "/report").content)
+        assert merged.complete and merged == merge_load_reports([_report(0), _report(1)])
+        assert LoadReport.model_validate_json(merged_file.read_text()) == merged
+        assert LoadReport.model_validate_json(torn.read_text()) == _report(1)
+    finally:
+        server.stop()
+    assert not list(tmp_path.glob(".*.tmp"))  # every write renamed into place
+
+
+def test_a_report_for_a_complete_run_is_refused_and_the_merge_stays(
+    collector: tuple[ServerProcess, Path],
+) -> None:
+    server, merged_file = collector
+    for worker in range(WORKERS):
+        _hand_in(_report(worker), server)
+    published = httpx.get(server.base_url + "/report").content
+    files = {p: p.read_bytes() for p in merged_file.parent.glob("merged*")}
+    again = _post(server, _report(0, seed=1).model_dump(mode="json"))
+    assert again.status_code == 409
+    assert "run 'release-r1' is complete" in again.json()["error"]
+    with pytest.raises(RuntimeError, match="is complete"):
+        _hand_in(_report(1, seed=1), server)
+    assert httpx.get(server.base_url + "/report").content == published
+    assert {p: p.read_bytes() for p in merged_file.parent.glob("merged*")} == files
+
+
+def test_reports_need_the_token_and_a_refused_one_changes_nothing(
+    collector: tuple[ServerProcess, Path],
+) -> None:
+    server, merged_file = collector
+    body = _report(0).model_dump(mode="json")
+    for token in (None, "not-the-token-but-long-enough", TOKEN + "x"):
+        refused = _post(server, body, token)
+        assert refused.status_code == 401, token
+        assert refused.headers["www-authenticate"].startswith("Bearer")
+    with pytest.raises(RuntimeError, match="authentication required"):
+        asyncio.run(hand_in(_report(0), server.base_url))
+    # Nothing was taken: no report served, no file written. The reads need no token.
+    waiting = httpx.get(server.base_url + "/report")
+    assert waiting.status_code == 404 and waiting.json()["waiting_for"] == [0, 1]
+    assert not list(merged_file.parent.glob("merged*"))
+    assert _post(server, body).status_code == 200
+    assert httpx.get(server.base_url + "/report").json()["waiting_for"] == [1]
+
+
+def _histogram_broken(body: dict[str, Any], how: str) -> dict[str, Any]:
+    latencies = body["latencies"]
+    if how == "index":
+        latencies["counts"] = {"100000": latencies["count"]}
+    elif how == "negative":
+        latencies["counts"], latencies["count"] = {"5": 3, "6": -1}, 2  # adding up to count
+    elif how == "sum":
+        latencies["count"] += 1
+    elif how == "timeline":
+        body["timeline"][1]["latencies"]["counts"] = {str(MAX_BUCKET + 1): 1}
+        body["timeline"][1]["latencies"]["count"] = 1
+    return body
+
+
+@pytest.mark.parametrize(
+    ("how", "problem"),
+    [
+        ("index", f"latencies: Value error, bucket index 100000 is outside 0..{MAX_BUCKET}"),
+        ("negative", "latencies: Value error, bucket 6 has a negative count"),
+        ("sum", "latencies: Value error, the bucket counts add up to 40, not count 41"),
+        ("timeline", f"timeline.1.latencies: Value error, bucket index {MAX_BUCKET + 1} is"),
+    ],
+)
+def test_a_histogram_out_of_bounds_is_a_422_and_changes_nothing(
+    collector: tuple[ServerProcess, Path], how: str, problem: str
+) -> None:
+    server, _ = collector
+    _hand_in(_report(0), server)
+    before = httpx.get(server.base_url + "/report").content
+    refused = _post(server, _histogram_broken(_report(1).model_dump(mode="json"), how))
+    assert refused.status_code == 422
+    assert problem in refused.json()["error"] and "not a load report" in refused.json()["error"]
+    assert httpx.get(server.base_url + "/report").content == before
+
+
+def test_figures_that_do_not_merge_are_a_422_not_a_500(
+    collector: tuple[ServerProcess, Path],
+) -> None:
+    server, _ = collector
+    body = _report(0).model_dump(mode="json")
+    for point in body["timeline"]:
+        point["span_s"] = 0.0  # valid to the schema; its rates divide by it
+    refused = _post(server, body)
+    assert refused.status_code == 422
+    assert "the report's figures do not merge: ZeroDivisionError" in refused.json()["error"]
+    assert httpx.get(server.base_url + "/report").status_code == 404

@@ -33,7 +33,10 @@ def test_no_qdrant_no_indexer_and_no_qdrant_secret() -> None:
     r = render(EMBEDDED)
     assert r.of_kind("StatefulSet") == [] and r.component("Job", "indexer") == []
     assert not [d for d in r.docs if labels(d).get("app.kubernetes.io/component") == "qdrant"]
-    assert [s["metadata"]["name"] for s in r.of_kind("Secret")] == ["nfcorpus-retrieval-auth"]
+    assert [s["metadata"]["name"] for s in r.of_kind("Secret")] == [
+        "nfcorpus-retrieval-auth",
+        "nfcorpus-retrieval-load-collector-token",  # the scenario runs the load test
+    ]
     # Even with every monitor on, nothing scrapes a Qdrant that is not there.
     monitored = render(EMBEDDED, serviceMonitor__enabled=True).of_kind("ServiceMonitor")
     assert sorted(labels(m)["app.kubernetes.io/component"] for m in monitored) == [

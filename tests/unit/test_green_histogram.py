@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import json
 import math
 import random
 
 import pytest
+from pydantic import ValidationError
 
 from services.green_agent.load.histogram import (
     FLOOR_S,
     GROWTH,
+    MAX_BUCKET,
+    MAX_LATENCY_S,
     RESOLUTION,
     LatencyHistogram,
     bucket_of,
@@ -61,3 +65,39 @@ def test_histograms_of_other_buckets_do_not_merge() -> None:
         LatencyHistogram(resolution=0.05).merged(LatencyHistogram())
     with pytest.raises(ValueError, match="within"):
         LatencyHistogram().quantile(1.5)
+
+
+def test_buckets_end_at_a_day_and_every_edge_is_a_finite_float() -> None:
+    assert bucket_of(MAX_LATENCY_S) == MAX_BUCKET
+    assert upper_edge(MAX_BUCKET - 1) <= MAX_LATENCY_S < upper_edge(MAX_BUCKET)
+    # Anything longer (a clock jump) is counted in the last bucket, not past it.
+    assert bucket_of(MAX_LATENCY_S * 1e6) == bucket_of(1e300) == MAX_BUCKET
+    histogram = LatencyHistogram.of([0.01, 1e12])
+    assert histogram.counts == {bucket_of(0.01): 1, MAX_BUCKET: 1}
+    last = upper_edge(MAX_BUCKET)
+    assert histogram.quantile(1.0) == last and math.isfinite(last)
+
+
+@pytest.mark.parametrize(
+    ("fields", "problem"),
+    [
+        ({"counts": {100000: 1}, "count": 1}, f"bucket index 100000 is outside 0..{MAX_BUCKET}"),
+        ({"counts": {-1: 1}, "count": 1}, f"bucket index -1 is outside 0..{MAX_BUCKET}"),
+        ({"counts": {3: 2, 4: -1}, "count": 1}, "bucket 4 has a negative count"),
+        ({"counts": {3: 2}, "count": 3}, "the bucket counts add up to 2, not count 3"),
+        ({"counts": {3: 2}, "count": 2}, "a histogram with latencies has their min_s and max_s"),
+    ],
+)
+def test_a_histogram_out_of_bounds_does_not_read(fields: dict[str, object], problem: str) -> None:
+    with pytest.raises(ValidationError, match=problem):
+        LatencyHistogram.model_validate(fields)
+    # Nor from JSON, as a worker's report brings it: refused as it is read, not when a
+    # percentile is (where an index of 100000 overflowed).
+    with pytest.raises(ValidationError, match=problem):
+        LatencyHistogram.model_validate_json(json.dumps(fields))
+
+
+def test_a_histogram_in_bounds_reads_back() -> None:
+    edge = LatencyHistogram(counts={0: 1, MAX_BUCKET: 2}, count=3, min_s=0.0, max_s=1e9)
+    assert LatencyHistogram.model_validate_json(edge.model_dump_json()) == edge
+    assert LatencyHistogram.model_validate_json("{}") == LatencyHistogram()

@@ -200,6 +200,11 @@ differ on install, and the first upgrade would roll every pod for nothing).
 {{- toYaml $auth._generated }}
 {{- end }}
 
+{{/* The Secret of the load collector's token (templates/load-collector-secret.yaml). */}}
+{{- define "nfcorpus.loadCollectorTokenSecret" -}}
+{{- default (include "nfcorpus.componentName" (dict "root" . "component" "load-collector-token")) .Values.loadTest.collector.token.existingSecret }}
+{{- end }}
+
 {{/* sha256 of the chart-generated tokens a pod mounts, for a checksum/auth annotation that rolls
 the pods when a token changes (the services read their tokens at start only); empty when every
 token comes from an existingSecret, whose content the chart cannot see.

@@ -1,22 +1,35 @@
 """Where the workers of a split load run leave their reports, and the one report they make.
 
 In a cluster the workers are pods (an Indexed Job); each posts its report to ``/reports`` when
-its run ends (``load --report-to URL``). Once every worker of the run has reported, the
-collector merges them (:func:`~services.green_agent.load.report.merge_load_reports`), writes the
-merged JSON and HTML where it was told, logs the run's headline, and serves the report at
-``GET /report`` and ``GET /report.html`` (404 until it is complete). A report that is not one,
-comes from a worker outside the run or from another run is refused with what is wrong, and what
-is already stored stays; a worker that reports again (a retried pod) replaces its own.
+its run ends (``load --report-to URL``). As soon as the first has reported, the collector merges
+the reports it has (:func:`~services.green_agent.load.report.merge_load_reports`), writes the
+merge where it was told and serves it at ``GET /report`` and ``GET /report.html``, marked
+incomplete (``complete`` false, ``waiting_for`` the workers still to come) until every worker
+of the run has reported; then it logs the run's headline. Before any report both answer 404.
 
-With ``--out`` each accepted report is also written beside the merged one (``load.worker-I.json``
+A report that is not one, or whose figures are out of bounds (a histogram bucket past a day, a
+negative count), is a 422 with what is wrong; one from a worker outside the run, of another
+run, or for a run already complete is a 409; what is stored stays, and the published merge is
+never replaced once complete. A worker that reports again before then (a retried pod) replaces
+its own. With a token (``GREEN_LOAD_COLLECTOR_TOKEN[_FILE]``) ``POST /reports`` needs
+``Authorization: Bearer <token>`` (401 otherwise); the reads stay open.
+
+With ``--out`` each accepted report is also kept beside the merged one (``load.worker-I.json``
 for ``load.json``), and a collector that starts where such files are takes back those of its
-run: a restarted collector container (its volume kept) still completes the run.
+run: a restarted collector container (its volume kept) still completes the run. Every file is
+written whole or not at all (:func:`~services.common.files.atomic_write_text`); a kept file that
+does not read all the same (written by an older collector, or damaged) is set aside as
+``load.worker-I.json.unreadable`` with a warning, and that worker's report is awaited again.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 from pydantic import ValidationError
@@ -25,8 +38,10 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
 
+from services.common.files import atomic_write_text, leftover_temporaries
 from services.common.frame import ServiceId, service_app
 from services.common.limits import ServerLimits
+from services.common.validation import describe
 from services.green_agent.load.html_page import render_load_html, write_load_html
 from services.green_agent.load.report import LoadReport, merge_load_reports
 
@@ -35,66 +50,182 @@ SERVICE = ServiceId(metric_prefix="load_collector", trace_name="load-collector")
 #: A worker's report holds its timeline's histograms: far more than the default body limit of a
 #: request (``SERVER_MAX_BODY_BYTES``).
 MAX_REPORT_BYTES = 16 * 1024 * 1024
+#: What a kept report that does not read is renamed to (``load.worker-1.json.unreadable``).
+UNREADABLE_SUFFIX = ".unreadable"
+#: The reads a token does not guard: the NetworkPolicy admits only the generators, and a person
+#: reads the report through a port-forward.
+PUBLIC_PATHS = ("/report", "/report.html")
+
+
+@dataclass(frozen=True, slots=True)
+class Refusal:
+    """Why a report was not taken, and the HTTP status that says so."""
+
+    status: int
+    reason: str
 
 
 class Collector:
-    """The reports of one run's ``workers``, and their merge once all have come."""
+    """The reports of one run's ``workers``, and the merge of those that have come."""
 
     def __init__(
         self, workers: int, run: str = "", out: Path | None = None, html: Path | None = None
     ) -> None:
-        """Expect ``workers`` reports of ``run``; write the merge to ``out`` and ``html`` if given."""
+        """Expect ``workers`` reports of ``run``; write the merge to ``out`` and ``html`` if given.
+
+        Takes back the reports of ``run`` kept beside ``out`` by an earlier start.
+        """
         if workers < 1:
             raise ValueError("a run has at least one worker")
         self.workers = workers
         self.run = run
         self._out, self._html = out, html
         self.reports: dict[int, LoadReport] = {}
+        #: The merge of the reports so far (``complete`` once every worker's is in); None before.
         self.merged: LoadReport | None = None
-        for kept in self._kept_files():
-            report = LoadReport.model_validate_json(kept.read_text(encoding="utf-8"))
-            if report.run == run and self.add(report, keep=False) is None:
-                _log.info("took back worker %d's report from %s", report.worker, kept)
+        self._take_back()
+
+    @property
+    def complete(self) -> bool:
+        """Whether every worker of the run has reported."""
+        return len(self.reports) == self.workers
+
+    @property
+    def waiting_for(self) -> list[int]:
+        """The workers whose reports have not come yet."""
+        return [i for i in range(self.workers) if i not in self.reports]
 
     def _kept(self, worker: int) -> Path | None:
         if self._out is None:
             return None
         return self._out.with_name(f"{self._out.stem}.worker-{worker}.json")
 
-    def _kept_files(self) -> list[Path]:
-        return [p for i in range(self.workers) if (p := self._kept(i)) and p.is_file()]
+    def _take_back(self) -> None:
+        """Take back the kept reports of this run; set aside those that do not read."""
+        written = [p for p in (self._out, self._html) if p is not None]
+        for target in [*written, *(p for i in range(self.workers) if (p := self._kept(i)))]:
+            for leftover in leftover_temporaries(target):
+                # A write the container was killed in: the file it meant to replace is whole.
+                _log.info("removing %s, left by an interrupted write", leftover)
+                with contextlib.suppress(OSError):
+                    leftover.unlink()
+        for worker in range(self.workers):
+            kept = self._kept(worker)
+            if kept is None or not kept.is_file():
+                continue
+            try:
+                report = LoadReport.model_validate_json(kept.read_bytes())
+            except ValidationError as e:
+                self._set_aside(kept, f"not a load report: {describe(e)}")
+                continue
+            except OSError as e:
+                self._set_aside(kept, f"it cannot be read: {e.strerror}")
+                continue
+            if report.run != self.run:
+                # An earlier run's, left in the volume: this run's worker overwrites it.
+                _log.info("not taking back %s: a report of run %r", kept, report.run)
+                continue
+            if report.worker != worker:
+                self._set_aside(kept, f"it holds worker {report.worker}'s report")
+                continue
+            merged = self._merge_with(report)
+            if isinstance(merged, Refusal):
+                self._set_aside(kept, merged.reason)
+                continue
+            self._hold(report, merged)
+            _log.info("took back worker %d's report from %s", worker, kept)
+        if self.reports:
+            self._publish()
 
-    def add(self, report: LoadReport, keep: bool = True) -> str | None:
-        """Keep ``report``; the reason it is refused, or None. Merges when the run is complete.
+    def _set_aside(self, kept: Path, why: str) -> None:
+        aside = kept.with_name(kept.name + UNREADABLE_SUFFIX)
+        try:
+            os.replace(kept, aside)
+        except OSError as e:
+            # Left in place, it is overwritten when the worker's report comes (again).
+            _log.warning("kept report %s does not read (%s); cannot set it aside: %s", kept, why, e)
+            return
+        _log.warning(
+            "kept report %s does not read (%s): set aside as %s; worker's report awaited again",
+            kept,
+            why,
+            aside.name,
+        )
 
-        ``keep``: also write it beside the merged report (when there is one), for a restart.
+    def add(self, report: LoadReport, keep: bool = True) -> Refusal | None:
+        """Take ``report`` and publish the merge so far; why it is refused, or None.
+
+        ``keep``: first write it beside the merged report (when there is one), for a restart.
+
+        Raises:
+            OSError: it could not be kept; nothing changed (the worker's retry may succeed).
+
         """
+        merged = self._merge_with(report)
+        if isinstance(merged, Refusal):
+            return merged
+        if keep and (path := self._kept(report.worker)) is not None:
+            atomic_write_text(path, report.model_dump_json())
+        self._hold(report, merged)
+        self._publish()
+        return None
+
+    def _merge_with(self, report: LoadReport) -> LoadReport | Refusal:
+        """The merge of the reports held and ``report``, or why it does not belong."""
+        if self.complete:
+            return Refusal(
+                409,
+                f"run {self.run!r} is complete: its {self.workers} reports are merged and "
+                "published, and no report replaces one now",
+            )
         if not 0 <= report.worker < self.workers:
-            return f"worker {report.worker} is not one of this run's {self.workers} (0..{self.workers - 1})"
+            return Refusal(
+                409,
+                f"worker {report.worker} is not one of this run's {self.workers} "
+                f"(0..{self.workers - 1})",
+            )
         if report.run != self.run:
             # A generator of an earlier release revision, still running, or a collector left
             # from one: its report belongs to another run's merge.
-            return f"the report is of run {report.run!r}; this collector gathers run {self.run!r}"
-        others = [r for i, r in self.reports.items() if i != report.worker]
+            return Refusal(
+                409,
+                f"the report is of run {report.run!r}; this collector gathers run {self.run!r}",
+            )
+        reports = {**self.reports, report.worker: report}
         try:
-            merged = merge_load_reports([*others, report])
+            # In worker order: the merge of the same reports is the same whatever their order.
+            return merge_load_reports([reports[i] for i in sorted(reports)])
         except ValueError as e:
-            return f"not the same run: {e}"
-        self.reports[report.worker] = report
-        if keep and (path := self._kept(report.worker)) is not None:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(report.model_dump_json(), encoding="utf-8")
-        if len(self.reports) == self.workers:
-            self.merged = merged
-            self._write(merged)
-        return None
+            return Refusal(409, f"not the same run: {e}")
+        except ArithmeticError as e:
+            # Figures that pass the schema but not arithmetic (a time bucket of no width).
+            return Refusal(422, f"the report's figures do not merge: {type(e).__name__}: {e}")
 
-    def _write(self, merged: LoadReport) -> None:
-        if self._out is not None:
-            self._out.parent.mkdir(parents=True, exist_ok=True)
-            self._out.write_text(merged.model_dump_json(indent=2) + "\n", encoding="utf-8")
-        if self._html is not None:
-            write_load_html(merged, self._html)
+    def _hold(self, report: LoadReport, merged: LoadReport) -> None:
+        self.reports = {**self.reports, report.worker: report}
+        waiting = self.waiting_for
+        self.merged = merged.model_copy(update={"complete": not waiting, "waiting_for": waiting})
+
+    def _publish(self) -> None:
+        merged = self.merged
+        assert merged is not None
+        try:
+            if self._out is not None:
+                atomic_write_text(self._out, merged.model_dump_json(indent=2) + "\n")
+            if self._html is not None:
+                write_load_html(merged, self._html)
+        except OSError as e:
+            # The report is taken and served all the same: the files are copies of the merge.
+            _log.error("could not write the merged report: %s", e)
+        if not merged.complete:
+            _log.info(
+                "load run %r: %d of %d workers reported, waiting for %s",
+                self.run,
+                len(self.reports),
+                self.workers,
+                merged.waiting_for,
+            )
+            return
         _log.info(
             "load run %r complete: %d workers, %d requests, %d answered, p99 %.1f ms%s",
             self.run,
@@ -108,31 +239,33 @@ class Collector:
         )
 
 
-def create_collector_app(collector: Collector) -> Starlette:
-    """The collector's routes in the service frame."""
+def create_collector_app(
+    collector: Collector, tokens: Mapping[str, str] | None = None
+) -> Starlette:
+    """The collector's routes in the service frame; ``tokens`` guard ``POST /reports``."""
     lock = asyncio.Lock()
 
     async def post_report(request: Request) -> Response:
         try:
             report = LoadReport.model_validate_json(await request.body())
         except ValidationError as e:
-            return JSONResponse({"error": f"not a load report: {e.error_count()} problems"}, 400)
+            return JSONResponse({"error": f"not a load report: {describe(e)}"}, status_code=422)
         async with lock:  # one merge at a time: the last report completes the run once
-            refused = await asyncio.to_thread(collector.add, report)
-        if refused is not None:
-            return JSONResponse({"error": refused}, status_code=409)
+            refusal = await asyncio.to_thread(collector.add, report)
+        if refusal is not None:
+            return JSONResponse({"error": refusal.reason}, status_code=refusal.status)
         body = {"received": sorted(collector.reports), "workers": collector.workers}
-        return JSONResponse({**body, "complete": collector.merged is not None})
+        return JSONResponse({**body, "complete": collector.complete})
 
     async def get_report(_: Request) -> Response:
         if collector.merged is None:
-            waiting = sorted(set(range(collector.workers)) - set(collector.reports))
-            return JSONResponse({"error": "the run is not complete", "waiting_for": waiting}, 404)
+            body = {"error": "no worker has reported yet", "waiting_for": collector.waiting_for}
+            return JSONResponse(body, status_code=404)
         return Response(collector.merged.model_dump_json(), media_type="application/json")
 
     async def get_html(_: Request) -> Response:
         if collector.merged is None:
-            return JSONResponse({"error": "the run is not complete"}, status_code=404)
+            return JSONResponse({"error": "no worker has reported yet"}, status_code=404)
         return HTMLResponse(render_load_html(collector.merged))
 
     routes = [
@@ -140,4 +273,10 @@ def create_collector_app(collector: Collector) -> Starlette:
         Route("/report", get_report, methods=["GET"]),
         Route("/report.html", get_html, methods=["GET"]),
     ]
-    return service_app(SERVICE, routes, limits=ServerLimits(max_body_bytes=MAX_REPORT_BYTES))
+    return service_app(
+        SERVICE,
+        routes,
+        limits=ServerLimits(max_body_bytes=MAX_REPORT_BYTES),
+        tokens=tokens,
+        public_get_paths=PUBLIC_PATHS,
+    )

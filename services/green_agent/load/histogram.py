@@ -7,6 +7,11 @@ every worker uses the same edges, so merging is adding counts bucket by bucket: 
 counts, extremes and percentiles are those that recording every latency in one process gives.
 A percentile is read as its bucket's upper edge (capped by the largest latency recorded): at
 most :data:`RESOLUTION` above the exact sample percentile (the "nearest rank" one), never below.
+
+Bucket indexes are bounded (:data:`MAX_BUCKET`, a day), and a histogram is checked as it is
+read: its counts are of buckets within the bound, none negative, and add up to ``count``. A
+worker's report brings its histograms over the network: an index of 100000 would otherwise
+overflow the float of its edge when a percentile is read.
 """
 
 from __future__ import annotations
@@ -14,7 +19,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
 
 #: Relative width of a bucket: a percentile reads at most 1% high.
 RESOLUTION = 0.01
@@ -22,12 +27,14 @@ GROWTH = 1.0 + RESOLUTION
 #: Latencies at or below this share the first bucket.
 FLOOR_S = 1e-5
 _LOG_GROWTH = math.log(GROWTH)
+#: The longest latency with a bucket of its own: a day. A load run lasts an hour at most and a
+#: request times out long before (``GREEN_TIMEOUT_S``), so no real latency comes near it; the
+#: bound keeps every edge a finite float (``GROWTH**index`` overflows a float in the tens of
+#: thousands) and the buckets a report may state few.
+MAX_LATENCY_S = 86_400.0
 
 
-def bucket_of(seconds: float) -> int:
-    """The index of the bucket holding ``seconds`` (0 for anything at or below the floor)."""
-    if seconds <= FLOOR_S:
-        return 0
+def _bucket(seconds: float) -> int:
     index = int(math.log(seconds / FLOOR_S) / _LOG_GROWTH)
     # The logarithm's rounding may put an edge value one bucket off: settle it by the edges.
     if FLOOR_S * GROWTH**index > seconds:
@@ -35,6 +42,19 @@ def bucket_of(seconds: float) -> int:
     elif FLOOR_S * GROWTH ** (index + 1) <= seconds:
         index += 1
     return index
+
+
+#: The last bucket: the one of :data:`MAX_LATENCY_S`, which also holds anything longer.
+MAX_BUCKET = _bucket(MAX_LATENCY_S)
+
+
+def bucket_of(seconds: float) -> int:
+    """The index of the bucket holding ``seconds`` (0 at or below the floor, at most MAX_BUCKET)."""
+    if seconds <= FLOOR_S:
+        return 0
+    # Longer than a day (a clock jump): counted in the last bucket, its percentile then read as
+    # that bucket's edge, the largest latency a report can state.
+    return MAX_BUCKET if seconds >= MAX_LATENCY_S else _bucket(seconds)
 
 
 def upper_edge(index: int) -> float:
@@ -53,6 +73,26 @@ class LatencyHistogram(BaseModel):
     sum_s: float = 0.0
     min_s: float | None = None
     max_s: float | None = None
+
+    @model_validator(mode="after")
+    def _consistent(self) -> LatencyHistogram:
+        """Refuse buckets outside ``0..MAX_BUCKET``, negative counts, and a ``count`` they miss."""
+        outside = sorted(i for i in self.counts if not 0 <= i <= MAX_BUCKET)
+        if outside:
+            raise ValueError(
+                f"bucket index {outside[0]} is outside 0..{MAX_BUCKET} "
+                f"(latencies up to {MAX_LATENCY_S:g} s)"
+            )
+        negative = sorted(i for i, n in self.counts.items() if n < 0)
+        if negative:
+            raise ValueError(f"bucket {negative[0]} has a negative count")
+        if sum(self.counts.values()) != self.count:
+            raise ValueError(
+                f"the bucket counts add up to {sum(self.counts.values())}, not count {self.count}"
+            )
+        if self.count and (self.min_s is None or self.max_s is None):
+            raise ValueError("a histogram with latencies has their min_s and max_s")
+        return self
 
     @classmethod
     def of(cls, latencies_s: Iterable[float]) -> LatencyHistogram:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from html import escape
 from pathlib import Path
 
+from services.common.files import atomic_write_text
 from services.green_agent.load.report import LoadReport, workload_line
 from services.green_agent.load.svg_charts import Series, bar_chart, label, line_chart
 from services.green_agent.load.timeline import LatencyBin
@@ -44,6 +45,7 @@ code { display: block; white-space: pre-wrap; word-break: break-all; background:
   font: 13px/1.4 ui-monospace, "DejaVu Sans Mono", monospace; }
 .empty { color: #6b7280; font-style: italic; }
 .bound { color: #dc2626; }
+.incomplete { background: #fef3c7; border-left: 4px solid #d97706; padding: 8px 12px; }
 footer { color: #6b7280; font-size: 13px; margin-top: 18px; }
 """
 
@@ -91,10 +93,24 @@ def _headline(report: LoadReport) -> str:
     ]
     return (
         f"<h1>Load test of {escape(report.agent)}</h1>\n"
+        f"{_incomplete(report)}"
         f'<p class="setting">{escape(setting)}</p>\n'
         f'<p class="setting">{escape(workload_line(report))}</p>\n'
         f'<div class="stats">{"".join(counts)}</div>\n'
         f'<div class="stats">{"".join(latencies)}</div>'
+    )
+
+
+def _incomplete(report: LoadReport) -> str:
+    """The note on a collector's merge of only some workers' reports (empty when complete)."""
+    if report.complete:
+        return ""
+    waiting = ", ".join(str(w) for w in report.waiting_for)
+    reported = ", ".join(str(w.worker) for w in report.workers)
+    return (
+        f'<p class="incomplete"><strong>Incomplete: waiting for workers {escape(waiting)}.'
+        f"</strong> The figures are those of the workers that have reported so far "
+        f"({escape(reported)}).</p>\n"
     )
 
 
@@ -241,7 +257,8 @@ def render_load_html(report: LoadReport) -> str:
             "<!DOCTYPE html>",
             '<html lang="en"><head><meta charset="utf-8">',
             '<meta name="viewport" content="width=device-width, initial-scale=1">',
-            f"<title>Load test of {escape(report.agent)}</title>",
+            f"<title>Load test of {escape(report.agent)}"
+            f"{'' if report.complete else ' (incomplete)'}</title>",
             f"<style>{CSS}</style></head>",
             "<body><main>",
             _headline(report),
@@ -259,6 +276,5 @@ def render_load_html(report: LoadReport) -> str:
 
 
 def write_load_html(report: LoadReport, path: Path) -> None:
-    """Write :func:`render_load_html` of ``report`` to ``path``, creating its folder."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(render_load_html(report), encoding="utf-8")
+    """Write :func:`render_load_html` of ``report`` to ``path`` whole, creating its folder."""
+    atomic_write_text(path, render_load_html(report))

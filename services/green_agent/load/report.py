@@ -121,6 +121,10 @@ class LoadReport(BaseModel):
     # The run the report belongs to (``load --run``, e.g. a release and its revision): workers'
     # reports merge only within one run, and a collector takes only its own run's.
     run: str = ""
+    # A collector's merge of the workers that have reported so far: False until every one has,
+    # and the workers still to come.
+    complete: bool = True
+    waiting_for: list[int] = []
 
 
 def build_load_report(

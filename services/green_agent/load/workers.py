@@ -128,9 +128,11 @@ async def run_workers(
 HAND_IN_TRIES, HAND_IN_DELAY_S = 6, 1.0
 
 
-async def hand_in(report: LoadReport, url: str) -> None:
+async def hand_in(report: LoadReport, url: str, authorization: str | None = None) -> None:
     """POST ``report`` to a load collector (``url``: its base or its ``/reports``).
 
+    ``authorization`` is the ``Authorization`` header the collector requires, if it does
+    (:meth:`~services.green_agent.settings.GreenSettings.load_collector_authorization`).
     Retries refused connections and 5xx answers; a 4xx says the report was refused, and why.
 
     Raises:
@@ -140,6 +142,8 @@ async def hand_in(report: LoadReport, url: str) -> None:
     target = url if url.rstrip("/").endswith("/reports") else url.rstrip("/") + "/reports"
     body = report.model_dump_json().encode()
     headers = {"content-type": "application/json"}
+    if authorization is not None:
+        headers["authorization"] = authorization
     delay, problem = HAND_IN_DELAY_S, ""
     async with httpx.AsyncClient(timeout=30) as http:
         for attempt in range(HAND_IN_TRIES):

@@ -1,0 +1,65 @@
+"""The load collector's token (loadTest.collector.token): its own Secret, whatever auth.enabled
+says, read by the collector and the generators and by no other workload."""
+
+from __future__ import annotations
+
+import base64
+
+from tests.k8s.rendering import Doc, Rendered, containers, env, pod_spec, render
+from tests.k8s.test_auth import token_source
+
+SECRET = "nfcorpus-retrieval-load-collector-token"
+VARIABLE = "GREEN_LOAD_COLLECTOR_TOKEN_FILE"
+
+
+def _holders(r: Rendered) -> dict[str, Doc]:
+    (collector,) = r.component("Deployment", "load-collector")
+    (generators,) = r.component("Job", "load-generator")
+    return {"collector": collector, "generators": generators}
+
+
+def _token(r: Rendered) -> str:
+    (token,) = r.get("Secret", SECRET)["data"].values()
+    return base64.b64decode(token).decode()
+
+
+def _mounts_secret(workload: Doc, name: str) -> bool:
+    volumes = pod_spec(workload).get("volumes") or []
+    return any((v.get("secret") or {}).get("secretName") == name for v in volumes)
+
+
+def test_the_collector_and_the_generators_read_the_token_of_its_own_secret() -> None:
+    # With auth off the token is there all the same: the collector is reachable by every pod
+    # where the NetworkPolicy is not enforced.
+    r = render("ci/embedded-values.yaml", auth__enabled=False)
+    token = _token(r)
+    assert len(token) >= 16 and token.isalnum()  # what the collector accepts
+    assert set(r.get("Secret", SECRET)["data"]) == {"token"}
+    for workload in _holders(r).values():
+        assert token_source(workload, VARIABLE) == (SECRET, "token")
+    # Nobody else: not the agents, the MCP server, the helm test pod.
+    held = {id(w) for w in _holders(r).values()}
+    for workload in r.workloads():
+        if id(workload) in held:
+            continue
+        name = workload["metadata"]["name"]
+        assert not _mounts_secret(workload, SECRET), name
+        assert all(VARIABLE not in env(c) for c in containers(workload)), name
+
+
+def test_a_given_token_is_the_secrets_and_an_existing_secret_is_mounted_as_is() -> None:
+    given = render("ci/embedded-values.yaml", loadTest__collector__token__value="g" * 24)
+    assert _token(given) == "g" * 24
+    existing = render(
+        "ci/embedded-values.yaml",
+        loadTest__collector__token__existingSecret="ops-load-token",
+        loadTest__collector__token__existingSecretKey="collector",
+    )
+    assert not [s for s in existing.of_kind("Secret") if s["metadata"]["name"] == SECRET]
+    for workload in _holders(existing).values():
+        assert token_source(workload, VARIABLE) == ("ops-load-token", "collector")
+
+
+def test_without_the_load_test_there_is_no_token() -> None:
+    r = render("ci/embedded-values.yaml", loadTest__enabled=False)
+    assert SECRET not in [s["metadata"]["name"] for s in r.of_kind("Secret")]
