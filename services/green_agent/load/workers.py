@@ -24,6 +24,7 @@ from typing import TypeVar
 import httpx
 
 from services.green_agent.load.report import LoadReport
+from services.green_agent.load.shape import Shape
 
 T = TypeVar("T")
 
@@ -51,6 +52,16 @@ class Share:
     def rate(self, total: float) -> float:
         """Its part of ``total`` requests started per second."""
         return total / self.count
+
+    def shape(self, total: Shape) -> Shape:
+        """Its part of a shape: each stage's target and the warm-up's, split as the pace is.
+
+        A rate is divided evenly; a concurrency spread as :meth:`concurrency` spreads it (a
+        target of 0, a pause, stays 0).
+        """
+        if total.kind == "rate":
+            return total.scaled(self.rate)
+        return total.scaled(lambda target: float(self.concurrency(int(target)) if target else 0))
 
     def queries(self, pool: Sequence[T]) -> list[T]:
         """Its slice of the query pool: every ``count``-th from ``index`` on."""
