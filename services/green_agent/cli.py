@@ -4,7 +4,9 @@
 can gate a pipeline; ``load`` exits 0 whatever the error count (read the report), and SIGTERM or
 Ctrl-C ends it early with its report. ``load --html PATH`` also writes the report as one
 self-contained HTML page (throughput and latency over time, latency histogram, failures), e.g.
-``load --agent URL --duration 30 --concurrency 4 --html load.html``. ``load --workers N`` runs
+``load --agent URL --duration 30 --concurrency 4 --html load.html``; ``load --stages`` runs a
+load shape instead (steps and ramps, ``--warmup`` first: :mod:`services.green_agent.load.options`)
+and a progress line goes to stderr every ``--progress`` seconds. ``load --workers N`` runs
 N generator processes sharing the pace and the queries, and merges their reports into one
 (:mod:`services.green_agent.load.workers`); ``load --worker I --workers N`` runs worker I only
 (a pod of an Indexed Job; ``--report-to URL`` hands its report to a ``load-collect`` server, which
