@@ -59,17 +59,22 @@ async def test_an_open_loop_starts_each_stages_requests_and_keeps_the_warm_up_ap
         progress_s=0.4,
         on_progress=lines.append,
     )
-    assert run.started == {-1: 10, 0: 20, 1: 60, 2: 10}
-    assert len(run.warmup) == 10 and len(run.outcomes) == 90
+    # Counted where each started: on time, the schedule's (a late start near a boundary may
+    # fall in the next stage, on a busy machine).
+    assert sum(run.started.values()) == 100
+    for index, due in {-1: 10, 0: 20, 1: 60, 2: 10}.items():
+        assert run.started[index] == pytest.approx(due, abs=1), run.started
+    assert len(run.warmup) == run.started[-1] and len(run.warmup) + len(run.outcomes) == 100
     # Every outcome of the warm-up started before the stages, every other one after.
     first_stage = run.origin + shape.warmup_s
     assert all(o.started_s < first_stage for o in run.warmup)
     assert all(o.started_s >= first_stage for o in run.outcomes)
     stages = run.stages()
-    assert [s.started for s in stages] == [20, 60, 10]
+    assert [s.started for s in stages] == [run.started[i] for i in (0, 1, 2)]
     assert [s.asked_rate for s in stages] == [40, 60, 20]
     for stage in stages:
-        assert stage.achieved_rate == pytest.approx(stage.asked_rate, rel=0.05)
+        assert stage.asked_rate is not None
+        assert stage.achieved_rate == pytest.approx(stage.asked_rate, abs=1 / stage.ran_s)
         assert stage.ok + stage.errors == stage.started and stage.latencies.count == stage.ok
     assert [(s.kind, s.start_target, s.target) for s in stages] == [
         ("step", 40, 40),
@@ -77,8 +82,9 @@ async def test_an_open_loop_starts_each_stages_requests_and_keeps_the_warm_up_ap
         ("step", 20, 20),
     ]
     warmup = run.warmup_figures()
-    assert warmup is not None and (warmup.requests, warmup.target, warmup.ran_s) == (10, 20, 0.5)
-    assert warmup.ok + warmup.errors == 10 and warmup.errors == 1  # "text 7" fails
+    assert warmup is not None and (warmup.target, warmup.ran_s) == (20, 0.5)
+    assert warmup.requests == warmup.ok + warmup.errors == len(run.warmup)
+    assert warmup.errors == 1  # "text 7" fails
     report = build_load_report(
         run.outcomes,
         run.measured_dropped,
@@ -92,9 +98,9 @@ async def test_an_open_loop_starts_each_stages_requests_and_keeps_the_warm_up_ap
         warmup=warmup,
     )
     # The warm-up is in no figure: requests, latencies, timeline.
-    assert report.requests == 90 == sum(s.started for s in report.stages)
+    assert report.requests == len(run.outcomes) == sum(s.started for s in report.stages)
     assert report.latencies.count == report.ok == sum(s.ok for s in stages)
-    assert sum(p.answered + p.failed for p in report.timeline) == 90
+    assert sum(p.answered + p.failed for p in report.timeline) == report.requests
     assert report.target_rate == pytest.approx(45) and report.generator_bound == []
     # A progress line every 0.4 s of the 2.5 s run, the first in the warm-up.
     assert 4 <= len(lines) <= 7, lines
@@ -104,14 +110,16 @@ async def test_an_open_loop_starts_each_stages_requests_and_keeps_the_warm_up_ap
 
 async def test_a_closed_loop_grows_and_shrinks_its_workers() -> None:
     agent = FakeAgent(latency_s=0.01)
-    shape = parse_shape("0.6s:1,0.6s:4,ramp:0.6s:1")
+    shape = parse_shape("0.6s:1,0.6s:4,ramp:0.6s:1,0.3s:1")
     run = await run_shape(agent, QUERIES, IDS, shape, top_k=5)
     assert agent.most == 4
+    # In flight as each request starts: one, then four, then one again once the ramp is down
+    # to one worker (from 1.75 s; a margin for the last requests of the others to end).
     by_time = [(t - run.origin, n) for t, n in agent.samples]
     assert max(n for t, n in by_time if t < 0.55) == 1
     assert max(n for t, n in by_time if 0.65 < t < 1.15) == 4
-    assert max(n for t, n in by_time if t > 1.75) <= 1
-    one, four, ramp = run.stages()
+    assert max(n for t, n in by_time if t > 1.85) == 1
+    one, four, ramp, _ = run.stages()
     assert one.asked_concurrency == 1 and four.asked_concurrency == 4
     assert ramp.asked_concurrency == pytest.approx(2.5)
     assert one.mean_concurrency == pytest.approx(1, rel=0.1)
