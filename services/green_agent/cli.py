@@ -4,7 +4,9 @@
 can gate a pipeline; ``load`` exits 0 whatever the error count (read the report), and SIGTERM or
 Ctrl-C ends it early with its report. ``load --html PATH`` also writes the report as one
 self-contained HTML page (throughput and latency over time, latency histogram, failures), e.g.
-``load --agent URL --duration 30 --concurrency 4 --html load.html``. ``load --workers N`` runs
+``load --agent URL --duration 30 --concurrency 4 --html load.html``; ``load --stages`` runs a
+load shape instead (steps and ramps, ``--warmup`` first: :mod:`services.green_agent.load.options`)
+and a progress line goes to stderr every ``--progress`` seconds. ``load --workers N`` runs
 N generator processes sharing the pace and the queries, and merges their reports into one
 (:mod:`services.green_agent.load.workers`); ``load --worker I --workers N`` runs worker I only
 (a pod of an Indexed Job; ``--report-to URL`` hands its report to a ``load-collect`` server, which
@@ -48,6 +50,13 @@ from services.green_agent.evaluation.rest import evaluate_rest, splits_argument,
 from services.green_agent.load.client import connect_lean
 from services.green_agent.load.collector import Collector, create_collector_app
 from services.green_agent.load.html_page import write_load_html
+from services.green_agent.load.options import (
+    LOAD_HELP,
+    add_pace_options,
+    print_progress,
+    shape_of,
+    worker_arguments,
+)
 from services.green_agent.load.report import (
     LoadReport,
     build_load_report,
@@ -55,7 +64,9 @@ from services.green_agent.load.report import (
     merge_load_reports,
     workers_table,
 )
-from services.green_agent.load.run import QueryPool, query_pool, run_load, stopped_by_signals
+from services.green_agent.load.run import QueryPool, query_pool, run_shape, stopped_by_signals
+from services.green_agent.load.shape import Shape
+from services.green_agent.load.stages import stages_table
 from services.green_agent.load.workers import Share, hand_in, run_workers
 from services.green_agent.settings import GreenSettings, load_settings
 from services.telemetry.logging import setup_logging
@@ -124,12 +135,12 @@ async def _load(args: argparse.Namespace, settings: GreenSettings) -> int:
     if args.workers > 1 and args.worker is None:
         return await _load_split(args)
     share = Share(args.worker or 0, args.workers)
-    concurrency = share.concurrency(args.concurrency) if args.concurrency else None
-    rate = share.rate(args.rate) if args.rate else None
+    shape = share.shape(args.shape)
+    closed = shape.kind == "concurrency"
     test_set = fetch_test_set(args.data_dir, settings.download_url, settings.download_md5)
     pool = query_pool(args.data_dir, args.queries, test_set.queries, args.seed)
     queries = share.queries(pool)
-    connections = concurrency or args.max_in_flight
+    connections = int(shape.peak) if closed else args.max_in_flight
     if args.wait_agent:
         await wait_for_agent(args.agent, args.wait_agent)
     lookups_before = await cache_lookups(args.mcp_url)
@@ -144,31 +155,31 @@ async def _load(args: argparse.Namespace, settings: GreenSettings) -> int:
         # SIGTERM or Ctrl-C ends the run early, with its report.
         with stopped_by_signals() as stop:
             cpu_before = time.process_time()  # the generator's own cost (its report says it)
-            outcomes, dropped, wall_s = await run_load(
+            run = await run_shape(
                 client,
                 queries,
                 test_set.doc_ids,
+                shape,
                 top_k=args.top_k,
-                duration_s=args.duration,
-                concurrency=concurrency,
-                rate=rate,
                 max_in_flight=args.max_in_flight,
                 drain_timeout_s=settings.timeout_s,
                 legacy=args.protocol == "0.3",
                 stop=stop,
+                progress_s=args.progress,
+                on_progress=print_progress,
             )
             cpu_s = time.process_time() - cpu_before
     finally:
         await client.aclose()
     report = build_load_report(
-        outcomes,
-        dropped,
-        wall_s,
+        run.outcomes,
+        run.measured_dropped,
+        run.wall_s,
         agent=args.agent,
         protocol=args.protocol,
-        duration_s=args.duration,
-        concurrency=concurrency,
-        rate=rate,
+        duration_s=shape.duration_s,
+        concurrency=int(max(s.target for s in shape.stages)) if closed else None,
+        rate=None if closed else shape.mean,
         query_pool=args.queries,
         pool_size=len(queries),
         result_cache=cache_effect(lookups_before, await cache_lookups(args.mcp_url)),
@@ -177,6 +188,8 @@ async def _load(args: argparse.Namespace, settings: GreenSettings) -> int:
         split=share.count > 1,
         cpu_s=cpu_s,
         run=args.run,
+        stages=run.stages(),
+        warmup=run.warmup_figures(),
     )
     _show(report, args.out, args.html)
     if args.report_to is not None:
@@ -186,16 +199,15 @@ async def _load(args: argparse.Namespace, settings: GreenSettings) -> int:
 
 async def _load_split(args: argparse.Namespace) -> int:
     """``load --workers N``: N worker processes at once, their reports merged into one."""
-    Share(0, args.workers).concurrency(args.concurrency or args.workers)  # splits, or says why
-    pace = (
-        ["--concurrency", str(args.concurrency)] if args.concurrency else ["--rate", str(args.rate)]
-    )
+    shape: Shape = args.shape
+    for index in range(args.workers):
+        Share(index, args.workers).shape(shape)  # splits, or says why
     argv = [
         *("--agent", args.agent, "--top-k", str(args.top_k), "--seed", str(args.seed)),
         *("--protocol", args.protocol, "--data-dir", str(args.data_dir)),
-        *("--duration", str(args.duration), "--max-in-flight", str(args.max_in_flight)),
+        *worker_arguments(shape, args.progress),
+        *("--max-in-flight", str(args.max_in_flight)),
         *("--queries", args.queries, "--run", args.run, "--wait-agent", str(args.wait_agent)),
-        *pace,
     ]
     lookups_before = await cache_lookups(args.mcp_url)
     with stopped_by_signals() as stop, tempfile.TemporaryDirectory() as folder:
@@ -222,6 +234,8 @@ def _show(report: LoadReport, out: Path | None, html: Path | None) -> None:
     console.print(load_table(report))
     if len(report.workers) > 1:
         console.print(workers_table(report))
+    if len(report.stages) > 1 or report.warmup is not None:
+        console.print(stages_table(report.stages, report.warmup))
     for reason in report.generator_bound:
         console.print(f"[bold red]generator-bound:[/] {reason}")
 
@@ -253,12 +267,14 @@ def _parser(settings: GreenSettings) -> argparse.ArgumentParser:
     run_eval.add_argument("--num-queries", type=int, help="queries to sample (default: all 323)")
     run_eval.add_argument("--concurrency", type=int, default=settings.concurrency)
 
-    run_load = commands.add_parser("load", help="load an agent for a fixed duration")
+    run_load = commands.add_parser(
+        "load",
+        help="load an agent for a duration, or along stages",
+        description=LOAD_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     client_options(run_load)
-    pace = run_load.add_mutually_exclusive_group(required=True)
-    pace.add_argument("--concurrency", type=int, help="closed loop: requests in flight")
-    pace.add_argument("--rate", type=float, help="open loop: requests started per second")
-    run_load.add_argument("--duration", type=float, required=True, help="seconds of load")
+    add_pace_options(run_load)
     run_load.add_argument("--max-in-flight", type=int, default=256, help="open-loop cap")
     run_load.add_argument(
         "--queries",
@@ -354,10 +370,8 @@ def main(argv: list[str] | None = None) -> int:
             app = create_collector_app(collector, tokens)
             settings = load_settings(host=args.host, port=args.port)
         else:
-            if args.command == "load" and not 0 < args.duration <= MAX_LOAD_SECONDS:
-                parser.error(f"--duration must be within (0, {MAX_LOAD_SECONDS:g}] seconds")
-            if args.command == "load" and (args.concurrency or args.rate or 0) <= 0:
-                parser.error("--concurrency and --rate must be positive")
+            if args.command == "load":
+                args.shape = shape_of(args, parser, MAX_LOAD_SECONDS)
             setup_tracing("green-agent")
             if args.command == "load-merge":
                 return _load_merge(args)

@@ -28,6 +28,12 @@ from services.green_agent.evaluation.evaluator import QueryOutcome
 from services.green_agent.evaluation.mcp_counters import CacheEffect
 from services.green_agent.evaluation.report import LatencyStats, milliseconds
 from services.green_agent.load.histogram import LatencyHistogram, merge_all
+from services.green_agent.load.stages import (
+    StageFigures,
+    WarmupFigures,
+    merge_stages,
+    merge_warmups,
+)
 from services.green_agent.load.timeline import (
     LatencyBin,
     TimelinePoint,
@@ -125,6 +131,11 @@ class LoadReport(BaseModel):
     # and the workers still to come.
     complete: bool = True
     waiting_for: list[int] = []
+    # The load's shape (services.green_agent.load.stages): each stage's figures, and the
+    # warm-up's outcomes, which no other figure counts (None: no warm-up). With stages,
+    # ``target_rate`` is the stages' mean asked rate and ``concurrency`` their peak.
+    stages: list[StageFigures] = []
+    warmup: WarmupFigures | None = None
 
 
 def build_load_report(
@@ -145,12 +156,15 @@ def build_load_report(
     split: bool = False,
     cpu_s: float | None = None,
     run: str = "",
+    stages: Sequence[StageFigures] = (),
+    warmup: WarmupFigures | None = None,
 ) -> LoadReport:
     """Summarise a load run: latency of the answers, and apart how fast the failures came.
 
     ``cpu_s`` is the generator's own CPU over the run; ``worker`` its index in a ``split`` run,
     whose workers bucket their timelines by the duration they were asked for, so that the
     timelines merge bucket by bucket (a whole run buckets by how long it actually ran).
+    ``outcomes`` leave the warm-up's out: ``warmup`` counts them.
     """
     ok = [o for o in outcomes if o.ok]
     width = bucket_width(duration_s) if split else None
@@ -190,6 +204,8 @@ def build_load_report(
         worker=worker,
         cpu_s=cpu_s,
         run=run,
+        stages=list(stages),
+        warmup=warmup,
     )
     figures = worker_figures(report)
     return report.model_copy(update={"workers": [figures]})
@@ -292,6 +308,8 @@ def merge_load_reports(reports: Sequence[LoadReport]) -> LoadReport:
         cpu_s=math.fsum(c for c in cpu if c is not None) if None not in cpu else None,
         workers=workers,
         run=first.run,
+        stages=merge_stages([r.stages for r in reports]),
+        warmup=merge_warmups([r.warmup for r in reports]),
     )
 
 
@@ -301,11 +319,7 @@ def _total(values: list[int | None] | list[float | None]) -> Any:
 
 def load_table(report: LoadReport) -> Table:
     """Show a load run as one rich table."""
-    setting = (
-        f"concurrency {report.concurrency}"
-        if report.concurrency is not None
-        else f"rate {report.target_rate:g}/s"
-    )
+    setting = pace_setting(report)
     table = Table(title=f"load on {report.agent} (A2A {report.protocol}, {setting})")
     for column in ("sent", "ok", "err", "drop", "rps", "p50", "p95", "p99", "max"):
         table.add_column(column, justify="right")
@@ -323,6 +337,20 @@ def load_table(report: LoadReport) -> Table:
     )
     table.caption = workload_line(report)
     return table
+
+
+def pace_setting(report: LoadReport) -> str:
+    """The pace a run asked: ``rate 20/s``, ``concurrency 8``, or its stages and their mean."""
+    staged = len(report.stages) > 1 or any(s.kind == "ramp" for s in report.stages)
+    if report.concurrency is not None:
+        pace = f"{'peak ' if staged else ''}concurrency {report.concurrency}"
+    else:
+        pace = f"{'mean ' if staged else ''}rate {report.target_rate:g}/s"
+    if staged:
+        pace = f"{len(report.stages)} stages, {pace}"
+    if report.warmup is not None:
+        pace += f", after {report.warmup.ran_s:g} s of warm-up"
+    return pace
 
 
 def workers_table(report: LoadReport) -> Table:
