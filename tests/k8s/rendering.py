@@ -7,7 +7,7 @@ import importlib.util
 import subprocess
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from types import ModuleType
 from typing import Any
 
@@ -158,3 +158,16 @@ def load_query_script() -> ModuleType:
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def token_source(w: Doc, variable: str) -> tuple[str, str]:
+    """(Secret name, key) behind the file an env variable names: the mount, then its volume."""
+    (c,) = containers(w)
+    path = PurePosixPath(env(c)[variable])
+    (mount,) = [m for m in c["volumeMounts"] if PurePosixPath(m["mountPath"]) == path.parent]
+    assert mount["readOnly"] is True
+    (volume,) = [v for v in pod_spec(w)["volumes"] if v["name"] == mount["name"]]
+    secret = volume["secret"]
+    (item,) = secret["items"]  # only the token's key is projected into the pod
+    assert item["path"] == path.name
+    return secret["secretName"], item["key"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
 import pytest
 
@@ -17,6 +17,7 @@ from tests.k8s.rendering import (
     load_query_script,
     pod_spec,
     render,
+    token_source,
 )
 
 AUTH_SECRET = "nfcorpus-retrieval-auth"
@@ -37,19 +38,6 @@ def workload(r: Rendered, component: str) -> Doc:
 
 def pod_annotations(deployment: Doc) -> dict[str, str]:
     return dict(deployment["spec"]["template"]["metadata"].get("annotations") or {})
-
-
-def token_source(w: Doc, variable: str) -> tuple[str, str]:
-    """(Secret name, key) behind the file an env variable names: the mount, then its volume."""
-    (c,) = containers(w)
-    path = PurePosixPath(env(c)[variable])
-    (mount,) = [m for m in c["volumeMounts"] if PurePosixPath(m["mountPath"]) == path.parent]
-    assert mount["readOnly"] is True
-    (volume,) = [v for v in pod_spec(w)["volumes"] if v["name"] == mount["name"]]
-    secret = volume["secret"]
-    (item,) = secret["items"]  # only the token's key is projected into the pod
-    assert item["path"] == path.name
-    return secret["secretName"], item["key"]
 
 
 def secret_data(r: Rendered) -> dict[str, str]:

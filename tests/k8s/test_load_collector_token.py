@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import base64
 
-from tests.k8s.rendering import Doc, Rendered, containers, env, pod_spec, render
-from tests.k8s.test_auth import token_source
+from tests.k8s.rendering import Doc, Rendered, containers, env, pod_spec, render, token_source
 
 SECRET = "nfcorpus-retrieval-load-collector-token"
 VARIABLE = "GREEN_LOAD_COLLECTOR_TOKEN_FILE"
