@@ -12,6 +12,7 @@ from html import escape
 from pathlib import Path
 
 from services.common.files import atomic_write_text
+from services.green_agent.evaluation.report import LATENCY_COLUMNS, latency_columns
 from services.green_agent.load.report import LoadReport, workload_line
 from services.green_agent.load.svg_charts import Series, bar_chart, label, line_chart
 from services.green_agent.load.timeline import LatencyBin
@@ -30,7 +31,8 @@ h1 { font-size: 24px; margin: 0 0 4px; word-break: break-all; }
 h2 { font-size: 18px; margin: 0 0 8px; }
 .setting { color: #4b5563; margin: 0 0 18px; }
 .stats { display: grid; grid-template-columns: repeat(5, 1fr); gap: 10px; margin-top: 10px; }
-@media (max-width: 700px) { .stats { grid-template-columns: repeat(2, 1fr); } }
+.stats.latencies { grid-template-columns: repeat(4, 1fr); }
+@media (max-width: 700px) { .stats, .stats.latencies { grid-template-columns: repeat(2, 1fr); } }
 .stat { background: #fff; border-radius: 8px; padding: 10px 14px; border-top: 3px solid #9ca3af; }
 .stat .value { font-size: 22px; font-weight: 600; white-space: nowrap; }
 .stat .name { color: #6b7280; font-size: 13px; }
@@ -84,10 +86,7 @@ def _headline(report: LoadReport) -> str:
     latencies = [
         stat(f"{name} latency", _duration(value) if answered else "–", "latency")
         for name, value in (
-            ("p50", lat.p50_s),
-            ("p95", lat.p95_s),
-            ("p99", lat.p99_s),
-            ("max", lat.max_s),
+            *zip(LATENCY_COLUMNS, latency_columns(lat), strict=True),
             ("mean", lat.mean_s),
         )
     ]
@@ -97,7 +96,7 @@ def _headline(report: LoadReport) -> str:
         f'<p class="setting">{escape(setting)}</p>\n'
         f'<p class="setting">{escape(workload_line(report))}</p>\n'
         f'<div class="stats">{"".join(counts)}</div>\n'
-        f'<div class="stats">{"".join(latencies)}</div>'
+        f'<div class="stats latencies">{"".join(latencies)}</div>'
     )
 
 

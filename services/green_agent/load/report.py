@@ -26,7 +26,12 @@ from rich.table import Table
 
 from services.green_agent.evaluation.evaluator import QueryOutcome
 from services.green_agent.evaluation.mcp_counters import CacheEffect
-from services.green_agent.evaluation.report import LatencyStats, milliseconds
+from services.green_agent.evaluation.report import (
+    LATENCY_COLUMNS,
+    LatencyStats,
+    latency_columns,
+    milliseconds,
+)
 from services.green_agent.load.histogram import LatencyHistogram, merge_all
 from services.green_agent.load.timeline import (
     LatencyBin,
@@ -307,19 +312,15 @@ def load_table(report: LoadReport) -> Table:
         else f"rate {report.target_rate:g}/s"
     )
     table = Table(title=f"load on {report.agent} (A2A {report.protocol}, {setting})")
-    for column in ("sent", "ok", "err", "drop", "rps", "p50", "p95", "p99", "max"):
+    for column in ("sent", "ok", "err", "drop", "rps", *LATENCY_COLUMNS):
         table.add_column(column, justify="right")
-    lat = report.latency
     table.add_row(
         str(report.requests),
         str(report.ok),
         str(report.errors),
         str(report.dropped),
         f"{report.throughput_rps:.1f}",
-        milliseconds(lat.p50_s),
-        milliseconds(lat.p95_s),
-        milliseconds(lat.p99_s),
-        milliseconds(lat.max_s),
+        *(milliseconds(s) for s in latency_columns(report.latency)),
     )
     table.caption = workload_line(report)
     return table
