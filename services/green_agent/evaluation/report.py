@@ -34,7 +34,8 @@ class LatencyStats(BaseModel):
     """Latency percentiles and extremes in seconds (0 when there is no latency).
 
     An evaluation interpolates its percentiles linearly between ranks (:func:`latency_stats`); a
-    load run reads them from its histogram (:func:`~services.green_agent.load.timeline.histogram_stats`).
+    load run reads them from its histogram
+    (:func:`~services.green_agent.load.timeline.histogram_stats`).
     """
 
     count: int

@@ -33,6 +33,14 @@ from services.green_agent.evaluation.report import (
     milliseconds,
 )
 from services.green_agent.load.histogram import LatencyHistogram, merge_all
+from services.green_agent.load.thresholds import (
+    Budget,
+    Threshold,
+    breaches,
+    judge,
+    parse_budgets,
+    pending,
+)
 from services.green_agent.load.timeline import (
     LatencyBin,
     TimelinePoint,
@@ -130,6 +138,15 @@ class LoadReport(BaseModel):
     # and the workers still to come.
     complete: bool = True
     waiting_for: list[int] = []
+    # The budgets the run was given (``load --threshold``), each with its figure and verdict:
+    # judged on a whole run, listed unjudged in a worker's report (its merge judges them).
+    thresholds: list[Threshold] = []
+
+    @computed_field  # type: ignore[prop-decorator]  # pydantic's documented pattern
+    @property
+    def breached(self) -> list[str]:
+        """The budgets the run breached, each with its figure (empty: none, or none judged)."""
+        return [t.line() for t in breaches(self.thresholds)]
 
 
 def build_load_report(
@@ -200,6 +217,18 @@ def build_load_report(
     return report.model_copy(update={"workers": [figures]})
 
 
+def with_thresholds(
+    report: LoadReport, budgets: Sequence[Budget], judged: bool = True
+) -> LoadReport:
+    """``report`` with ``budgets`` judged on its figures, or only listed (a worker's share)."""
+    thresholds = judge(budgets, report) if judged else pending(budgets)
+    return report.model_copy(update={"thresholds": thresholds})
+
+
+def _budgets(report: LoadReport) -> tuple[str, ...]:
+    return tuple(t.budget for t in report.thresholds)
+
+
 def worker_figures(report: LoadReport) -> WorkerFigures:
     """One generator's figures, and why it was the bottleneck if it was."""
     started = report.requests / report.duration_s if report.duration_s > 0 else 0.0
@@ -236,18 +265,26 @@ def merge_load_reports(reports: Sequence[LoadReport]) -> LoadReport:
     Percentiles come from the merged histograms; the timelines merge bucket by bucket (every
     worker buckets by the same width, from its first request on: the workers start together).
     ``result_cache`` is left to the caller, who reads the server's counters around the whole run.
+    The workers' budgets are judged on the merged figures.
 
     Raises:
         ValueError: no reports, or reports of different runs (run name, agent, protocol, mode,
-            buckets).
+            buckets, budgets).
 
     """
     if not reports:
         raise ValueError("no worker reports to merge")
     first = reports[0]
     for r in reports[1:]:
-        theirs = (r.run, r.agent, r.protocol, r.mode, r.timeline_bucket_s)
-        ours = (first.run, first.agent, first.protocol, first.mode, first.timeline_bucket_s)
+        theirs = (r.run, r.agent, r.protocol, r.mode, r.timeline_bucket_s, _budgets(r))
+        ours = (
+            first.run,
+            first.agent,
+            first.protocol,
+            first.mode,
+            first.timeline_bucket_s,
+            _budgets(first),
+        )
         if theirs != ours:
             raise ValueError(f"worker {r.worker} ran {theirs}, worker {first.worker} {ours}")
     wall_s = max(r.wall_s for r in reports)
@@ -260,7 +297,7 @@ def merge_load_reports(reports: Sequence[LoadReport]) -> LoadReport:
     samples = list(dict.fromkeys(s for r in reports for s in r.error_samples))[:10]
     cpu = [r.cpu_s for r in reports]
     workers = sorted((worker_figures(r) for r in reports), key=lambda w: w.worker)
-    return LoadReport(
+    merged = LoadReport(
         agent=first.agent,
         protocol=first.protocol,
         mode=first.mode,
@@ -298,6 +335,7 @@ def merge_load_reports(reports: Sequence[LoadReport]) -> LoadReport:
         workers=workers,
         run=first.run,
     )
+    return with_thresholds(merged, parse_budgets(_budgets(first)))
 
 
 def _total(values: list[int | None] | list[float | None]) -> Any:
