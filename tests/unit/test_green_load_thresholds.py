@@ -13,6 +13,7 @@ import pytest
 
 from services.green_agent.cli import _parser, main
 from services.green_agent.evaluation.evaluator import QueryOutcome
+from services.green_agent.load.html_page import render_load_html
 from services.green_agent.load.report import (
     LoadReport,
     build_load_report,
@@ -235,3 +236,12 @@ async def test_a_worker_waits_for_the_whole_run_and_gives_up_after_its_wait(
     seen.clear()
     with pytest.raises(RuntimeError, match=r"not complete .* after 0\.05 s"):
         await merged_report("http://c:8080", wait_s=0.05, poll_s=0.01)
+
+
+def test_the_page_lists_the_budgets_with_their_verdicts() -> None:
+    report = with_thresholds(_report(), parse_budgets(["p50<1us", "errors<1%"]))
+    page = render_load_html(report)
+    assert "Budgets (1 breached)" in page
+    assert "<td>p50&lt;1us</td>" in page and '<td class="breached">BREACHED</td>' in page
+    assert '<td class="passed">passed</td>' in page
+    assert "Budgets" not in render_load_html(_report())
