@@ -1,4 +1,4 @@
-"""The load report as Locust's --csv files: its file names and headers, counts equal the report's."""
+"""The load report as Locust's --csv files: their names and headers, counts equal the report's."""
 
 from __future__ import annotations
 
