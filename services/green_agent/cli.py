@@ -54,12 +54,17 @@ from services.green_agent.evaluation.report import build_report, eval_tables
 from services.green_agent.evaluation.rest import evaluate_rest, splits_argument, table
 from services.green_agent.load.client import connect_lean
 from services.green_agent.load.collector import Collector, create_collector_app
-from services.green_agent.load.outputs import add_report_options, budgets, judge_merged_run, show
+from services.green_agent.load.outputs import (
+    add_report_options,
+    budgets,
+    judge_merged_run,
+    show,
+    with_thresholds,
+)
 from services.green_agent.load.report import (
     LoadReport,
     build_load_report,
     merge_load_reports,
-    with_thresholds,
 )
 from services.green_agent.load.run import QueryPool, query_pool, run_load, stopped_by_signals
 from services.green_agent.load.thresholds import exit_status

@@ -14,12 +14,8 @@ import pytest
 from services.green_agent.cli import _parser, main
 from services.green_agent.evaluation.evaluator import QueryOutcome
 from services.green_agent.load.html_page import render_load_html
-from services.green_agent.load.report import (
-    LoadReport,
-    build_load_report,
-    merge_load_reports,
-    with_thresholds,
-)
+from services.green_agent.load.outputs import with_thresholds
+from services.green_agent.load.report import LoadReport, build_load_report, merge_load_reports
 from services.green_agent.load.thresholds import (
     EXIT_BREACHED,
     budget_argument,

@@ -10,26 +10,30 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 from rich.console import Console
 
 from services.green_agent.load.csv_files import write_csv_files
 from services.green_agent.load.html_page import write_load_html
-from services.green_agent.load.report import (
-    LoadReport,
-    load_table,
-    with_thresholds,
-    workers_table,
-)
+from services.green_agent.load.report import LoadReport, load_table, workers_table
 from services.green_agent.load.thresholds import (
     EXIT_BREACHED,
     Budget,
     budget_argument,
     exit_status,
+    judge,
+    pending,
     thresholds_table,
 )
 from services.green_agent.load.verdict import merged_report
+
+
+def with_thresholds(report: LoadReport, given: Sequence[Budget], judged: bool = True) -> LoadReport:
+    """``report`` with the budgets judged on its figures, or only listed (a worker's share)."""
+    thresholds = judge(given, report) if judged else pending(given)
+    return report.model_copy(update={"thresholds": thresholds})
 
 
 def add_report_options(sub: argparse.ArgumentParser) -> None:

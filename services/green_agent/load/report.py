@@ -33,14 +33,7 @@ from services.green_agent.evaluation.report import (
     milliseconds,
 )
 from services.green_agent.load.histogram import LatencyHistogram, merge_all
-from services.green_agent.load.thresholds import (
-    Budget,
-    Threshold,
-    breaches,
-    judge,
-    parse_budgets,
-    pending,
-)
+from services.green_agent.load.thresholds import Threshold, breaches, judge, parse_budgets
 from services.green_agent.load.timeline import (
     LatencyBin,
     TimelinePoint,
@@ -217,16 +210,10 @@ def build_load_report(
     return report.model_copy(update={"workers": [figures]})
 
 
-def with_thresholds(
-    report: LoadReport, budgets: Sequence[Budget], judged: bool = True
-) -> LoadReport:
-    """``report`` with ``budgets`` judged on its figures, or only listed (a worker's share)."""
-    thresholds = judge(budgets, report) if judged else pending(budgets)
-    return report.model_copy(update={"thresholds": thresholds})
-
-
-def _budgets(report: LoadReport) -> tuple[str, ...]:
-    return tuple(t.budget for t in report.thresholds)
+def _one_run(r: LoadReport) -> tuple[object, ...]:
+    """What the workers of one run share: run name, agent, protocol, mode, buckets, budgets."""
+    budgets = tuple(t.budget for t in r.thresholds)
+    return (r.run, r.agent, r.protocol, r.mode, r.timeline_bucket_s, budgets)
 
 
 def worker_figures(report: LoadReport) -> WorkerFigures:
@@ -276,15 +263,7 @@ def merge_load_reports(reports: Sequence[LoadReport]) -> LoadReport:
         raise ValueError("no worker reports to merge")
     first = reports[0]
     for r in reports[1:]:
-        theirs = (r.run, r.agent, r.protocol, r.mode, r.timeline_bucket_s, _budgets(r))
-        ours = (
-            first.run,
-            first.agent,
-            first.protocol,
-            first.mode,
-            first.timeline_bucket_s,
-            _budgets(first),
-        )
+        theirs, ours = _one_run(r), _one_run(first)
         if theirs != ours:
             raise ValueError(f"worker {r.worker} ran {theirs}, worker {first.worker} {ours}")
     wall_s = max(r.wall_s for r in reports)
@@ -335,7 +314,8 @@ def merge_load_reports(reports: Sequence[LoadReport]) -> LoadReport:
         workers=workers,
         run=first.run,
     )
-    return with_thresholds(merged, parse_budgets(_budgets(first)))
+    budgets = parse_budgets(t.budget for t in first.thresholds)
+    return merged.model_copy(update={"thresholds": judge(budgets, merged)})
 
 
 def _total(values: list[int | None] | list[float | None]) -> Any:
