@@ -9,8 +9,10 @@ with its report. Every command exits 2 on a bad setting or an unreachable agent.
 ``load --html PATH`` also writes the report as one self-contained HTML page (throughput and
 latency over time, latency histogram, failures), e.g. ``load --agent URL --duration 30
 --concurrency 4 --html load.html``, and ``--csv PREFIX`` Locust's three CSV files of the run
-(:mod:`services.green_agent.load.csv_files`). ``load --workers N`` runs N generator processes
-sharing the pace and the queries, and merges their reports into one
+(:mod:`services.green_agent.load.csv_files`); ``load --stages`` runs a load shape instead (steps
+and ramps, ``--warmup`` first: :mod:`services.green_agent.load.options`) and a progress line goes
+to stderr every ``--progress`` seconds. ``load --workers N`` runs N generator processes sharing
+the pace and the queries, and merges their reports into one
 (:mod:`services.green_agent.load.workers`); ``load --worker I --workers N`` runs worker I only
 (a pod of an Indexed Job; ``--report-to URL`` hands its report to a ``load-collect`` server, which
 merges the run's reports as they come; given budgets, the worker then judges them on the
@@ -54,6 +56,13 @@ from services.green_agent.evaluation.report import build_report, eval_tables
 from services.green_agent.evaluation.rest import evaluate_rest, splits_argument, table
 from services.green_agent.load.client import connect_lean
 from services.green_agent.load.collector import Collector, create_collector_app
+from services.green_agent.load.options import (
+    LOAD_HELP,
+    add_pace_options,
+    print_progress,
+    shape_of,
+    worker_arguments,
+)
 from services.green_agent.load.outputs import (
     add_report_options,
     budgets,
@@ -66,9 +75,9 @@ from services.green_agent.load.report import (
     build_load_report,
     merge_load_reports,
 )
-from services.green_agent.load.run import QueryPool, query_pool, run_load, stopped_by_signals
+from services.green_agent.load.run import QueryPool, query_pool, run_shape, stopped_by_signals
+from services.green_agent.load.shape import Shape
 from services.green_agent.load.thresholds import exit_status
-from services.green_agent.load.verdict import LATE_WORKER_S
 from services.green_agent.load.workers import Share, hand_in, run_workers
 from services.green_agent.settings import GreenSettings, load_settings
 from services.telemetry.logging import setup_logging
@@ -137,12 +146,12 @@ async def _load(args: argparse.Namespace, settings: GreenSettings) -> int:
     if args.workers > 1 and args.worker is None:
         return await _load_split(args)
     share = Share(args.worker or 0, args.workers)
-    concurrency = share.concurrency(args.concurrency) if args.concurrency else None
-    rate = share.rate(args.rate) if args.rate else None
+    shape = share.shape(args.shape)
+    closed = shape.kind == "concurrency"
     test_set = fetch_test_set(args.data_dir, settings.download_url, settings.download_md5)
     pool = query_pool(args.data_dir, args.queries, test_set.queries, args.seed)
     queries = share.queries(pool)
-    connections = concurrency or args.max_in_flight
+    connections = int(shape.peak) if closed else args.max_in_flight
     if args.wait_agent:
         await wait_for_agent(args.agent, args.wait_agent)
     lookups_before = await cache_lookups(args.mcp_url)
@@ -157,31 +166,31 @@ async def _load(args: argparse.Namespace, settings: GreenSettings) -> int:
         # SIGTERM or Ctrl-C ends the run early, with its report.
         with stopped_by_signals() as stop:
             cpu_before = time.process_time()  # the generator's own cost (its report says it)
-            outcomes, dropped, wall_s = await run_load(
+            run = await run_shape(
                 client,
                 queries,
                 test_set.doc_ids,
+                shape,
                 top_k=args.top_k,
-                duration_s=args.duration,
-                concurrency=concurrency,
-                rate=rate,
                 max_in_flight=args.max_in_flight,
                 drain_timeout_s=settings.timeout_s,
                 legacy=args.protocol == "0.3",
                 stop=stop,
+                progress_s=args.progress,
+                on_progress=print_progress,
             )
             cpu_s = time.process_time() - cpu_before
     finally:
         await client.aclose()
     report = build_load_report(
-        outcomes,
-        dropped,
-        wall_s,
+        run.outcomes,
+        run.measured_dropped,
+        run.wall_s,
         agent=args.agent,
         protocol=args.protocol,
-        duration_s=args.duration,
-        concurrency=concurrency,
-        rate=rate,
+        duration_s=shape.duration_s,
+        concurrency=int(max(s.target for s in shape.stages)) if closed else None,
+        rate=None if closed else shape.mean,
         query_pool=args.queries,
         pool_size=len(queries),
         result_cache=cache_effect(lookups_before, await cache_lookups(args.mcp_url)),
@@ -190,6 +199,8 @@ async def _load(args: argparse.Namespace, settings: GreenSettings) -> int:
         split=share.count > 1,
         cpu_s=cpu_s,
         run=args.run,
+        stages=run.stages(),
+        warmup=run.warmup_figures(),
     )
     given = budgets(args)
     # A worker's share is not the run: its budgets are judged once the reports are merged.
@@ -198,23 +209,21 @@ async def _load(args: argparse.Namespace, settings: GreenSettings) -> int:
     if args.report_to is not None:
         await hand_in(report, args.report_to, settings.load_collector_authorization())
         if given and share.count > 1:
-            wait_s = args.verdict_wait or args.duration + LATE_WORKER_S
-            return await judge_merged_run(args.report_to, given, wait_s)
+            return await judge_merged_run(args, given, shape.duration_s)
     return exit_status(report.thresholds)
 
 
 async def _load_split(args: argparse.Namespace) -> int:
     """``load --workers N``: N worker processes at once, their reports merged into one."""
-    Share(0, args.workers).concurrency(args.concurrency or args.workers)  # splits, or says why
-    pace = (
-        ["--concurrency", str(args.concurrency)] if args.concurrency else ["--rate", str(args.rate)]
-    )
+    shape: Shape = args.shape
+    for index in range(args.workers):
+        Share(index, args.workers).shape(shape)  # splits, or says why
     argv = [
         *("--agent", args.agent, "--top-k", str(args.top_k), "--seed", str(args.seed)),
         *("--protocol", args.protocol, "--data-dir", str(args.data_dir)),
-        *("--duration", str(args.duration), "--max-in-flight", str(args.max_in_flight)),
+        *worker_arguments(shape, args.progress),
+        *("--max-in-flight", str(args.max_in_flight)),
         *("--queries", args.queries, "--run", args.run, "--wait-agent", str(args.wait_agent)),
-        *pace,
         # The workers list the budgets in their reports; the merge judges them.
         *(a for b in budgets(args) for a in ("--threshold", b.text)),
     ]
@@ -268,12 +277,14 @@ def _parser(settings: GreenSettings) -> argparse.ArgumentParser:
     run_eval.add_argument("--num-queries", type=int, help="queries to sample (default: all 323)")
     run_eval.add_argument("--concurrency", type=int, default=settings.concurrency)
 
-    run_load = commands.add_parser("load", help="load an agent for a fixed duration")
+    run_load = commands.add_parser(
+        "load",
+        help="load an agent for a duration, or along stages",
+        description=LOAD_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     client_options(run_load)
-    pace = run_load.add_mutually_exclusive_group(required=True)
-    pace.add_argument("--concurrency", type=int, help="closed loop: requests in flight")
-    pace.add_argument("--rate", type=float, help="open loop: requests started per second")
-    run_load.add_argument("--duration", type=float, required=True, help="seconds of load")
+    add_pace_options(run_load)
     run_load.add_argument("--max-in-flight", type=int, default=256, help="open-loop cap")
     run_load.add_argument(
         "--queries",
@@ -319,14 +330,7 @@ def _parser(settings: GreenSettings) -> argparse.ArgumentParser:
         metavar="URL",
         help="POST the report to a load collector's /reports when the run ends (load-collect)",
     )
-    run_load.add_argument(
-        "--verdict-wait",
-        type=float,
-        metavar="SECONDS",
-        help="a worker with --report-to and --threshold: how long it waits at most for the run's "
-        f"merged report, to judge the budgets on (default: --duration + {LATE_WORKER_S:g})",
-    )
-    add_report_options(run_load)
+    add_report_options(run_load, worker=True)
 
     collect = commands.add_parser("load-collect", help="collect and merge a run's worker reports")
     collect.add_argument("--workers", type=int, required=True, help="reports that make the run")
@@ -378,10 +382,8 @@ def main(argv: list[str] | None = None) -> int:
             app = create_collector_app(collector, tokens)
             settings = load_settings(host=args.host, port=args.port)
         else:
-            if args.command == "load" and not 0 < args.duration <= MAX_LOAD_SECONDS:
-                parser.error(f"--duration must be within (0, {MAX_LOAD_SECONDS:g}] seconds")
-            if args.command == "load" and (args.concurrency or args.rate or 0) <= 0:
-                parser.error("--concurrency and --rate must be positive")
+            if args.command == "load":
+                args.shape = shape_of(args, parser, MAX_LOAD_SECONDS)
             setup_tracing("green-agent")
             if args.command == "load-merge":
                 return _load_merge(args)

@@ -11,7 +11,8 @@ from services.green_agent.cli import _parser
 from services.green_agent.evaluation.evaluator import QueryOutcome
 from services.green_agent.load.histogram import LatencyHistogram
 from services.green_agent.load.html_page import render_load_html
-from services.green_agent.load.report import LoadReport, build_load_report, load_table
+from services.green_agent.load.outputs import load_table
+from services.green_agent.load.report import LoadReport, build_load_report
 from services.green_agent.load.svg_charts import nice_ticks
 from services.green_agent.load.timeline import (
     bucket_width,

@@ -343,6 +343,18 @@ priorityClassName: {{ . }}
 {{- end }}
 {{- end }}
 
+{{/* loadTest.stages in the text form of the generator's `load --stages`: each stage
+[ramp:]DURATIONs:TARGET, a rate's TARGET with /s (e.g. 60s:100/s,ramp:120s:400/s). */}}
+{{- define "nfcorpus.loadStages" -}}
+{{- $parts := list }}
+{{- range $stage := . }}
+{{- $target := hasKey $stage "rate" | ternary (printf "%v/s" $stage.rate) (printf "%v" $stage.concurrency) }}
+{{- $ramp := $stage.ramp | default false | ternary "ramp:" "" }}
+{{- $parts = append $parts (printf "%s%vs:%s" $ramp $stage.durationSeconds $target) }}
+{{- end }}
+{{- join "," $parts }}
+{{- end }}
+
 {{/* An HTTP probe: (dict "path" "/readyz" "port" "http" "probe" .Values.x.probes.readiness). */}}
 {{- define "nfcorpus.httpProbe" -}}
 httpGet:
@@ -376,8 +388,37 @@ value, rather than ignored while store.backend's default picks another store. */
 {{- fail "an external Qdrant needs qdrant.apiKey.existingSecret or qdrant.apiKey.value (or qdrant.apiKey.enabled=false)" }}
 {{- end }}
 {{- with .Values.loadTest }}
-{{- if and .enabled (not .rate) (lt (int .concurrency) (int .workers)) }}
+{{- if and .enabled (not .stages) (not .rate) (lt (int .concurrency) (int .workers)) }}
 {{- fail "loadTest.concurrency is split across loadTest.workers: give every worker at least one request in flight (concurrency >= workers), or set loadTest.rate" }}
+{{- end }}
+{{- if and .enabled .stages }}
+{{- $workers := int .workers }}
+{{- $kinds := dict }}
+{{- $seconds := float64 .warmupSeconds }}
+{{- $load := 0.0 }}
+{{- range $i, $stage := .stages }}
+{{- $kind := hasKey $stage "rate" | ternary "rate" "concurrency" }}
+{{- $_ := set $kinds $kind true }}
+{{- $target := float64 (get $stage $kind) }}
+{{- $load = addf $load $target }}
+{{- $seconds = addf $seconds $stage.durationSeconds }}
+{{- if and (eq $kind "concurrency") (gt $target 0.0) (lt (int $target) $workers) }}
+{{- fail (printf "loadTest.stages[%d].concurrency is split across loadTest.workers: give every worker at least one request in flight (%v >= %d), or 0 for a pause" $i $target $workers) }}
+{{- end }}
+{{- end }}
+{{- if gt (len $kinds) 1 }}
+{{- fail "loadTest.stages: every stage has a rate (open loop) or every stage a concurrency (closed loop), not both" }}
+{{- end }}
+{{- $first := first .stages }}
+{{- if and .warmupSeconds (eq (float64 (get $first (hasKey $first "rate" | ternary "rate" "concurrency"))) 0.0) }}
+{{- fail "loadTest.warmupSeconds runs at the first stage's target, and it is 0: start with a stage above 0" }}
+{{- end }}
+{{- if eq $load 0.0 }}
+{{- fail "loadTest.stages: every target is 0, the stages ask for no load" }}
+{{- end }}
+{{- if gt $seconds 3600.0 }}
+{{- fail (printf "loadTest.stages and loadTest.warmupSeconds run %v s; a load runs 3600 s at most" $seconds) }}
+{{- end }}
 {{- end }}
 {{- end }}
 {{- with .Values.auth }}

@@ -1,6 +1,9 @@
-"""The load generator: an agent under a fixed concurrency or rate for a duration, and its report.
+"""The load generator: an agent under a concurrency or a rate over time, and its report.
 
-A run asks every NFCorpus query in a seeded order (:mod:`.run`), from one process or split across
+A run follows a load shape (:mod:`.shape`: stages held or ramped, after a warm-up kept apart;
+the command line's :mod:`.options`), writes a progress line as it goes (:mod:`.progress`) and
+reports each stage (:mod:`.stages`). It asks every NFCorpus query in a seeded order (:mod:`.run`),
+from one process or split across
 several (:mod:`.workers`), whose reports a collector takes in a cluster (:mod:`.collector`) and
 which merge into one (:mod:`.report`): its timeline (:mod:`.timeline`) and latencies in mergeable
 histograms (:mod:`.histogram`), and its self-contained HTML page (:mod:`.html_page`) drawn with

@@ -13,7 +13,8 @@ from pathlib import Path
 
 from services.common.files import atomic_write_text
 from services.green_agent.evaluation.report import LATENCY_COLUMNS, latency_columns
-from services.green_agent.load.report import LoadReport, workload_line
+from services.green_agent.load.report import LoadReport, pace_setting, workload_line
+from services.green_agent.load.stages import stage_label, warmup_line
 from services.green_agent.load.svg_charts import Series, bar_chart, label, line_chart
 from services.green_agent.load.thresholds import parse_budget
 from services.green_agent.load.timeline import LatencyBin
@@ -59,13 +60,9 @@ def _duration(seconds: float) -> str:
 
 
 def _headline(report: LoadReport) -> str:
-    pace = (
-        f"concurrency {report.concurrency}"
-        if report.concurrency is not None
-        else f"target rate {report.target_rate:g}/s"
-    )
     setting = (
-        f"A2A {report.protocol} · {report.mode}, {pace} · {report.duration_s:g} s of load "
+        f"A2A {report.protocol} · {report.mode}, {pace_setting(report)} · "
+        f"{report.duration_s:g} s of load "
         f"(wall {report.wall_s:.1f} s) · {report.timeline_bucket_s:g} s buckets"
     )
     lat = report.latency
@@ -229,6 +226,45 @@ def _failures(report: LoadReport) -> str:
     )
 
 
+def _stages(report: LoadReport) -> str:
+    """The stages, each with what it asked and achieved, and the warm-up left out of the rest."""
+    if len(report.stages) <= 1 and report.warmup is None:
+        return ""
+    open_loop = report.mode == "open-loop"
+    warmup = ""
+    if report.warmup is not None and report.stages:
+        warmup = f"<p>{escape(warmup_line(report.warmup, report.stages[0].pace))}.</p>\n"
+
+    def asked(value: float | None) -> str:
+        return "-" if value is None else f"{value:.1f}"
+
+    rows = "\n".join(
+        f'<tr><td class="n">{s.stage}</td><td>{escape(stage_label(s))}</td>'
+        f'<td class="n">{s.ran_s:.1f}</td>'
+        f'<td class="n">{asked(s.asked_rate if open_loop else s.asked_concurrency)}</td>'
+        f'<td class="n">{s.achieved_rate:.1f}</td><td class="n">{s.mean_concurrency:.1f}</td>'
+        f'<td class="n">{s.started:,}</td><td class="n">{s.ok:,}</td>'
+        f'<td class="n">{s.errors:,}</td><td class="n">{s.dropped:,}</td>'
+        f'<td class="n">{_duration(s.latency.p50_s) if s.ok else "–"}</td>'
+        f'<td class="n">{_duration(s.latency.p99_s) if s.ok else "–"}</td></tr>'
+        for s in report.stages
+    )
+    names = ("asked/s", "started/s") if open_loop else ("asked in flight", "completed/s")
+    head = "".join(
+        f'<th class="{"" if name == "shape" else "n"}">{name}</th>'
+        for name in (
+            "stage", "shape", "seconds", *names, "in flight", "sent", "ok", "errors",
+            "dropped", "p50", "p99",
+        )
+    )  # fmt: skip
+    return (
+        f"<section><h2>Stages ({len(report.stages)})</h2>\n{warmup}"
+        f"<table><thead><tr>{head}</tr></thead>\n<tbody>{rows}</tbody></table>\n"
+        "<p>Each stage's outcomes are those of the requests it started; in flight is the mean "
+        "number of requests outstanding over the stage.</p></section>"
+    )
+
+
 def _generators(report: LoadReport) -> str:
     """Each generator's figures, and a warning when one was the bottleneck."""
     warning = ""
@@ -286,6 +322,7 @@ def render_load_html(report: LoadReport) -> str:
             f"<style>{CSS}</style></head>",
             "<body><main>",
             _headline(report),
+            _stages(report),
             _budgets(report),
             _charts_over_time(report),
             _histogram(report),

@@ -10,8 +10,11 @@ answer, never a mean of the workers' percentiles. The merged report keeps each w
 and says when a generator was itself the bottleneck: its process near a whole core, or fewer
 requests started than its share of the asked rate.
 
-The report is JSON (``load --out``) and a rich table for the terminal here; its HTML page is
-:mod:`services.green_agent.load.html_page`.
+The report is JSON (``load --out``); its terminal tables are in
+:mod:`services.green_agent.load.outputs`, its HTML page in
+:mod:`services.green_agent.load.html_page`, its CSV files in
+:mod:`services.green_agent.load.csv_files`. It carries the run's budgets
+(:mod:`services.green_agent.load.thresholds`), judged on a whole run and by the merge.
 """
 
 from __future__ import annotations
@@ -22,17 +25,17 @@ from collections.abc import Sequence
 from typing import Any
 
 from pydantic import BaseModel, computed_field
-from rich.table import Table
 
 from services.green_agent.evaluation.evaluator import QueryOutcome
 from services.green_agent.evaluation.mcp_counters import CacheEffect
-from services.green_agent.evaluation.report import (
-    LATENCY_COLUMNS,
-    LatencyStats,
-    latency_columns,
-    milliseconds,
-)
+from services.green_agent.evaluation.report import LatencyStats
 from services.green_agent.load.histogram import LatencyHistogram, merge_all
+from services.green_agent.load.stages import (
+    StageFigures,
+    WarmupFigures,
+    merge_stages,
+    merge_warmups,
+)
 from services.green_agent.load.thresholds import Threshold, breaches, judge, parse_budgets
 from services.green_agent.load.timeline import (
     LatencyBin,
@@ -131,6 +134,11 @@ class LoadReport(BaseModel):
     # and the workers still to come.
     complete: bool = True
     waiting_for: list[int] = []
+    # The load's shape (services.green_agent.load.stages): each stage's figures, and the
+    # warm-up's outcomes, which no other figure counts (None: no warm-up). With stages,
+    # ``target_rate`` is the stages' mean asked rate and ``concurrency`` their peak.
+    stages: list[StageFigures] = []
+    warmup: WarmupFigures | None = None
     # The budgets the run was given (``load --threshold``), each with its figure and verdict:
     # judged on a whole run, listed unjudged in a worker's report (its merge judges them).
     thresholds: list[Threshold] = []
@@ -160,12 +168,15 @@ def build_load_report(
     split: bool = False,
     cpu_s: float | None = None,
     run: str = "",
+    stages: Sequence[StageFigures] = (),
+    warmup: WarmupFigures | None = None,
 ) -> LoadReport:
     """Summarise a load run: latency of the answers, and apart how fast the failures came.
 
     ``cpu_s`` is the generator's own CPU over the run; ``worker`` its index in a ``split`` run,
     whose workers bucket their timelines by the duration they were asked for, so that the
     timelines merge bucket by bucket (a whole run buckets by how long it actually ran).
+    ``outcomes`` leave the warm-up's out: ``warmup`` counts them.
     """
     ok = [o for o in outcomes if o.ok]
     width = bucket_width(duration_s) if split else None
@@ -205,6 +216,8 @@ def build_load_report(
         worker=worker,
         cpu_s=cpu_s,
         run=run,
+        stages=list(stages),
+        warmup=warmup,
     )
     figures = worker_figures(report)
     return report.model_copy(update={"workers": [figures]})
@@ -313,6 +326,8 @@ def merge_load_reports(reports: Sequence[LoadReport]) -> LoadReport:
         cpu_s=math.fsum(c for c in cpu if c is not None) if None not in cpu else None,
         workers=workers,
         run=first.run,
+        stages=merge_stages([r.stages for r in reports]),
+        warmup=merge_warmups([r.warmup for r in reports]),
     )
     budgets = parse_budgets(t.budget for t in first.thresholds)
     return merged.model_copy(update={"thresholds": judge(budgets, merged)})
@@ -322,49 +337,18 @@ def _total(values: list[int | None] | list[float | None]) -> Any:
     return None if None in values else sum(v for v in values if v is not None)
 
 
-def load_table(report: LoadReport) -> Table:
-    """Show a load run as one rich table."""
-    setting = (
-        f"concurrency {report.concurrency}"
-        if report.concurrency is not None
-        else f"rate {report.target_rate:g}/s"
-    )
-    table = Table(title=f"load on {report.agent} (A2A {report.protocol}, {setting})")
-    for column in ("sent", "ok", "err", "drop", "rps", *LATENCY_COLUMNS):
-        table.add_column(column, justify="right")
-    table.add_row(
-        str(report.requests),
-        str(report.ok),
-        str(report.errors),
-        str(report.dropped),
-        f"{report.throughput_rps:.1f}",
-        *(milliseconds(s) for s in latency_columns(report.latency)),
-    )
-    table.caption = workload_line(report)
-    return table
-
-
-def workers_table(report: LoadReport) -> Table:
-    """Each generator of a run: what it sent, at what pace, and what it cost."""
-    table = Table(title=f"{len(report.workers)} generators")
-    columns = ("worker", "sent", "ok", "err", "drop", "asked/s", "started/s", "p50", "p99")
-    for column in (*columns, "CPU/request", "of a core"):
-        table.add_column(column, justify="right")
-    for w in report.workers:
-        table.add_row(
-            str(w.worker),
-            str(w.requests),
-            str(w.ok),
-            str(w.errors),
-            str(w.dropped),
-            "-" if w.asked_rate is None else f"{w.asked_rate:.1f}",
-            f"{w.started_rate:.1f}",
-            milliseconds(w.latency.p50_s),
-            milliseconds(w.latency.p99_s),
-            "-" if w.cpu_ms_per_request is None else f"{w.cpu_ms_per_request:.2f} ms",
-            "-" if w.core_share is None else f"{w.core_share:.0%}",
-        )
-    return table
+def pace_setting(report: LoadReport) -> str:
+    """The pace a run asked: ``rate 20/s``, ``concurrency 8``, or its stages and their mean."""
+    staged = len(report.stages) > 1 or any(s.kind == "ramp" for s in report.stages)
+    if report.concurrency is not None:
+        pace = f"{'peak ' if staged else ''}concurrency {report.concurrency}"
+    else:
+        pace = f"{'mean ' if staged else ''}rate {report.target_rate:g}/s"
+    if staged:
+        pace = f"{len(report.stages)} stages, {pace}"
+    if report.warmup is not None:
+        pace += f", after {report.warmup.ran_s:g} s of warm-up"
+    return pace
 
 
 def workload_line(report: LoadReport) -> str:

@@ -4,10 +4,10 @@ One generator tops out near a few hundred requests per second per core, and a re
 out answers more: a run is split across ``count`` workers, each a process of its own (here
 :func:`run_workers` starts them; in a cluster each is one pod of an Indexed Job, its index in
 ``JOB_COMPLETION_INDEX``). Worker ``index`` asks its share of the pace (the rate divided evenly,
-the concurrency spread with the remainder on the first workers) and draws every ``count``-th
-query of the seeded pool from ``index`` on, so the workers ask disjoint queries and together
-the run's. Each writes its own report; :func:`~services.green_agent.load.report.merge_load_reports`
-makes them one.
+the concurrency spread with the remainder on the first workers; so for each stage of a shape
+and its warm-up) and draws every ``count``-th query of the seeded pool from ``index`` on, so the
+workers ask disjoint queries and together the run's. Each writes its own report;
+:func:`~services.green_agent.load.report.merge_load_reports` makes them one.
 """
 
 from __future__ import annotations
@@ -23,7 +23,9 @@ from typing import TypeVar
 
 import httpx
 
+from services.green_agent.load.progress import PREFIX
 from services.green_agent.load.report import LoadReport
+from services.green_agent.load.shape import Shape
 
 T = TypeVar("T")
 
@@ -51,6 +53,16 @@ class Share:
     def rate(self, total: float) -> float:
         """Its part of ``total`` requests started per second."""
         return total / self.count
+
+    def shape(self, total: Shape) -> Shape:
+        """Its part of a shape: each stage's target and the warm-up's, split as the pace is.
+
+        A rate is divided evenly; a concurrency spread as :meth:`concurrency` spreads it (a
+        target of 0, a pause, stays 0).
+        """
+        if total.kind == "rate":
+            return total.scaled(self.rate)
+        return total.scaled(lambda target: float(self.concurrency(int(target)) if target else 0))
 
     def queries(self, pool: Sequence[T]) -> list[T]:
         """Its slice of the query pool: every ``count``-th from ``index`` on."""
@@ -85,7 +97,8 @@ async def run_workers(
 
     ``folder`` exists (a temporary one, say).
 
-    When ``stop`` is set, every worker gets SIGTERM: each ends early with its report.
+    When ``stop`` is set, every worker gets SIGTERM: each ends early with its report. Each
+    worker's progress lines go to stderr as they come, with its index.
 
     Raises:
         RuntimeError: a worker failed (its exit status and the end of its output).
@@ -110,12 +123,22 @@ async def run_workers(
                 if process.returncode is None:
                     process.send_signal(signal.SIGTERM)
 
+    async def read(index: int, process: asyncio.subprocess.Process) -> bytes:
+        assert process.stdout is not None
+        lines = []
+        async for line in process.stdout:
+            lines.append(line)
+            if line.startswith(PREFIX.encode()):
+                print(f"worker {index}: {line.decode(errors='replace')}", end="", file=sys.stderr)
+        await process.wait()
+        return b"".join(lines)
+
     forwarding = asyncio.create_task(forward_stop())
     try:
-        outputs = await asyncio.gather(*(p.communicate() for p in processes))
+        outputs = await asyncio.gather(*(read(i, p) for i, p in enumerate(processes)))
     finally:
         forwarding.cancel()
-    for i, (process, (output, _)) in enumerate(zip(processes, outputs, strict=True)):
+    for i, (process, output) in enumerate(zip(processes, outputs, strict=True)):
         if process.returncode != 0:
             tail = output.decode(errors="replace")[-2000:]
             raise RuntimeError(f"load worker {i} exited with {process.returncode}: {tail}")
