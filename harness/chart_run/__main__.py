@@ -13,7 +13,8 @@
 6. The chart's load test (``loadTest``, on in the scenario): its Indexed Job's generator pods,
    run as the Job controller runs them (in a cluster the Job starts with the release; here after
    the rollouts, so that it measures a settled release), each handing its report to the
-   collector; the merged report must be its workers' sum, with no failed request.
+   collector; the merged report must be its workers' sum, with no failed request and every budget
+   met. Then the Job again with a budget set to fail: the Job must fail, and name it.
 7. Every pod terminated the same way; the figures in ``--out`` (reports/chart-run.json) and
    as a page beside it (reports/chart-run.md).
 
@@ -37,7 +38,7 @@ import httpx
 
 from harness.chart_run.engine import Engine
 from harness.chart_run.kubelet import Pod
-from harness.chart_run.load_test import run_load_test
+from harness.chart_run.load_test import BREACH_VALUES, generator_job, run_load_test
 from harness.chart_run.manifests import load_release
 from harness.chart_run.release import Cluster, Rollout
 from harness.chart_run.spec import Deployment, PodSpec, Release
@@ -53,13 +54,13 @@ WAIT_S = 300.0
 LOAD_ANSWERS = 20
 
 
-def render(helm: Path, values: Path, release: str, namespace: str, image: str) -> str:
-    """``helm template`` of ``values``, the image under test named in it."""
+def render(helm: Path, values: Path, release: str, namespace: str, image: str, *extra: str) -> str:
+    """``helm template`` of ``values``, the image under test named in it (``extra``: flags)."""
     repository, _, tag = image.rpartition(":")
     command = [
         str(helm), "template", release, str(CHART), "--namespace", namespace,
         "--values", str(values), "--set", f"image.repository={repository}",
-        "--set-string", f"image.tag={tag}",
+        "--set-string", f"image.tag={tag}", *extra,
     ]  # fmt: skip
     return subprocess.run(command, check=True, capture_output=True, text=True).stdout
 
@@ -141,6 +142,18 @@ async def _answered_at_least(pods: list[Pod], count: int) -> bool:
     return await answered(pods) >= count
 
 
+def breach_args(args: argparse.Namespace) -> tuple[str, ...] | None:
+    """The generators' arguments, as the chart renders them, with a budget set to fail.
+
+    None: the scenario has no load test.
+    """
+    rendered = render(
+        args.helm, args.values, args.release, args.namespace, args.image, *BREACH_VALUES
+    )
+    job = generator_job(load_release(rendered, args.namespace))
+    return None if job is None else job.template.args
+
+
 async def run(args: argparse.Namespace, work: Path) -> dict[str, Any]:
     """Every step of the run; its report (``problems`` lists what did not hold)."""
     release = load_release(
@@ -178,7 +191,7 @@ async def run(args: argparse.Namespace, work: Path) -> dict[str, Any]:
             cluster, url, test_pod, purple, args.load, work / "out"
         )
         print(f"chart-run: load during the rollouts: {report['load']}")
-        report["load_test"] = await run_load_test(cluster)
+        report["load_test"] = await run_load_test(cluster, breach_args(args))
         print(f"chart-run: load test: {json.dumps(report['load_test'], default=str)[:2000]}")
         cluster.check()
         report["scratch_bytes"] = cluster.scratch()

@@ -102,11 +102,25 @@ def _load_test_lines(figures: dict[str, Any] | None) -> list[str]:
     bound = (
         "; generator-bound: " + "; ".join(run["generator_bound"]) if run["generator_bound"] else ""
     )
-    return [
+    budgets = ", ".join(
+        f"{t['budget']} {'met' if t['passed'] else 'BREACHED'}" for t in run["thresholds"]
+    )
+    lines = [
         f"| load test: Job {figures['job']}, {figures['workers']} generator pods, {pace}, one report from the collector | "
         f"{run['requests']} requests, {run['errors']} failed, {run['throughput_rps']:.1f} answers/s, "
-        f"p50 {run['p50_s'] * 1000:.0f} ms, p99 {run['p99_s'] * 1000:.0f} ms ({each}){bound} |"
+        f"p50 {run['p50_s'] * 1000:.0f} ms, p99 {run['p99_s'] * 1000:.0f} ms ({each}){bound}"
+        f"{'; budgets: ' + budgets if budgets else ''} |"
     ]
+    breach = figures.get("breach")
+    if breach is not None:
+        codes = ", ".join(f"exit {c}" for c in breach["failed_pods"].values()) or "none failed"
+        job = "completed" if breach["complete"] else f"failed: {breach['failure']}"
+        lines.append(
+            f"| the load test again, upgraded with the budget {breach['budget']} "
+            f"(no release meets it) | the Job {job}; its pods: {codes}, naming the budget in "
+            f"{len(breach['named_in'])} logs |"
+        )
+    return lines
 
 
 def markdown(report: dict[str, Any]) -> str:

@@ -1,17 +1,24 @@
 """Command line of the green agent: ``eval``, ``load``, ``serve`` and ``rest``.
 
 ``eval`` exits 1 when any query failed (unreachable agent, failed task or broken contract), so it
-can gate a pipeline; ``load`` exits 0 whatever the error count (read the report), and SIGTERM or
-Ctrl-C ends it early with its report. ``load --html PATH`` also writes the report as one
-self-contained HTML page (throughput and latency over time, latency histogram, failures), e.g.
-``load --agent URL --duration 30 --concurrency 4 --html load.html``; ``load --stages`` runs a
-load shape instead (steps and ramps, ``--warmup`` first: :mod:`services.green_agent.load.options`)
-and a progress line goes to stderr every ``--progress`` seconds. ``load --workers N`` runs
-N generator processes sharing the pace and the queries, and merges their reports into one
+can gate a pipeline; ``load`` gates one with budgets (``--threshold 'p99<2s,errors<1%'``,
+:mod:`services.green_agent.load.thresholds`): it and ``load-merge`` exit 3 when the run breached
+one (the report names it), else 0 whatever the error count; SIGTERM or Ctrl-C ends a load early
+with its report. Every command exits 2 on a bad setting or an unreachable agent.
+
+``load --html PATH`` also writes the report as one self-contained HTML page (throughput and
+latency over time, latency histogram, failures), e.g. ``load --agent URL --duration 30
+--concurrency 4 --html load.html``, and ``--csv PREFIX`` Locust's three CSV files of the run
+(:mod:`services.green_agent.load.csv_files`); ``load --stages`` runs a load shape instead (steps
+and ramps, ``--warmup`` first: :mod:`services.green_agent.load.options`) and a progress line goes
+to stderr every ``--progress`` seconds. ``load --workers N`` runs N generator processes sharing
+the pace and the queries, and merges their reports into one
 (:mod:`services.green_agent.load.workers`); ``load --worker I --workers N`` runs worker I only
 (a pod of an Indexed Job; ``--report-to URL`` hands its report to a ``load-collect`` server, which
-merges the run's reports as they come), and ``load-merge`` merges workers' reports. ``rest`` scores an MCP
-server's ``POST /search_nfcorpus`` directly, on whole splits.
+merges the run's reports as they come; given budgets, the worker then judges them on the
+collector's complete merge: :mod:`services.green_agent.load.verdict`), and ``load-merge`` merges
+workers' reports. ``rest`` scores an MCP server's ``POST /search_nfcorpus`` directly, on whole
+splits.
 
 ``eval``, ``load`` and ``rest`` call the URLs a person typed on the command line: they send the
 token to that agent and follow the URL its card names, unchecked, since that person chose the
@@ -49,7 +56,6 @@ from services.green_agent.evaluation.report import build_report, eval_tables
 from services.green_agent.evaluation.rest import evaluate_rest, splits_argument, table
 from services.green_agent.load.client import connect_lean
 from services.green_agent.load.collector import Collector, create_collector_app
-from services.green_agent.load.html_page import write_load_html
 from services.green_agent.load.options import (
     LOAD_HELP,
     add_pace_options,
@@ -57,16 +63,21 @@ from services.green_agent.load.options import (
     shape_of,
     worker_arguments,
 )
+from services.green_agent.load.outputs import (
+    add_report_options,
+    budgets,
+    judge_merged_run,
+    show,
+    with_thresholds,
+)
 from services.green_agent.load.report import (
     LoadReport,
     build_load_report,
-    load_table,
     merge_load_reports,
-    workers_table,
 )
 from services.green_agent.load.run import QueryPool, query_pool, run_shape, stopped_by_signals
 from services.green_agent.load.shape import Shape
-from services.green_agent.load.stages import stages_table
+from services.green_agent.load.thresholds import exit_status
 from services.green_agent.load.workers import Share, hand_in, run_workers
 from services.green_agent.settings import GreenSettings, load_settings
 from services.telemetry.logging import setup_logging
@@ -191,10 +202,15 @@ async def _load(args: argparse.Namespace, settings: GreenSettings) -> int:
         stages=run.stages(),
         warmup=run.warmup_figures(),
     )
-    _show(report, args.out, args.html)
+    given = budgets(args)
+    # A worker's share is not the run: its budgets are judged once the reports are merged.
+    report = with_thresholds(report, given, judged=share.count == 1)
+    show(report, args)
     if args.report_to is not None:
         await hand_in(report, args.report_to, settings.load_collector_authorization())
-    return 0
+        if given and share.count > 1:
+            return await judge_merged_run(args, given, shape.duration_s)
+    return exit_status(report.thresholds)
 
 
 async def _load_split(args: argparse.Namespace) -> int:
@@ -208,6 +224,8 @@ async def _load_split(args: argparse.Namespace) -> int:
         *worker_arguments(shape, args.progress),
         *("--max-in-flight", str(args.max_in_flight)),
         *("--queries", args.queries, "--run", args.run, "--wait-agent", str(args.wait_agent)),
+        # The workers list the budgets in their reports; the merge judges them.
+        *(a for b in budgets(args) for a in ("--threshold", b.text)),
     ]
     lookups_before = await cache_lookups(args.mcp_url)
     with stopped_by_signals() as stop, tempfile.TemporaryDirectory() as folder:
@@ -215,29 +233,21 @@ async def _load_split(args: argparse.Namespace) -> int:
     report = merge_load_reports(reports).model_copy(
         update={"result_cache": cache_effect(lookups_before, await cache_lookups(args.mcp_url))}
     )
-    _show(report, args.out, args.html)
-    return 0
+    show(report, args)
+    return exit_status(report.thresholds)
 
 
 def _load_merge(args: argparse.Namespace) -> int:
-    """``load-merge``: the reports of a run's workers (e.g. the pods of a Job) as one."""
+    """``load-merge``: the reports of a run's workers (e.g. the pods of a Job) as one.
+
+    The budgets of ``--threshold``, if given, are judged instead of those the reports list.
+    """
     reports = [LoadReport.model_validate_json(path.read_text()) for path in args.reports]
-    _show(merge_load_reports(reports), args.out, args.html)
-    return 0
-
-
-def _show(report: LoadReport, out: Path | None, html: Path | None) -> None:
-    _write(report, out)
-    if html is not None:
-        write_load_html(report, html)
-    console = Console()
-    console.print(load_table(report))
-    if len(report.workers) > 1:
-        console.print(workers_table(report))
-    if len(report.stages) > 1 or report.warmup is not None:
-        console.print(stages_table(report.stages, report.warmup))
-    for reason in report.generator_bound:
-        console.print(f"[bold red]generator-bound:[/] {reason}")
+    merged = merge_load_reports(reports)
+    if args.threshold:
+        merged = with_thresholds(merged, budgets(args))
+    show(merged, args)
+    return exit_status(merged.thresholds)
 
 
 async def _rest(args: argparse.Namespace, _: GreenSettings) -> int:
@@ -320,6 +330,7 @@ def _parser(settings: GreenSettings) -> argparse.ArgumentParser:
         metavar="URL",
         help="POST the report to a load collector's /reports when the run ends (load-collect)",
     )
+    add_report_options(run_load, worker=True)
 
     collect = commands.add_parser("load-collect", help="collect and merge a run's worker reports")
     collect.add_argument("--workers", type=int, required=True, help="reports that make the run")
@@ -333,6 +344,7 @@ def _parser(settings: GreenSettings) -> argparse.ArgumentParser:
     merge.add_argument("reports", type=Path, nargs="+", help="the workers' JSON reports")
     merge.add_argument("--out", type=Path, help="write the merged JSON report here")
     merge.add_argument("--html", type=Path, metavar="PATH", help="and its HTML page here")
+    add_report_options(merge)
 
     serve = commands.add_parser("serve", help="serve the evaluator over A2A")
     serve.add_argument("--host", default=settings.host)

@@ -5,11 +5,13 @@ from __future__ import annotations
 import re
 
 import pytest
+from rich.console import Console
 
 from services.green_agent.cli import _parser
 from services.green_agent.evaluation.evaluator import QueryOutcome
 from services.green_agent.load.histogram import LatencyHistogram
 from services.green_agent.load.html_page import render_load_html
+from services.green_agent.load.outputs import load_table
 from services.green_agent.load.report import LoadReport, build_load_report
 from services.green_agent.load.svg_charts import nice_ticks
 from services.green_agent.load.timeline import (
@@ -81,6 +83,27 @@ def test_the_first_start_is_the_origin_and_a_late_end_widens_the_timeline() -> N
     assert [(p.start_s, p.answered) for p in points] == [(0.0, 1), (1.0, 1)]
     assert points[-1].span_s == pytest.approx(1.6)
     assert build_timeline([], wall_s=3.0) == (1.0, [])
+
+
+def test_histogram_stats_read_the_tail_and_the_exact_extremes() -> None:
+    histogram = LatencyHistogram.of([0.001 * v for v in range(1, 1001)])
+    stats = histogram_stats(histogram)
+    assert (stats.min_s, stats.max_s) == (0.001, 1.0)
+    # Nearest rank, read as its bucket's upper edge: at most RESOLUTION above, never below.
+    for got, exact in ((stats.p90_s, 0.9), (stats.p999_s, 0.999)):
+        assert exact <= got <= exact * (1 + histogram.resolution)
+    assert histogram_stats(LatencyHistogram()).min_s == 0.0
+
+
+def test_the_table_and_the_page_show_the_tail_and_the_minimum() -> None:
+    report = _report([_ok(0.1 * i, 0.01 * (i + 1)) for i in range(20)], 2.0)
+    page = render_load_html(report)
+    for name in ("min latency", "p90 latency", "p99.9 latency"):
+        assert name in page
+    console = Console(width=200, record=True)
+    console.print(load_table(report))
+    header = console.export_text()
+    assert all(column in header for column in ("min", "p90", "p99.9"))
 
 
 def test_histogram_bins_follow_the_prometheus_edges() -> None:

@@ -109,3 +109,11 @@ def test_percentile_interpolates_and_handles_edges() -> None:
     assert percentile(list(map(float, range(101))), 95) == pytest.approx(95.0)
     assert latency_stats([]).count == 0
     assert spread([]).mean == 0.0
+
+
+def test_latency_stats_have_the_extremes_and_the_tail() -> None:
+    stats = latency_stats([float(v) for v in range(1, 1001)])
+    assert (stats.min_s, stats.max_s) == (1.0, 1000.0)
+    assert stats.p90_s == pytest.approx(900.1)
+    assert stats.p999_s == pytest.approx(999.001)
+    assert stats.p50_s < stats.p90_s < stats.p95_s < stats.p99_s < stats.p999_s < stats.max_s

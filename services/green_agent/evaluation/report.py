@@ -31,13 +31,21 @@ _HEADLINE = ("ndcg@5", "ndcg@10", "mrr", "precision@5", "recall@5", "precision@1
 
 
 class LatencyStats(BaseModel):
-    """Latency percentiles in seconds (linear interpolation between ranks)."""
+    """Latency percentiles and extremes in seconds (0 when there is no latency).
+
+    An evaluation interpolates its percentiles linearly between ranks (:func:`latency_stats`); a
+    load run reads them from its histogram
+    (:func:`~services.green_agent.load.timeline.histogram_stats`).
+    """
 
     count: int
     mean_s: float
+    min_s: float
     p50_s: float
+    p90_s: float
     p95_s: float
     p99_s: float
+    p999_s: float
     max_s: float
 
 
@@ -108,9 +116,12 @@ def latency_stats(values: Sequence[float]) -> LatencyStats:
     return LatencyStats(
         count=len(values),
         mean_s=statistics.fmean(values) if values else 0.0,
+        min_s=min(values, default=0.0),
         p50_s=percentile(values, 50),
+        p90_s=percentile(values, 90),
         p95_s=percentile(values, 95),
         p99_s=percentile(values, 99),
+        p999_s=percentile(values, 99.9),
         max_s=max(values, default=0.0),
     )
 
@@ -205,6 +216,23 @@ def build_report(
     )
 
 
+#: The columns of a latency table, in order (:func:`latency_columns`).
+LATENCY_COLUMNS = ("min", "p50", "p90", "p95", "p99", "p99.9", "max")
+
+
+def latency_columns(stats: LatencyStats) -> tuple[float, ...]:
+    """The figures of :data:`LATENCY_COLUMNS`, in seconds."""
+    return (
+        stats.min_s,
+        stats.p50_s,
+        stats.p90_s,
+        stats.p95_s,
+        stats.p99_s,
+        stats.p999_s,
+        stats.max_s,
+    )
+
+
 def milliseconds(seconds: float) -> str:
     """``seconds`` in milliseconds, with one decimal and the unit ``ms``."""
     return f"{seconds * 1000:.1f} ms"
@@ -228,14 +256,11 @@ def eval_tables(report: EvalReport) -> Group:
         name = f"agentbeats_ndcg@{k}"
         metrics.add_row(f"{name} (retrieved ideal)", f"{report.metrics.get(name, 0.0):.4f}")
     timing = Table(title="latency and throughput")
-    for column in ("p50", "p95", "p99", "max", "throughput", "wall"):
+    for column in (*LATENCY_COLUMNS, "throughput", "wall"):
         timing.add_column(column, justify="right")
     lat = report.latency
     timing.add_row(
-        milliseconds(lat.p50_s),
-        milliseconds(lat.p95_s),
-        milliseconds(lat.p99_s),
-        milliseconds(lat.max_s),
+        *(milliseconds(s) for s in latency_columns(lat)),
         f"{report.throughput_qps:.1f} q/s",
         f"{report.wall_s:.1f} s",
     )

@@ -12,9 +12,11 @@ from html import escape
 from pathlib import Path
 
 from services.common.files import atomic_write_text
+from services.green_agent.evaluation.report import LATENCY_COLUMNS, latency_columns
 from services.green_agent.load.report import LoadReport, pace_setting, workload_line
 from services.green_agent.load.stages import stage_label, warmup_line
 from services.green_agent.load.svg_charts import Series, bar_chart, label, line_chart
+from services.green_agent.load.thresholds import parse_budget
 from services.green_agent.load.timeline import LatencyBin
 
 GREEN, RED, BLUE, AMBER, PURPLE = "#16a34a", "#dc2626", "#2563eb", "#d97706", "#7c3aed"
@@ -31,7 +33,8 @@ h1 { font-size: 24px; margin: 0 0 4px; word-break: break-all; }
 h2 { font-size: 18px; margin: 0 0 8px; }
 .setting { color: #4b5563; margin: 0 0 18px; }
 .stats { display: grid; grid-template-columns: repeat(5, 1fr); gap: 10px; margin-top: 10px; }
-@media (max-width: 700px) { .stats { grid-template-columns: repeat(2, 1fr); } }
+.stats.latencies { grid-template-columns: repeat(4, 1fr); }
+@media (max-width: 700px) { .stats, .stats.latencies { grid-template-columns: repeat(2, 1fr); } }
 .stat { background: #fff; border-radius: 8px; padding: 10px 14px; border-top: 3px solid #9ca3af; }
 .stat .value { font-size: 22px; font-weight: 600; white-space: nowrap; }
 .stat .name { color: #6b7280; font-size: 13px; }
@@ -45,7 +48,7 @@ code { display: block; white-space: pre-wrap; word-break: break-all; background:
   border: 1px solid #e5e7eb; border-radius: 6px; padding: 6px 10px; margin: 6px 0;
   font: 13px/1.4 ui-monospace, "DejaVu Sans Mono", monospace; }
 .empty { color: #6b7280; font-style: italic; }
-.bound { color: #dc2626; }
+.bound, td.breached { color: #dc2626; } td.passed { color: #16a34a; }
 .incomplete { background: #fef3c7; border-left: 4px solid #d97706; padding: 8px 12px; }
 footer { color: #6b7280; font-size: 13px; margin-top: 18px; }
 """
@@ -81,10 +84,7 @@ def _headline(report: LoadReport) -> str:
     latencies = [
         stat(f"{name} latency", _duration(value) if answered else "–", "latency")
         for name, value in (
-            ("p50", lat.p50_s),
-            ("p95", lat.p95_s),
-            ("p99", lat.p99_s),
-            ("max", lat.max_s),
+            *zip(LATENCY_COLUMNS, latency_columns(lat), strict=True),
             ("mean", lat.mean_s),
         )
     ]
@@ -94,7 +94,7 @@ def _headline(report: LoadReport) -> str:
         f'<p class="setting">{escape(setting)}</p>\n'
         f'<p class="setting">{escape(workload_line(report))}</p>\n'
         f'<div class="stats">{"".join(counts)}</div>\n'
-        f'<div class="stats">{"".join(latencies)}</div>'
+        f'<div class="stats latencies">{"".join(latencies)}</div>'
     )
 
 
@@ -108,6 +108,30 @@ def _incomplete(report: LoadReport) -> str:
         f'<p class="incomplete"><strong>Incomplete: waiting for workers {escape(waiting)}.'
         f"</strong> The figures are those of the workers that have reported so far "
         f"({escape(reported)}).</p>\n"
+    )
+
+
+def _budgets(report: LoadReport) -> str:
+    """The run's budgets, each with its figure and verdict (nothing when it was given none)."""
+    if not report.thresholds:
+        return ""
+    verdicts = {
+        True: ("passed", "passed"),
+        False: ("BREACHED", "breached"),
+        None: ("not judged", ""),
+    }
+    rows = []
+    for t in report.thresholds:
+        verdict, kind = verdicts[t.passed]
+        shown = parse_budget(t.budget).show(t.measured) if t.passed is not None else "-"
+        rows.append(
+            f'<tr><td>{escape(t.budget)}</td><td class="n">{escape(shown)}</td>'
+            f'<td class="{kind}">{verdict}</td></tr>'
+        )
+    head = '<tr><th>budget</th><th class="n">measured</th><th>verdict</th></tr>'
+    return (
+        f"<section><h2>Budgets ({len(report.breached)} breached)</h2>\n"
+        f"<table><thead>{head}</thead>\n<tbody>{''.join(rows)}</tbody></table></section>"
     )
 
 
@@ -299,6 +323,7 @@ def render_load_html(report: LoadReport) -> str:
             "<body><main>",
             _headline(report),
             _stages(report),
+            _budgets(report),
             _charts_over_time(report),
             _histogram(report),
             _failures(report),

@@ -10,8 +10,11 @@ answer, never a mean of the workers' percentiles. The merged report keeps each w
 and says when a generator was itself the bottleneck: its process near a whole core, or fewer
 requests started than its share of the asked rate.
 
-The report is JSON (``load --out``) and a rich table for the terminal here; its HTML page is
-:mod:`services.green_agent.load.html_page`.
+The report is JSON (``load --out``); its terminal tables are in
+:mod:`services.green_agent.load.outputs`, its HTML page in
+:mod:`services.green_agent.load.html_page`, its CSV files in
+:mod:`services.green_agent.load.csv_files`. It carries the run's budgets
+(:mod:`services.green_agent.load.thresholds`), judged on a whole run and by the merge.
 """
 
 from __future__ import annotations
@@ -22,11 +25,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from pydantic import BaseModel, computed_field
-from rich.table import Table
 
 from services.green_agent.evaluation.evaluator import QueryOutcome
 from services.green_agent.evaluation.mcp_counters import CacheEffect
-from services.green_agent.evaluation.report import LatencyStats, milliseconds
+from services.green_agent.evaluation.report import LatencyStats
 from services.green_agent.load.histogram import LatencyHistogram, merge_all
 from services.green_agent.load.stages import (
     StageFigures,
@@ -34,6 +36,7 @@ from services.green_agent.load.stages import (
     merge_stages,
     merge_warmups,
 )
+from services.green_agent.load.thresholds import Threshold, breaches, judge, parse_budgets
 from services.green_agent.load.timeline import (
     LatencyBin,
     TimelinePoint,
@@ -136,6 +139,15 @@ class LoadReport(BaseModel):
     # ``target_rate`` is the stages' mean asked rate and ``concurrency`` their peak.
     stages: list[StageFigures] = []
     warmup: WarmupFigures | None = None
+    # The budgets the run was given (``load --threshold``), each with its figure and verdict:
+    # judged on a whole run, listed unjudged in a worker's report (its merge judges them).
+    thresholds: list[Threshold] = []
+
+    @computed_field  # type: ignore[prop-decorator]  # pydantic's documented pattern
+    @property
+    def breached(self) -> list[str]:
+        """The budgets the run breached, each with its figure (empty: none, or none judged)."""
+        return [t.line() for t in breaches(self.thresholds)]
 
 
 def build_load_report(
@@ -211,6 +223,12 @@ def build_load_report(
     return report.model_copy(update={"workers": [figures]})
 
 
+def _one_run(r: LoadReport) -> tuple[object, ...]:
+    """What the workers of one run share: run name, agent, protocol, mode, buckets, budgets."""
+    budgets = tuple(t.budget for t in r.thresholds)
+    return (r.run, r.agent, r.protocol, r.mode, r.timeline_bucket_s, budgets)
+
+
 def worker_figures(report: LoadReport) -> WorkerFigures:
     """One generator's figures, and why it was the bottleneck if it was."""
     started = report.requests / report.duration_s if report.duration_s > 0 else 0.0
@@ -247,18 +265,18 @@ def merge_load_reports(reports: Sequence[LoadReport]) -> LoadReport:
     Percentiles come from the merged histograms; the timelines merge bucket by bucket (every
     worker buckets by the same width, from its first request on: the workers start together).
     ``result_cache`` is left to the caller, who reads the server's counters around the whole run.
+    The workers' budgets are judged on the merged figures.
 
     Raises:
         ValueError: no reports, or reports of different runs (run name, agent, protocol, mode,
-            buckets).
+            buckets, budgets).
 
     """
     if not reports:
         raise ValueError("no worker reports to merge")
     first = reports[0]
     for r in reports[1:]:
-        theirs = (r.run, r.agent, r.protocol, r.mode, r.timeline_bucket_s)
-        ours = (first.run, first.agent, first.protocol, first.mode, first.timeline_bucket_s)
+        theirs, ours = _one_run(r), _one_run(first)
         if theirs != ours:
             raise ValueError(f"worker {r.worker} ran {theirs}, worker {first.worker} {ours}")
     wall_s = max(r.wall_s for r in reports)
@@ -271,7 +289,7 @@ def merge_load_reports(reports: Sequence[LoadReport]) -> LoadReport:
     samples = list(dict.fromkeys(s for r in reports for s in r.error_samples))[:10]
     cpu = [r.cpu_s for r in reports]
     workers = sorted((worker_figures(r) for r in reports), key=lambda w: w.worker)
-    return LoadReport(
+    merged = LoadReport(
         agent=first.agent,
         protocol=first.protocol,
         mode=first.mode,
@@ -311,32 +329,12 @@ def merge_load_reports(reports: Sequence[LoadReport]) -> LoadReport:
         stages=merge_stages([r.stages for r in reports]),
         warmup=merge_warmups([r.warmup for r in reports]),
     )
+    budgets = parse_budgets(t.budget for t in first.thresholds)
+    return merged.model_copy(update={"thresholds": judge(budgets, merged)})
 
 
 def _total(values: list[int | None] | list[float | None]) -> Any:
     return None if None in values else sum(v for v in values if v is not None)
-
-
-def load_table(report: LoadReport) -> Table:
-    """Show a load run as one rich table."""
-    setting = pace_setting(report)
-    table = Table(title=f"load on {report.agent} (A2A {report.protocol}, {setting})")
-    for column in ("sent", "ok", "err", "drop", "rps", "p50", "p95", "p99", "max"):
-        table.add_column(column, justify="right")
-    lat = report.latency
-    table.add_row(
-        str(report.requests),
-        str(report.ok),
-        str(report.errors),
-        str(report.dropped),
-        f"{report.throughput_rps:.1f}",
-        milliseconds(lat.p50_s),
-        milliseconds(lat.p95_s),
-        milliseconds(lat.p99_s),
-        milliseconds(lat.max_s),
-    )
-    table.caption = workload_line(report)
-    return table
 
 
 def pace_setting(report: LoadReport) -> str:
@@ -351,29 +349,6 @@ def pace_setting(report: LoadReport) -> str:
     if report.warmup is not None:
         pace += f", after {report.warmup.ran_s:g} s of warm-up"
     return pace
-
-
-def workers_table(report: LoadReport) -> Table:
-    """Each generator of a run: what it sent, at what pace, and what it cost."""
-    table = Table(title=f"{len(report.workers)} generators")
-    columns = ("worker", "sent", "ok", "err", "drop", "asked/s", "started/s", "p50", "p99")
-    for column in (*columns, "CPU/request", "of a core"):
-        table.add_column(column, justify="right")
-    for w in report.workers:
-        table.add_row(
-            str(w.worker),
-            str(w.requests),
-            str(w.ok),
-            str(w.errors),
-            str(w.dropped),
-            "-" if w.asked_rate is None else f"{w.asked_rate:.1f}",
-            f"{w.started_rate:.1f}",
-            milliseconds(w.latency.p50_s),
-            milliseconds(w.latency.p99_s),
-            "-" if w.cpu_ms_per_request is None else f"{w.cpu_ms_per_request:.2f} ms",
-            "-" if w.core_share is None else f"{w.core_share:.0%}",
-        )
-    return table
 
 
 def workload_line(report: LoadReport) -> str:

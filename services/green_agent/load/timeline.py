@@ -30,13 +30,16 @@ MAX_POINTS = 120
 
 
 def histogram_stats(histogram: LatencyHistogram) -> LatencyStats:
-    """Count, mean, p50/p95/p99 (bucket upper edges, at most 1% high) and the exact maximum."""
+    """Count, mean, the exact extremes, and percentiles (bucket upper edges, at most 1% high)."""
     return LatencyStats(
         count=histogram.count,
         mean_s=histogram.mean_s,
+        min_s=histogram.min_s or 0.0,
         p50_s=histogram.quantile(0.50),
+        p90_s=histogram.quantile(0.90),
         p95_s=histogram.quantile(0.95),
         p99_s=histogram.quantile(0.99),
+        p999_s=histogram.quantile(0.999),
         max_s=histogram.max_s or 0.0,
     )
 
