@@ -41,6 +41,7 @@ from pydantic import BaseModel
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from services.common.files import atomic_write_text
 from services.common.server import serve
 from services.green_agent.assessment.app import create_app
 from services.green_agent.evaluation.client import (
@@ -95,7 +96,7 @@ def _write(report: BaseModel | dict[str, Any], out: Path | None) -> None:
         if isinstance(report, BaseModel)
         else json.dumps(report, indent=2)
     )
-    out.write_text(text + "\n", encoding="utf-8")
+    atomic_write_text(out, text + "\n")
 
 
 async def _eval(args: argparse.Namespace, settings: GreenSettings) -> int:

@@ -25,9 +25,11 @@ failure with its reason.
 from __future__ import annotations
 
 import csv
+import io
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
+from services.common.files import atomic_write_text
 from services.green_agent.load.histogram import LatencyHistogram
 from services.green_agent.load.report import LoadReport
 
@@ -154,10 +156,11 @@ def failure_rows(report: LoadReport) -> list[list[Cell]]:
 
 
 def _write(path: Path, header: Sequence[str], rows: Iterable[Sequence[Cell]]) -> None:
-    with path.open("w", newline="", encoding="utf-8") as file:
-        writer = csv.writer(file)
-        writer.writerow(header)
-        writer.writerows(rows)
+    text = io.StringIO(newline="")
+    writer = csv.writer(text)
+    writer.writerow(header)
+    writer.writerows(rows)
+    atomic_write_text(path, text.getvalue())
 
 
 def write_csv_files(report: LoadReport, prefix: Path) -> list[Path]:

@@ -16,6 +16,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
+from services.common.files import atomic_write_text
 from services.green_agent.evaluation.report import LATENCY_COLUMNS, latency_columns, milliseconds
 from services.green_agent.load.csv_files import write_csv_files
 from services.green_agent.load.html_page import write_load_html
@@ -78,7 +79,7 @@ def show(report: LoadReport, args: argparse.Namespace) -> None:
     """Write the report where ``--out``, ``--html`` and ``--csv`` say, and show it."""
     if args.out is not None:
         args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(report.model_dump_json(indent=2) + "\n", encoding="utf-8")
+        atomic_write_text(args.out, report.model_dump_json(indent=2) + "\n")
     if args.html is not None:
         write_load_html(report, args.html)
     if args.csv is not None:
