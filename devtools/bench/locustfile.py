@@ -13,6 +13,7 @@ unique ids that exist), as the generator checks it; a breach is a Locust failure
 from __future__ import annotations
 
 import itertools
+import json
 import os
 import random
 from pathlib import Path
@@ -22,9 +23,9 @@ from locust import FastHttpUser, constant, events, task
 from locust.env import Environment
 
 from services.green_agent.evaluation.answer_contract import ContractViolation, check_reply
-from services.green_agent.evaluation.client import CARD_PATH, reply_from_v03_result
+from services.green_agent.evaluation.client import CARD_PATH, reply_from_v03_result, v03_request
 from services.green_agent.evaluation.dataset import load_test_set
-from services.green_agent.load.client import reply_from_v10_result, v03_request, v10_request
+from services.green_agent.load.client import reply_from_v10_result, v10_request
 
 PROTOCOL = os.environ.get("BENCH_A2A_PROTOCOL", "1.0")
 TOP_K = int(os.environ.get("BENCH_TOP_K", "5"))
@@ -69,7 +70,7 @@ class A2AUser(FastHttpUser):
             body, target = v10_request(text, TOP_K), self.endpoint
         else:
             target = self.client.get(CARD_PATH, name="card").json()["url"]
-            body = v03_request(text, TOP_K)
+            body = json.dumps(v03_request(text, TOP_K), separators=(",", ":")).encode()
         with self.client.post(
             target,
             data=body,  # type: ignore[arg-type]  # sent as they are; the hint says str

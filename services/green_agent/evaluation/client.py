@@ -55,6 +55,24 @@ def request_text(query: str, top_k: int) -> str:
     return json.dumps({"query": query, "top_k": top_k})
 
 
+def v03_request(query: str, top_k: int) -> dict[str, Any]:
+    """The JSON-RPC request of a 0.3 ``message/send``, as an a2a-sdk 0.3 green agent sends it."""
+    return {
+        "id": uuid.uuid4().hex,
+        "jsonrpc": "2.0",
+        "method": "message/send",
+        "params": {
+            "configuration": {"acceptedOutputModes": [], "blocking": True},
+            "message": {
+                "kind": "message",
+                "messageId": uuid.uuid4().hex,
+                "parts": [{"kind": "text", "text": request_text(query, top_k)}],
+                "role": "user",
+            },
+        },
+    }
+
+
 async def _inject_trace(request: httpx.Request) -> None:
     request.headers.update(inject_headers())
 
@@ -201,23 +219,9 @@ class LegacyAgentClient:
 
     async def ask(self, query: str, top_k: int) -> Reply:
         """Fetch the card, post ``message/send`` to its ``url``, read the task."""
-        payload = {
-            "id": uuid.uuid4().hex,
-            "jsonrpc": "2.0",
-            "method": "message/send",
-            "params": {
-                "configuration": {"acceptedOutputModes": [], "blocking": True},
-                "message": {
-                    "kind": "message",
-                    "messageId": uuid.uuid4().hex,
-                    "parts": [{"kind": "text", "text": request_text(query, top_k)}],
-                    "role": "user",
-                },
-            },
-        }
         try:
             card = (await self._http.get(self._url + CARD_PATH)).raise_for_status().json()
-            response = await self._http.post(card["url"], json=payload)
+            response = await self._http.post(card["url"], json=v03_request(query, top_k))
             body = response.raise_for_status().json()
         except Exception as e:
             raise _failure(e) from e

@@ -34,6 +34,7 @@ from services.green_agent.evaluation.client import (
     TransportFailure,
     reply_from_v03_result,
     request_text,
+    v03_request,
 )
 from services.green_agent.evaluation.egress import AllowedOrigins
 from services.telemetry.tracing import inject_headers
@@ -200,7 +201,8 @@ class LeanAgentClient:
         target = card.get("url") if isinstance(card, dict) else None
         if not isinstance(target, str):
             raise TransportFailure("transport", f"the agent card at {self._card_url} has no url")
-        answer = await self._origins.exchange("POST", target, [], v03_request(query, top_k))
+        body = _dump(v03_request(query, top_k))
+        answer = await self._origins.exchange("POST", target, [], body)
         return reply_from_v03_result(_rpc_result(answer, "jsonrpc_error") or {})
 
     async def aclose(self) -> None:
@@ -225,27 +227,6 @@ def v10_request(query: str, top_k: int) -> bytes:
             "params": {"message": message, "configuration": {}},
             "id": str(uuid.uuid4()),
             "jsonrpc": "2.0",
-        }
-    )
-
-
-def v03_request(query: str, top_k: int) -> bytes:
-    """The body of a 0.3 ``message/send``, as an a2a-sdk 0.3 green agent writes it."""
-    message = {
-        "kind": "message",
-        "messageId": uuid.uuid4().hex,
-        "parts": [{"kind": "text", "text": request_text(query, top_k)}],
-        "role": "user",
-    }
-    return _dump(
-        {
-            "id": uuid.uuid4().hex,
-            "jsonrpc": "2.0",
-            "method": "message/send",
-            "params": {
-                "configuration": {"acceptedOutputModes": [], "blocking": True},
-                "message": message,
-            },
         }
     )
 
