@@ -144,6 +144,7 @@ class CannedAgent:
     def __init__(self) -> None:
         self.answer: Any = None
         self.base = ""
+        self.card_url: str | None = None  # the url the card names, when not the agent's own
 
     async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
@@ -156,7 +157,10 @@ class CannedAgent:
                         length = int(value)
                 body = await reader.readexactly(length) if length else b""
                 if head.startswith(b"GET"):
-                    writer.write(_ok(json.dumps(_card(self.base)).encode()))
+                    card = _card(self.base)
+                    if self.card_url is not None:
+                        card["url"] = self.card_url
+                    writer.write(_ok(json.dumps(card).encode()))
                 elif self.answer == "__sleep__":
                     await asyncio.sleep(TIMEOUT_S * 2)
                     return
@@ -261,3 +265,19 @@ async def test_both_clients_get_the_same_rankings_from_the_purple_agent(
     finally:
         await sdk.aclose()
         await lean.aclose()
+
+
+@pytest.mark.parametrize("named", ["http://127.0.0.1:1/a b", "http://127.0.0.1:99999/", "ftp://x/"])
+async def test_a_card_naming_an_unusable_url_is_a_failed_query_not_a_crash(named: str) -> None:
+    async with canned_agent() as agent:
+        agent.answer = _results("0.3")["conforming"]
+        agent.card_url = named
+        sdk = await connect(agent.base, "0.3", TIMEOUT_S, 4)
+        lean = await connect_lean(agent.base, "0.3", TIMEOUT_S, 4)
+        try:
+            ours, theirs = await _verdict(lean, "0.3"), await _verdict(sdk, "0.3")
+        finally:
+            await sdk.aclose()
+            await lean.aclose()
+    assert not ours.ok
+    assert (ours.ok, ours.reason) == (theirs.ok, theirs.reason)

@@ -87,6 +87,8 @@ class _Origins:
                 status, text = answer.status, await answer.read()
         except (ConnectFailed, ConnectionBroken) as e:
             raise TransportFailure("transport", f"{type(e).__name__}: {e}") from e
+        except ValueError as e:  # a URL a card named that no request line can carry
+            raise TransportFailure("transport", f"cannot call {url!r}: {e}") from e
         if not 200 <= status < 300:
             detail = text[:_DETAIL_BYTES].decode("utf-8", "replace")
             reason = "overloaded" if status in _OVERLOADED else "transport"
