@@ -365,8 +365,38 @@ timeoutSeconds: {{ .probe.timeoutSeconds }}
 failureThreshold: {{ .probe.failureThreshold }}
 {{- end }}
 
+{{/* What a published route sends to the purple agent: the agent card (CARD_PATHS of
+services/common/a2a.py: the root and both well-known paths) and the JSON-RPC endpoint (A2A_RPC_PATH,
+the root), each matched exactly. The probes (/healthz, /readyz: the latter names the internal MCP
+URL) and /metrics stay inside the cluster. */}}
+{{- define "nfcorpus.publishedPaths" -}}
+- /
+- /.well-known/agent-card.json
+- /.well-known/agent.json
+{{- end }}
+
 {{/* Checks across values that the JSON schema cannot express. */}}
 {{- define "nfcorpus.validate" -}}
+{{- /* A published route reaches the agent from outside the cluster: no anonymous callers and no
+plain HTTP unless a value named for exactly that says so (the chart cannot see the TLS of a
+Gateway's listeners, so an HTTPRoute states it). */}}
+{{- with .Values.purpleAgent }}
+{{- if and .httpRoute.enabled (not .httpRoute.parentRefs) }}
+{{- fail "purpleAgent.httpRoute.enabled needs purpleAgent.httpRoute.parentRefs: the Gateway(s) to attach to" }}
+{{- end }}
+{{- range $route := list "ingress" "httpRoute" }}
+{{- $v := index $.Values.purpleAgent $route }}
+{{- if and $v.enabled (not $.Values.auth.enabled) (not $v.allowUnauthenticated) }}
+{{- fail (printf "purpleAgent.%s publishes the purple agent, and with auth.enabled=false anyone who reaches it may call it: set auth.enabled=true (callers then send a bearer token), or purpleAgent.%s.allowUnauthenticated=true to publish an open agent on purpose" $route $route) }}
+{{- end }}
+{{- end }}
+{{- if and .ingress.enabled (not .ingress.tlsSecretName) (not .ingress.allowPlaintext) }}
+{{- fail "purpleAgent.ingress without TLS carries callers' tokens and queries in clear text: set purpleAgent.ingress.tlsSecretName (the TLS Secret of purpleAgent.ingress.host), or purpleAgent.ingress.allowPlaintext=true when plain HTTP is what you want (e.g. TLS ends before the ingress controller)" }}
+{{- end }}
+{{- if and .httpRoute.enabled (not .httpRoute.tlsAtGateway) (not .httpRoute.allowPlaintext) }}
+{{- fail "purpleAgent.httpRoute: the chart cannot see whether the listeners of its parentRefs use TLS: set purpleAgent.httpRoute.tlsAtGateway=true when they are HTTPS listeners, or purpleAgent.httpRoute.allowPlaintext=true to publish over plain HTTP on purpose" }}
+{{- end }}
+{{- end }}
 {{- /* store.mode was the key's name before chart 0.3.0 (qdrant | embedded): refused, whatever its
 value, rather than ignored while store.backend's default picks another store. */}}
 {{- if hasKey .Values.store "mode" }}
