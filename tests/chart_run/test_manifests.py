@@ -72,7 +72,7 @@ def test_secrets_probes_and_lifecycle_are_resolved() -> None:
     assert (s.uid, s.gid, s.fs_group) == (10001, 10001, 10001)
     assert s.read_only_root and s.no_new_privileges and s.drop_all_capabilities
     (test_pod,) = release.test_pods
-    assert dict(test_pod.env)["A2A_TOKEN_FILE"] == "/var/run/secrets/nfcorpus/client-tokens/tokens"
+    assert dict(test_pod.env)["A2A_TOKEN_FILE"] == "/var/run/secrets/nfcorpus/helm-test-token/token"
     assert test_pod.restart_policy == "Never"
 
 

@@ -134,6 +134,27 @@ def render(*values_files: str, **sets: object) -> Rendered:
 
 
 @functools.cache
+def notes(*sets: str) -> str:
+    """The NOTES `helm install` prints (a client-side dry run), with --set pairs `key=value`."""
+    cmd = [str(tool("helm")), "install", RELEASE, str(CHART), "--namespace", NAMESPACE]
+    cmd += ["--dry-run=client", *(f"--set={s}" for s in sets)]
+    result = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    if result.returncode != 0:
+        raise RenderError(result.stderr.strip())
+    return result.stdout.split("\nNOTES:\n", 1)[1]
+
+
+def secret_items(workload: Doc) -> set[tuple[str, str]]:
+    """(Secret name, key) of every Secret item the pod's volumes project."""
+    return {
+        (v["secret"]["secretName"], item["key"])
+        for v in pod_spec(workload).get("volumes") or []
+        if "secret" in v
+        for item in v["secret"].get("items") or [{"key": "*"}]  # no items: every key
+    }
+
+
+@functools.cache
 def kustomize(overlay: str) -> Rendered:
     """`kubectl kustomize k8s/overlays/<overlay>`."""
     cmd = [str(tool("kubectl")), "kustomize", str(ROOT / "k8s" / "overlays" / overlay)]

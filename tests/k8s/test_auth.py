@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from services.common.auth import authorization, load_tokens
 from tests.k8s.rendering import (
     Doc,
     Rendered,
@@ -17,6 +18,7 @@ from tests.k8s.rendering import (
     load_query_script,
     pod_spec,
     render,
+    secret_items,
     token_source,
 )
 
@@ -26,6 +28,8 @@ TOKEN_ENV = ("PURPLE_AUTH_TOKENS_FILE", "PURPLE_MCP_TOKEN_FILE", "MCP_AUTH_TOKEN
 PURPLE_FILES = {"PURPLE_AUTH_TOKENS_FILE": "clientTokens", "PURPLE_MCP_TOKEN_FILE": "mcpToken"}
 MCP_FILES = {"MCP_AUTH_TOKENS_FILE": "mcpToken"}
 DEFAULT_KEYS = {"clientTokens": "client-tokens", "mcpToken": "mcp-token"}
+# The chart's own callers: caller name -> the key of its token in the callers' Secret.
+OWN_CALLERS = {"load-generator": "load-generator-token", "helm-test": "helm-test-token"}
 
 
 def workload(r: Rendered, component: str) -> Doc:
@@ -60,13 +64,37 @@ def test_auth_is_off_by_default() -> None:
         assert "checksum/auth" not in pod_annotations(workload(r, component))
 
 
-def test_generated_tokens_reach_both_workloads_as_files() -> None:
+def callers(tmp_path: Path, tokens: str) -> dict[str, str]:
+    """Token -> caller name, as the purple agent reads the callers' tokens file."""
+    path = tmp_path / "tokens"
+    path.write_text(tokens)
+    return load_tokens(None, path)
+
+
+def sent(tmp_path: Path, item: str, script: bool) -> str:
+    """The token sent with a token file that holds ``item``: by the helm test pod's script
+    (``script``), else by the green agent."""
+    path = tmp_path / "token"
+    path.write_text(item)
+    if script:
+        token: str = load_query_script().read_token(str(path))
+        return token
+    header = authorization(None, path)
+    assert header is not None
+    return header.removeprefix("Bearer ")
+
+
+def test_generated_tokens_reach_both_workloads_as_files(tmp_path: Path) -> None:
     r = render("ci/default-values.yaml", auth__enabled=True)
     data = secret_data(r)
-    assert set(data) == {"client-tokens", "mcp-token"}
-    for token in data.values():
-        assert len(token) >= 16 and token.isalnum()  # what the services accept
-    assert data["client-tokens"] != data["mcp-token"]
+    assert set(data) == {"client-tokens", "mcp-token", *OWN_CALLERS.values()}
+    for key in ("mcp-token", *OWN_CALLERS.values()):
+        assert len(data[key]) >= 16 and data[key].isalnum()  # what the services accept
+    # One generated caller, then the chart's own callers, each by name with its own token.
+    accepted = callers(tmp_path, data["client-tokens"])
+    assert len(accepted) == 3 and data["mcp-token"] not in accepted
+    for name, key in OWN_CALLERS.items():
+        assert accepted[data[key]] == name
     for component, files in (("purple-agent", PURPLE_FILES), ("mcp-server", MCP_FILES)):
         w = workload(r, component)
         for variable, part in files.items():
@@ -130,7 +158,8 @@ def test_existing_secrets_are_used_by_name_and_none_is_rendered() -> None:
     assert token_source(purple, "PURPLE_MCP_TOKEN_FILE") == ("nfcorpus-mcp-token", "token")
     assert token_source(mcp, "MCP_AUTH_TOKENS_FILE") == ("nfcorpus-mcp-token", "token")
     test_pod = workload(r, "test")
-    assert token_source(test_pod, "A2A_TOKEN_FILE") == ("nfcorpus-client-tokens", "tokens")
+    # The test pod's own item of the callers' Secret, which the list there names helm-test.
+    assert token_source(test_pod, "A2A_TOKEN_FILE") == ("nfcorpus-client-tokens", "helm-test-token")
     # The chart cannot see what an existing Secret holds: restarting the pods is the user's job.
     assert "checksum/auth" not in pod_annotations(purple)
     assert "checksum/auth" not in pod_annotations(mcp)
@@ -147,18 +176,61 @@ def test_one_existing_secret_and_one_generated_token() -> None:
     assert token_source(purple, "PURPLE_AUTH_TOKENS_FILE") == ("callers", "client-tokens")
     assert token_source(purple, "PURPLE_MCP_TOKEN_FILE") == (AUTH_SECRET, "mcp-token")
     assert "checksum/auth" in pod_annotations(purple)
+    # The chart's own callers' items are in the callers' Secret, beside the list naming them.
+    assert token_source(workload(r, "test"), "A2A_TOKEN_FILE") == ("callers", "helm-test-token")
 
 
-def test_helm_test_pod_sends_the_first_client_token(tmp_path: Path) -> None:
-    r = render("ci/full-values.yaml")
-    pod = workload(r, "test")
-    assert token_source(pod, "A2A_TOKEN_FILE") == (AUTH_SECRET, "client-tokens")
-    # The file the pod sees, read by the script the pod runs.
-    tokens = tmp_path / "tokens"
-    tokens.write_text(secret_data(r)["client-tokens"])
-    assert load_query_script().read_token(str(tokens)) == "ci-example-token-green-0123456789"
-    (c,) = containers(pod)
-    assert "Authorization" in c["command"][2]
+def test_given_own_tokens_are_listed_after_the_callers_under_their_names(tmp_path: Path) -> None:
+    def purple_checksum(helm_test: str) -> tuple[dict[str, str], str]:
+        r = render(
+            "ci/default-values.yaml",
+            auth__enabled=True,
+            auth__clientTokens__value="green:green-token-0123456789",
+            auth__helmTestToken__value=helm_test,
+            auth__loadGeneratorToken__value="l" * 20,
+        )
+        return secret_data(r), pod_annotations(workload(r, "purple-agent"))["checksum/auth"]
+
+    data, checksum = purple_checksum("h" * 20)
+    assert (data["helm-test-token"], data["load-generator-token"]) == ("h" * 20, "l" * 20)
+    assert callers(tmp_path, data["client-tokens"]) == {
+        "green-token-0123456789": "green",
+        "h" * 20: "helm-test",
+        "l" * 20: "load-generator",
+    }
+    # The first line stays the user's caller: the notes read a token from there.
+    assert data["client-tokens"].splitlines()[0] == "green:green-token-0123456789"
+    # The agent reads its list at start: a new own token rolls it.
+    assert purple_checksum("k" * 20)[1] != checksum
+
+
+@pytest.mark.parametrize(
+    ("scenario", "component", "variable", "caller"),
+    [
+        ("ci/full-values.yaml", "test", "A2A_TOKEN_FILE", "helm-test"),
+        ("ci/full-values.yaml", "load-generator", "GREEN_AGENT_TOKEN_FILE", "load-generator"),
+        ("ci/embedded-values.yaml", "test", "A2A_TOKEN_FILE", "helm-test"),
+        ("ci/embedded-values.yaml", "load-generator", "GREEN_AGENT_TOKEN_FILE", "load-generator"),
+    ],
+)
+def test_the_chart_s_own_callers_send_a_token_of_their_own(
+    tmp_path: Path, scenario: str, component: str, variable: str, caller: str
+) -> None:
+    r = render(scenario)
+    w = r.component("Job", component)[0] if component == "load-generator" else workload(r, "test")
+    key = OWN_CALLERS[caller]
+    assert token_source(w, variable) == (AUTH_SECRET, key)
+    # Its own item and no other caller's token (the generators also hold the collector's token).
+    held = {k for name, k in secret_items(w) if name == AUTH_SECRET}
+    assert held == {key}
+    data = secret_data(r)
+    # What the pod sends (the helm test script, or the green agent's client) is accepted by the
+    # agent as that caller, not as the first one listed.
+    token = sent(tmp_path, data[key], script=component == "test")
+    assert callers(tmp_path, data["client-tokens"])[token] == caller
+    if component == "test":
+        (c,) = containers(w)
+        assert "Authorization" in c["command"][2]
 
 
 @pytest.mark.parametrize(
@@ -169,6 +241,14 @@ def test_helm_test_pod_sends_the_first_client_token(tmp_path: Path) -> None:
         ({"auth__mcpToken__value": "name:token-0123456789"}, "mcpToken/value"),  # sent verbatim
         ({"auth__mcpToken__existingSecretKey": "client-tokens"}, "same key"),
         ({"auth__clientTokens__existingSecretKey": "not/a/key"}, "existingSecretKey"),
+        ({"auth__helmTestToken__value": "too-short"}, "helmTestToken/value"),
+        ({"auth__loadGeneratorToken__value": "name:token-0123456789"}, "loadGeneratorToken/value"),
+        ({"auth__helmTestToken__existingSecretKey": "client-tokens"}, "another token"),
+        ({"auth__loadGeneratorToken__existingSecretKey": "mcp-token"}, "another token"),
+        (
+            {"auth__clientTokens__value": "helm-test:a-token-of-my-own-0123"},
+            "the chart's own callers",
+        ),
     ],
 )
 def test_unusable_auth_values_are_refused(sets: dict[str, object], message: str) -> None:

@@ -51,7 +51,7 @@ def test_web_pdbs_let_broken_pods_be_evicted_but_qdrant_waits() -> None:
     }
 
 
-def test_http_route_sends_every_path_to_the_purple_service() -> None:
+def test_http_route_sends_the_published_paths_to_the_purple_service() -> None:
     r = render("ci/full-values.yaml")
     (route,) = r.of_kind("HTTPRoute")
     assert route["apiVersion"] == "gateway.networking.k8s.io/v1"
@@ -61,7 +61,8 @@ def test_http_route_sends_every_path_to_the_purple_service() -> None:
     ]
     assert spec["hostnames"] == ["agent.example.com"]
     (rule,) = spec["rules"]
-    assert rule["matches"] == [{"path": {"type": "PathPrefix", "value": "/"}}]
+    # Exact paths only: the card and JSON-RPC (tests/k8s/test_published_routes.py).
+    assert {m["path"]["type"] for m in rule["matches"]} == {"Exact"}
     (service,) = r.component("Service", "purple-agent")
     assert rule["backendRefs"] == [{"name": service["metadata"]["name"], "port": 9009}]
     assert render("ci/default-values.yaml").of_kind("HTTPRoute") == []

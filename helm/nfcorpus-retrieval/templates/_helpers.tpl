@@ -137,24 +137,41 @@ no Qdrant, no indexer). Each helper is "true" or empty, for `if`.
 {{/*
 Bearer-token authentication (.Values.auth). Two tokens, each from its own existingSecret or from
 the Secret the chart creates (<fullname>-auth):
-  clientTokens  what the purple agent accepts from its callers (and the helm test pod sends);
+  clientTokens  what the purple agent accepts from its callers;
   mcpToken      what the purple agent sends to the MCP server and the MCP server accepts.
-Each reaches the pods as a file of a read-only Secret volume, never as an env value.
+and the tokens of the chart's own callers, one per purpose, each an item of the clientTokens
+Secret and listed in its callers' tokens under the caller's name (nfcorpus.ownCallers):
+  loadGeneratorToken  what the load-test generators send (caller load-generator);
+  helmTestToken       what the `helm test` pod sends (caller helm-test).
+Each reaches the pods as a file of a read-only Secret volume, never as an env value, and a pod
+mounts only the item it uses: a generator or test pod holds no other caller's token.
 */}}
+
+{{/* The chart's own callers: (caller name, auth.* part) pairs, as YAML {name: part}. */}}
+{{- define "nfcorpus.ownCallers" -}}
+load-generator: loadGeneratorToken
+helm-test: helmTestToken
+{{- end }}
 {{- define "nfcorpus.authSecret" -}}
 {{- include "nfcorpus.componentName" (dict "root" . "component" "auth") }}
 {{- end }}
 
-{{/* Secret holding one token: (dict "root" $ "part" "clientTokens"). */}}
+{{/* Secret holding one token: (dict "root" $ "part" "clientTokens"). The chart's own callers'
+tokens live in the clientTokens Secret, beside the list that names them. */}}
 {{- define "nfcorpus.authPartSecret" -}}
-{{- default (include "nfcorpus.authSecret" .root) (index .root.Values.auth .part).existingSecret }}
+{{- $own := has .part (values (include "nfcorpus.ownCallers" . | fromYaml)) }}
+{{- default (include "nfcorpus.authSecret" .root) (index .root.Values.auth (ternary "clientTokens" .part $own)).existingSecret }}
 {{- end }}
 
 {{/* Where a token's file is mounted: (dict "root" $ "part" "mcpToken"). */}}
 {{- define "nfcorpus.authFile" -}}
-{{- if eq .part "clientTokens" }}/var/run/secrets/nfcorpus/client-tokens/tokens
-{{- else }}/var/run/secrets/nfcorpus/mcp-token/token
-{{- end }}
+{{- $files := dict
+  "clientTokens" "client-tokens/tokens"
+  "mcpToken" "mcp-token/token"
+  "loadGeneratorToken" "load-generator-token/token"
+  "helmTestToken" "helm-test-token/token"
+}}
+{{- printf "/var/run/secrets/nfcorpus/%s" (get $files .part) }}
 {{- end }}
 
 {{/* The volume of one token, as the {name, mountPath, secret} dict nfcorpus.web takes (YAML):
@@ -162,7 +179,7 @@ only the token's key is projected (items), so a shared existing Secret exposes n
 {{- define "nfcorpus.authVolume" -}}
 {{- $part := index .root.Values.auth .part }}
 {{- $file := include "nfcorpus.authFile" . }}
-name: {{ ternary "client-tokens" "mcp-token" (eq .part "clientTokens") }}
+name: {{ base (dir $file) }}
 mountPath: {{ dir $file }}
 secret:
   secretName: {{ include "nfcorpus.authPartSecret" . }}
@@ -186,18 +203,60 @@ differ on install, and the first upgrade would roll every pod for nothing).
 {{- with lookup "v1" "Secret" .Release.Namespace (include "nfcorpus.authSecret" .) }}
 {{- $held = .data | default dict }}
 {{- end }}
-{{- range $part := list $auth.clientTokens $auth.mcpToken }}
+{{- $own := include "nfcorpus.ownCallers" . | fromYaml }}
+{{- range $name := list "clientTokens" "mcpToken" }}
+{{- $part := index $auth $name }}
 {{- if not $part.existingSecret }}
 {{- $token := $part.value }}
 {{- if and (not $token) (hasKey $held $part.existingSecretKey) }}
 {{- $token = index $held $part.existingSecretKey | b64dec }}
+{{- if eq $name "clientTokens" }}
+{{- /* The held list ends with the chart's own callers, added below: keep the rest only. */}}
+{{- $kept := list }}
+{{- range $line := splitList "\n" $token }}
+{{- if not (hasKey $own (trim (initial (splitList ":" $line) | join ":"))) }}
+{{- $kept = append $kept $line }}
+{{- end }}
+{{- end }}
+{{- $token = join "\n" $kept | trim }}
+{{- end }}
 {{- end }}
 {{- $_ := set $data $part.existingSecretKey (default (randAlphaNum 48) $token) }}
 {{- end }}
 {{- end }}
+{{- /* The chart's own callers: a token each, as an item of its own, and a line name:token in
+the callers' list, so that the agent knows them by name. With clientTokens.existingSecret the
+Secret is yours, its items and its list both (the chart cannot write into it). */}}
+{{- if not $auth.clientTokens.existingSecret }}
+{{- $list := $auth.clientTokens.existingSecretKey }}
+{{- $lines := list (trim (get $data $list)) }}
+{{- range $name := keys $own | sortAlpha }}
+{{- $part := index $auth (get $own $name) }}
+{{- $token := $part.value }}
+{{- if and (not $token) (hasKey $held $part.existingSecretKey) }}
+{{- $token = index $held $part.existingSecretKey | b64dec }}
+{{- end }}
+{{- $token = default (randAlphaNum 48) $token }}
+{{- $_ := set $data $part.existingSecretKey $token }}
+{{- $lines = append $lines (printf "%s:%s" $name $token) }}
+{{- end }}
+{{- $_ := set $data $list (printf "%s\n" (join "\n" $lines)) }}
+{{- end }}
 {{- $_ := set $auth "_generated" $data }}
 {{- end }}
 {{- toYaml $auth._generated }}
+{{- end }}
+
+{{/* The `kubectl run` flags of a NOTES pod that sends a caller's token: the token as a file of a
+Secret volume (GREEN_AGENT_TOKEN_FILE), never in the pod's spec, where anyone who may read the
+pod would see it. Each line starts with a newline and ends with a continuation.
+(dict "pod" "nfcorpus-eval" "secret" "nfcorpus-green-token" "dir" "/var/run/secrets/...") */}}
+{{- define "nfcorpus.notesTokenMount" -}}
+{{- $volume := dict "name" "agent-token" "secret" (dict "secretName" .secret) }}
+{{- $mount := dict "name" "agent-token" "mountPath" .dir "readOnly" true }}
+{{- $spec := dict "volumes" (list $volume) "containers" (list (dict "name" .pod "volumeMounts" (list $mount))) }}
+{{ printf "       --env=GREEN_AGENT_TOKEN_FILE=%s/token \\" .dir }}
+{{ printf "       --override-type=strategic --overrides='%s' \\" (dict "spec" $spec | toJson) }}
 {{- end }}
 
 {{/* The Secret of the load collector's token (templates/load-collector-secret.yaml). */}}
@@ -365,8 +424,38 @@ timeoutSeconds: {{ .probe.timeoutSeconds }}
 failureThreshold: {{ .probe.failureThreshold }}
 {{- end }}
 
+{{/* What a published route sends to the purple agent: the agent card (CARD_PATHS of
+services/common/a2a.py: the root and both well-known paths) and the JSON-RPC endpoint (A2A_RPC_PATH,
+the root), each matched exactly. The probes (/healthz, /readyz: the latter names the internal MCP
+URL) and /metrics stay inside the cluster. */}}
+{{- define "nfcorpus.publishedPaths" -}}
+- /
+- /.well-known/agent-card.json
+- /.well-known/agent.json
+{{- end }}
+
 {{/* Checks across values that the JSON schema cannot express. */}}
 {{- define "nfcorpus.validate" -}}
+{{- /* A published route reaches the agent from outside the cluster: no anonymous callers and no
+plain HTTP unless a value named for exactly that says so (the chart cannot see the TLS of a
+Gateway's listeners, so an HTTPRoute states it). */}}
+{{- with .Values.purpleAgent }}
+{{- if and .httpRoute.enabled (not .httpRoute.parentRefs) }}
+{{- fail "purpleAgent.httpRoute.enabled needs purpleAgent.httpRoute.parentRefs: the Gateway(s) to attach to" }}
+{{- end }}
+{{- range $route := list "ingress" "httpRoute" }}
+{{- $v := index $.Values.purpleAgent $route }}
+{{- if and $v.enabled (not $.Values.auth.enabled) (not $v.allowUnauthenticated) }}
+{{- fail (printf "purpleAgent.%s publishes the purple agent, and with auth.enabled=false anyone who reaches it may call it: set auth.enabled=true (callers then send a bearer token), or purpleAgent.%s.allowUnauthenticated=true to publish an open agent on purpose" $route $route) }}
+{{- end }}
+{{- end }}
+{{- if and .ingress.enabled (not .ingress.tlsSecretName) (not .ingress.allowPlaintext) }}
+{{- fail "purpleAgent.ingress without TLS carries callers' tokens and queries in clear text: set purpleAgent.ingress.tlsSecretName (the TLS Secret of purpleAgent.ingress.host), or purpleAgent.ingress.allowPlaintext=true when plain HTTP is what you want (e.g. TLS ends before the ingress controller)" }}
+{{- end }}
+{{- if and .httpRoute.enabled (not .httpRoute.tlsAtGateway) (not .httpRoute.allowPlaintext) }}
+{{- fail "purpleAgent.httpRoute: the chart cannot see whether the listeners of its parentRefs use TLS: set purpleAgent.httpRoute.tlsAtGateway=true when they are HTTPS listeners, or purpleAgent.httpRoute.allowPlaintext=true to publish over plain HTTP on purpose" }}
+{{- end }}
+{{- end }}
 {{- /* store.mode was the key's name before chart 0.3.0 (qdrant | embedded): refused, whatever its
 value, rather than ignored while store.backend's default picks another store. */}}
 {{- if hasKey .Values.store "mode" }}
@@ -425,6 +514,26 @@ value, rather than ignored while store.backend's default picks another store. */
 {{- if .enabled }}
 {{- if and (not .clientTokens.existingSecret) (not .mcpToken.existingSecret) (eq .clientTokens.existingSecretKey .mcpToken.existingSecretKey) }}
 {{- fail "auth.clientTokens.existingSecretKey and auth.mcpToken.existingSecretKey name the same key of the chart's auth Secret: make them differ" }}
+{{- end }}
+{{- /* The chart's own callers' tokens are items of the clientTokens Secret, beside its list. */}}
+{{- $own := include "nfcorpus.ownCallers" $ | fromYaml }}
+{{- $keys := list .clientTokens.existingSecretKey }}
+{{- if eq .clientTokens.existingSecret .mcpToken.existingSecret }}{{ $keys = append $keys .mcpToken.existingSecretKey }}{{ end }}
+{{- range $name := keys $own | sortAlpha }}
+{{- $part := get $own $name }}
+{{- $key := (index $.Values.auth $part).existingSecretKey }}
+{{- if has $key $keys }}
+{{- fail (printf "auth.%s.existingSecretKey (%s) names a key another token of the same Secret uses: make them differ" $part $key) }}
+{{- end }}
+{{- $keys = append $keys $key }}
+{{- end }}
+{{- if not .clientTokens.existingSecret }}
+{{- range $line := splitList "\n" .clientTokens.value }}
+{{- $name := trim (initial (splitList ":" $line) | join ":") }}
+{{- if and (not (hasPrefix "#" (trim $line))) (hasKey $own $name) }}
+{{- fail (printf "auth.clientTokens.value: %s is the name of one of the chart's own callers, which the chart lists itself with its token auth.%s: give your caller another name" $name (get $own $name)) }}
+{{- end }}
+{{- end }}
 {{- end }}
 {{- /* The services refuse short tokens at start; refuse them at install instead of crash-looping. */}}
 {{- range $line := splitList "\n" .clientTokens.value }}
