@@ -170,12 +170,12 @@ def _envelope_then(then: BodyCheck | None) -> BodyCheck:
     return lambda value, headers: envelope_problem(value) or then(value, headers)
 
 
-def _not_json(scope: Scope) -> str | None:
-    """Why a JSON-RPC post's ``Content-Type`` is not JSON's, or None when it is.
+def not_json(scope: Scope, taker: str = "JSON-RPC") -> str | None:
+    """Why a post's ``Content-Type`` is not JSON's, or None when it is (``taker``: who says so).
 
     A web page may POST ``text/plain`` (or a form) anywhere without asking first; only a
     ``Content-Type`` of ``application/json`` makes a browser ask the server (a CORS preflight),
-    which ours never allow. So a page cannot reach a JSON-RPC endpoint, on loopback or behind a
+    which ours never allow. So a page cannot reach a JSON endpoint, on loopback or behind a
     firewall, on a visitor's behalf.
     """
     for name, value in scope["headers"]:
@@ -184,8 +184,8 @@ def _not_json(scope: Scope) -> str | None:
             if media == b"application/json":
                 return None
             shown = media.decode("latin-1")[:60] or "an empty one"
-            return f"JSON-RPC takes Content-Type: application/json, not {shown}"
-    return "JSON-RPC takes Content-Type: application/json, and the request has none"
+            return f"{taker} takes Content-Type: application/json, not {shown}"
+    return f"{taker} takes Content-Type: application/json, and the request has none"
 
 
 def _declared_length(scope: Scope) -> int | None:
@@ -251,7 +251,7 @@ class RequestGuard:
 
     async def _checked_body(self, scope: Scope, receive: Receive) -> bytes:
         """Read the whole body within the limits and check it."""
-        if scope["path"] in self._jsonrpc and (problem := _not_json(scope)) is not None:
+        if scope["path"] in self._jsonrpc and (problem := not_json(scope)) is not None:
             raise Refusal(415, problem)
         limit = self._limits.max_body_bytes
         declared = _declared_length(scope)

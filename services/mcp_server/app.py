@@ -33,7 +33,7 @@ INSTRUCTIONS = (
 
 
 def transport_security(allowed_hosts: list[str]) -> TransportSecuritySettings:
-    """Host-header check for the MCP endpoint; ``*`` switches it off deliberately."""
+    """Host and Origin check of ``/mcp`` and the REST routes; ``*`` switches it off deliberately."""
     if "*" in allowed_hosts:
         return TransportSecuritySettings(enable_dns_rebinding_protection=False)
     return TransportSecuritySettings(

@@ -1,6 +1,7 @@
 """Plain HTTP routes: REST search, the AgentBeats stats API and a self-description at ``/``.
 
-(The frame adds health and metrics.)
+Each checks Host and Origin as ``/mcp`` does, with the same setting (:func:`rest_routes`). The
+frame adds health and metrics, unchecked: see :func:`rest_routes` for why.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
+from services.common.guard import not_json
 from services.mcp_server.schemas import InvalidSearch, response_json, validate_search
 from services.mcp_server.service import SearchService, SearchUnavailableError
 
@@ -27,9 +29,13 @@ Endpoint = Callable[[Request], Awaitable[Response]]
 EVERY_METHOD = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
 
 
-def _route(path: str, endpoint: Endpoint, methods: list[str]) -> Route:
+def _route(
+    path: str, endpoint: Endpoint, methods: list[str], same_site: TransportSecurityMiddleware
+) -> Route:
     """``endpoint`` at ``path`` for ``methods``; any other method gets 405 with ``Allow``.
 
+    A request of another site (its Host or Origin not allowed by ``same_site``) gets the MCP
+    SDK's own refusal first, whatever its method: 421 for the Host, 403 for the Origin.
     A route limited to its methods would let the catch-all MCP mount answer the others with 404,
     which tells a client the path does not exist.
     """
@@ -37,6 +43,9 @@ def _route(path: str, endpoint: Endpoint, methods: list[str]) -> Route:
     allow = ", ".join(allowed)
 
     async def dispatch(request: Request) -> Response:
+        refused = await same_site.validate_request(request)
+        if refused is not None:
+            return refused
         if request.method in allowed:
             return await endpoint(request)
         message = f"{request.method} is not allowed on {path}: use {allow}"
@@ -68,14 +77,30 @@ def _description() -> dict[str, Any]:
 
 
 def rest_routes(service: SearchService, security: TransportSecuritySettings) -> list[BaseRoute]:
-    """Every non-MCP route of the server.
+    """Every non-MCP route of the server, each checking Host and Origin as ``/mcp`` does.
 
-    The state-changing one (``POST /stats/reset``) checks Host and Origin as ``/mcp`` does
-    (``security``), so a web page cannot reset the evaluator's counter (421 or 403).
+    A page a visitor opens in a browser can reach a server the visitor can reach (on loopback,
+    behind a firewall): by a cross-site request, whose ``Origin`` names the page, or by DNS
+    rebinding, where the page's own name turns to the server's address and its requests carry
+    a foreign ``Host``. ``security`` is the setting ``/mcp`` is checked with
+    (``MCP_ALLOWED_HOSTS``); the MCP SDK's check refuses both on every route here, so a page
+    can neither search on the visitor's behalf, read the counters nor reset the evaluator's
+    count. ``POST /search_nfcorpus`` also takes only ``Content-Type: application/json`` (415
+    otherwise): a page's form or ``text/plain`` post needs no CORS preflight, a JSON one does.
+
+    The frame's ``/healthz``, ``/readyz`` and ``/metrics`` are left unchecked on purpose: the
+    kubelet and Prometheus address a pod by its IP, which no allow-list can name ahead of time,
+    so a Host check would fail every probe and scrape; and they only read, holding no query or
+    document, so a page that reads them learns the server's health and counters at most. Nor
+    are ``GET /mcp`` (a fixed 405) and unknown paths (404): they answer nothing to read.
     """
     same_site = TransportSecurityMiddleware(security)
 
     async def search(request: Request) -> Response:
+        if (problem := not_json(request.scope, "POST /search_nfcorpus")) is not None:
+            detail = [{"field": "content-type", "message": problem}]
+            refusal = {"error": "unsupported media type", "detail": detail}
+            return JSONResponse(refusal, status_code=415)
         try:
             body = json.loads(await request.body())
         except (json.JSONDecodeError, UnicodeDecodeError):
@@ -90,16 +115,15 @@ def rest_routes(service: SearchService, security: TransportSecuritySettings) -> 
             return JSONResponse({"error": str(e)}, status_code=503)
         return Response(response_json(hits), media_type="application/json")
 
+    # POST /health_check and POST /stats/reset read no body, so any Content-Type (or none, as
+    # a caller posting nothing sends) is taken: the Host and Origin check keeps pages away.
     async def health_check(_: Request) -> Response:
         return JSONResponse({"status": "ok", "qdrant_calls_total": service.store_calls})
 
     async def stats(_: Request) -> Response:
         return JSONResponse({"search_call_count": service.search_calls})
 
-    async def stats_reset(request: Request) -> Response:
-        refused = await same_site.validate_request(request)
-        if refused is not None:
-            return refused
+    async def stats_reset(_: Request) -> Response:
         service.reset_stats()
         return JSONResponse({"status": "reset", "search_call_count": 0})
 
@@ -107,9 +131,9 @@ def rest_routes(service: SearchService, security: TransportSecuritySettings) -> 
         return JSONResponse(_description())
 
     return [
-        _route("/", describe, ["GET"]),
-        _route("/search_nfcorpus", search, ["POST"]),
-        _route("/health_check", health_check, ["POST", "GET"]),
-        _route("/stats", stats, ["GET"]),
-        _route("/stats/reset", stats_reset, ["POST"]),
+        _route("/", describe, ["GET"], same_site),
+        _route("/search_nfcorpus", search, ["POST"], same_site),
+        _route("/health_check", health_check, ["POST", "GET"], same_site),
+        _route("/stats", stats, ["GET"], same_site),
+        _route("/stats/reset", stats_reset, ["POST"], same_site),
     ]

@@ -19,8 +19,9 @@ class McpServerSettings(BaseSettings, AuthFields):
     port: int = Field(default=8000, ge=1, le=65535, description="TCP port.")
     allowed_hosts: Annotated[list[str], NoDecode] = Field(
         default=["127.0.0.1:*", "localhost:*", "[::1]:*"],
-        description="Host headers the MCP endpoint accepts (comma list; 'host:*' allows any "
-        "port, '*' switches the check off). Others get 421.",
+        description="Host headers /mcp and the REST routes accept, and the Origins (http or "
+        "https) they take (comma list; 'host:*' allows any port, '*' switches the check off). "
+        "Others get 421 (Host) or 403 (Origin).",
     )
     search_threads: int = Field(
         default=2, ge=1, le=64, description="Searches run at once (each uses one core)."

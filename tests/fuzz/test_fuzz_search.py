@@ -25,6 +25,8 @@ from tests.fuzz.payloads import (
 )
 from tests.fuzz.verdict import Contract, Tally, assert_alive, check_mcp, check_rest
 
+JSON = {"content-type": "application/json"}
+
 
 @given(payload=search_payloads())
 def test_rest_answers_every_payload(
@@ -81,7 +83,10 @@ def test_mcp_answers_every_body(
 def test_rest_and_the_tool_accept_and_refuse_the_same_arguments(
     mcp_server: McpServer, client: httpx.Client, payload: Any
 ) -> None:
-    rest = client.post(mcp_server.base_url + "/search_nfcorpus", content=encode(payload))
+    # As every caller of the REST search sends it: another Content-Type is refused (415).
+    rest = client.post(
+        mcp_server.base_url + "/search_nfcorpus", content=encode(payload), headers=JSON
+    )
     call = {"jsonrpc": "2.0", "id": 1, "method": "tools/call"}
     call["params"] = {"name": "search_nfcorpus", "arguments": payload}
     tool = client.post(mcp_server.mcp_url, content=encode(call), headers=MCP_HEADERS).json()

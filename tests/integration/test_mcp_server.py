@@ -1,5 +1,6 @@
 """The real MCP server (a subprocess on a free loopback port), called with the real MCP client."""
 
+import json
 from typing import Any
 
 import httpx
@@ -229,3 +230,75 @@ def test_the_root_describes_the_server(mcp_server: McpServer) -> None:
     assert [tool["name"] for tool in described["tools"]] == ["search_nfcorpus"]
     assert "POST /search_nfcorpus" in described["endpoints"]
     assert httpx.get(mcp_server.base_url + "/no/such/path").status_code == 404
+
+
+#: Each REST route with a call that succeeds from the server's own site.
+REST_CALLS = [
+    ("GET", "/", None),
+    ("POST", "/search_nfcorpus", {"query": "soy and hot flashes", "top_k": 2}),
+    ("POST", "/health_check", {}),
+    ("GET", "/health_check", None),
+    ("GET", "/stats", None),
+    ("POST", "/stats/reset", None),
+]
+
+
+def _searches(mcp_server: McpServer) -> int:
+    count: int = httpx.get(mcp_server.base_url + "/stats").json()["search_call_count"]
+    return count
+
+
+@pytest.mark.parametrize(("method", "path", "body"), REST_CALLS)
+def test_every_rest_route_refuses_another_sites_request_as_mcp_does(
+    mcp_server: McpServer, method: str, path: str, body: dict[str, Any] | None
+) -> None:
+    url = mcp_server.base_url + path
+    httpx.post(mcp_server.base_url + "/search_nfcorpus", json={"query": "soy"})
+    searches = _searches(mcp_server)
+    # A page of another site posting across sites: the browser names it in Origin.
+    crossed = httpx.request(method, url, json=body, headers={"origin": "http://evil.example"})
+    assert (crossed.status_code, crossed.text) == (403, "Invalid Origin header")
+    # A DNS-rebinding page: its own name resolves to this server, and its requests carry it.
+    rebound = f"evil.example:{mcp_server.port}"
+    renamed = httpx.request(method, url, json=body, headers={"host": rebound})
+    assert (renamed.status_code, renamed.text) == (421, "Invalid Host header")
+    # Neither searched nor reset the evaluator's count; /mcp answers them the same.
+    assert _searches(mcp_server) == searches
+    rpc = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+    accept = {"accept": "application/json, text/event-stream"}
+    for refused, headers in ((403, {"origin": "http://evil.example"}), (421, {"host": rebound})):
+        answer = httpx.post(mcp_server.mcp_url, json=rpc, headers={**accept, **headers})
+        assert answer.status_code == refused
+    # The server's own site, named or not, is served.
+    own = {"origin": f"http://127.0.0.1:{mcp_server.port}"}
+    for headers in (own, {}):
+        assert httpx.request(method, url, json=body, headers=headers).status_code == 200
+
+
+@pytest.mark.parametrize(
+    "kind", ["text/plain", "application/x-www-form-urlencoded", "multipart/form-data; b=x", None]
+)
+def test_rest_search_takes_only_json_and_says_so_with_415(
+    mcp_server: McpServer, kind: str | None
+) -> None:
+    # What a page may post without a CORS preflight (or a post that names no type at all).
+    url = mcp_server.base_url + "/search_nfcorpus"
+    body = json.dumps({"query": "soy and hot flashes", "top_k": 2})
+    searches = _searches(mcp_server)
+    answer = httpx.post(url, content=body, headers={"content-type": kind} if kind else {})
+    assert answer.status_code == 415
+    refusal = answer.json()
+    assert refusal["error"] == "unsupported media type"
+    (detail,) = refusal["detail"]
+    assert detail["field"] == "content-type"
+    named = kind.split(";")[0] if kind else "the request has none"
+    assert "takes Content-Type: application/json" in detail["message"]
+    assert named in detail["message"]
+    assert _searches(mcp_server) == searches
+    # JSON's media type decides, its parameters and case do not.
+    for accepted in ("application/json", "Application/JSON; charset=utf-8"):
+        ok = httpx.post(url, content=body, headers={"content-type": accepted})
+        assert ok.status_code == 200 and len(ok.json()["results"]) == 2
+    # The routes that read no body take a bare post, as a caller posting nothing sends it.
+    assert httpx.post(mcp_server.base_url + "/health_check").status_code == 200
+    assert httpx.post(mcp_server.base_url + "/stats/reset").status_code == 200
