@@ -125,7 +125,8 @@ def test_the_collector_refuses_what_is_not_a_report_of_its_run(
     assert _worker(0, purple_agent.base_url, server.base_url, out).wait(CLI_TIMEOUT_S) == 0
     report = LoadReport.model_validate_json(out.read_text())
     url = server.base_url + "/reports"
-    garbage = httpx.post(url, content=b'{"requests": "many"}', headers={"authorization": BEARER})
+    headers = {"authorization": BEARER, "content-type": "application/json"}
+    garbage = httpx.post(url, content=b'{"requests": "many"}', headers=headers)
     assert garbage.status_code == 422 and "not a load report" in garbage.json()["error"]
     stranger = report.model_copy(update={"worker": 7})
     with pytest.raises(RuntimeError, match="worker 7 is not one of this run's 2"):
@@ -301,3 +302,18 @@ def test_figures_that_do_not_merge_are_a_422_not_a_500(
     assert refused.status_code == 422
     assert "the report's figures do not merge: ZeroDivisionError" in refused.json()["error"]
     assert httpx.get(server.base_url + "/report").status_code == 404
+
+
+def test_a_report_posted_as_anything_but_json_is_a_415_and_changes_nothing(
+    collector: tuple[ServerProcess, Path],
+) -> None:
+    server, merged_file = collector
+    body = _report(0).model_dump_json()
+    auth = {"authorization": f"Bearer {TOKEN}"}
+    for kind in ("text/plain", "application/x-www-form-urlencoded", None):
+        headers = auth if kind is None else {**auth, "content-type": kind}
+        refused = httpx.post(server.base_url + "/reports", content=body, headers=headers)
+        assert refused.status_code == 415, kind
+        assert "application/json" in refused.json()["detail"][0]["message"]
+    assert httpx.get(server.base_url + "/report").status_code == 404
+    assert not list(merged_file.parent.glob("merged*"))
