@@ -63,7 +63,7 @@ def test_auth_is_off_by_default() -> None:
 def test_generated_tokens_reach_both_workloads_as_files() -> None:
     r = render("ci/default-values.yaml", auth__enabled=True)
     data = secret_data(r)
-    assert set(data) == {"client-tokens", "mcp-token"}
+    assert set(data) == {"client-tokens", "mcp-token", "scrape-token"}  # scrape: test_scrape_token
     for token in data.values():
         assert len(token) >= 16 and token.isalnum()  # what the services accept
     assert data["client-tokens"] != data["mcp-token"]
@@ -142,7 +142,7 @@ def test_one_existing_secret_and_one_generated_token() -> None:
         auth__enabled=True,
         auth__clientTokens__existingSecret="callers",
     )
-    assert set(secret_data(r)) == {"mcp-token"}
+    assert set(secret_data(r)) == {"mcp-token", "scrape-token"}
     purple = workload(r, "purple-agent")
     assert token_source(purple, "PURPLE_AUTH_TOKENS_FILE") == ("callers", "client-tokens")
     assert token_source(purple, "PURPLE_MCP_TOKEN_FILE") == (AUTH_SECRET, "mcp-token")

@@ -195,9 +195,37 @@ differ on install, and the first upgrade would roll every pod for nothing).
 {{- $_ := set $data $part.existingSecretKey (default (randAlphaNum 48) $token) }}
 {{- end }}
 {{- end }}
+{{- /* The scrape token of /metrics (nfcorpus.scrapeTokenVolume), made the same way. */}}
+{{- with $auth.scrapeToken }}
+{{- if not .existingSecret }}
+{{- if hasKey $data .existingSecretKey }}
+{{- fail (printf "auth.scrapeToken.existingSecretKey %q is the key of another token: /metrics needs a token of its own" .existingSecretKey) }}
+{{- end }}
+{{- $kept := get $held .existingSecretKey | b64dec }}
+{{- $_ := set $data .existingSecretKey (.value | default $kept | default (randAlphaNum 48)) }}
+{{- end }}
+{{- end }}
 {{- $_ := set $auth "_generated" $data }}
 {{- end }}
 {{- toYaml $auth._generated }}
+{{- end }}
+
+{{/* The scrape token: what /metrics of the purple agent and the MCP server accepts and their
+ServiceMonitors send (.Values.auth.scrapeToken), from its existingSecret or the chart's auth Secret.
+Its file, and its volume as nfcorpus.authVolume gives one; both only with auth.enabled. */}}
+{{- define "nfcorpus.scrapeTokenFile" -}}
+/var/run/secrets/nfcorpus/scrape-token/token
+{{- end }}
+
+{{- define "nfcorpus.scrapeTokenVolume" -}}
+{{- $file := include "nfcorpus.scrapeTokenFile" . }}
+name: scrape-token
+mountPath: {{ dir $file }}
+secret:
+  secretName: {{ include "nfcorpus.authPartSecret" (dict "root" . "part" "scrapeToken") }}
+  items:
+    - key: {{ .Values.auth.scrapeToken.existingSecretKey }}
+      path: {{ base $file }}
 {{- end }}
 
 {{/* The Secret of the load collector's token (templates/load-collector-secret.yaml). */}}
