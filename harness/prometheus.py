@@ -4,7 +4,9 @@ What the chart's ServiceMonitor and PrometheusRule do in a cluster, on one machi
 server each second with the labels a cluster scrape adds (``namespace``, ``service``, and a
 ``job`` named like the chart's Services, which the alert rules match), evaluate the chart's rule
 file, and keep exemplars. The dashboard test (``tests/e2e/test_dashboard.py``) and
-``make observe`` (``devtools/observe.py``) query it the way Grafana would.
+``make observe`` (``devtools/observe.py``) query it the way Grafana would. Servers run with
+authentication on answer ``/metrics`` only to their scrape token: give it as ``scrape_token``,
+and every scrape sends it from a file, as the ServiceMonitor sends the Secret item.
 """
 
 from __future__ import annotations
@@ -35,9 +37,11 @@ class LocalPrometheus:
         *,
         namespace: str = "local",
         scrape_interval_s: int = 1,
+        scrape_token: str | None = None,
     ) -> None:
         """Describe the server; nothing starts before :meth:`start`."""
         self.namespace = namespace
+        self._scrape_token = scrape_token
         self._workdir = workdir
         self._targets = targets
         self._interval = f"{scrape_interval_s}s"
@@ -61,7 +65,7 @@ class LocalPrometheus:
         rules = self._workdir / "rules.yaml"
         # RUNBOOKS is the chart's placeholder for its runbook base URL.
         rules.write_text(RULES.read_text().replace("RUNBOOKS", str(REPO / "docs/runbooks.md")))
-        jobs = [
+        jobs: list[dict[str, Any]] = [
             {
                 "job_name": JOB_PREFIX + component,
                 "static_configs": [
@@ -73,6 +77,12 @@ class LocalPrometheus:
             }
             for component, addresses in self._targets.items()
         ]
+        if self._scrape_token is not None:
+            token = self._workdir / "scrape-token"
+            token.write_text(self._scrape_token)
+            token.chmod(0o600)
+            for job in jobs:
+                job["authorization"] = {"type": "Bearer", "credentials_file": str(token)}
         return {
             "global": {"scrape_interval": self._interval, "evaluation_interval": self._interval},
             "rule_files": [str(rules)],

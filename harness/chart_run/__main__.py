@@ -73,13 +73,31 @@ def service_url(release: Release, component: str) -> str:
     raise SystemExit(f"chart-run: the render has no Service for {component}")
 
 
+def scrape_headers(spec: PodSpec) -> dict[str, str]:
+    """What a scrape of the pod sends: the scrape token it mounts, as the ServiceMonitor does.
+
+    Nothing when the pod names no ``*_METRICS_TOKEN_FILE`` (authentication off).
+    """
+    for name, value in spec.env:
+        if name.endswith("_METRICS_TOKEN_FILE") and isinstance(value, str):
+            token = spec.mounted_file(value)
+            if token is None:
+                raise SystemExit(f"chart-run: {spec.name} mounts nothing at {name}={value}")
+            return {"authorization": f"Bearer {token.decode().strip()}"}
+    return {}
+
+
 async def answered(pods: list[Pod]) -> float:
     """Requests the purple agent pods have completed (their /metrics, as Prometheus scrapes)."""
     total = 0.0
     prefix = 'purple_request_duration_seconds_count{outcome="completed"} '
     async with httpx.AsyncClient(timeout=5) as http:
         for pod in pods:
-            text = (await http.get(f"http://{pod.ip}:{pod.spec.ports['http']}/metrics")).text
+            url = f"http://{pod.ip}:{pod.spec.ports['http']}/metrics"
+            scrape = await http.get(url, headers=scrape_headers(pod.spec))
+            if scrape.status_code == 401:  # a refused scrape fails the run, never counts zero
+                raise SystemExit(f"chart-run: {pod.name} refused the scrape: {scrape.text}")
+            text = scrape.text
             total += sum(
                 float(x.removeprefix(prefix)) for x in text.splitlines() if x.startswith(prefix)
             )

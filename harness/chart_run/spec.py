@@ -83,6 +83,14 @@ class PodSpec:
     grace_s: float
     restart_policy: str
 
+    def mounted_file(self, path: str) -> bytes | None:
+        """The content of the Secret or ConfigMap file the container sees at ``path``, if any."""
+        for volume in self.volumes:
+            relative = path.removeprefix(volume.mount_path.rstrip("/") + "/")
+            if volume.files is not None and relative != path and relative in volume.files:
+                return volume.files[relative]
+        return None
+
 
 @dataclass(frozen=True)
 class Deployment:

@@ -1,13 +1,21 @@
 """Bearer-token authentication: optional, off for local runs, one middleware for every server.
 
 A server with tokens answers every request without a valid ``Authorization: Bearer <token>``
-with 401, except probes, ``/metrics`` (the cluster scrapes and probes them without credentials)
-and the agent card (A2A clients read it to learn that a token is needed). Each token names its
-caller (``name:token`` lines; a bare token gets a name derived from its hash); the name becomes
-the request's user, which is what scopes A2A tasks to the caller that created them.
+with 401, except probes (the kubelet probes without credentials) and the agent card (A2A clients
+read it to learn that a token is needed). Each token names its caller (``name:token`` lines; a
+bare token gets a name derived from its hash); the name becomes the request's user, which is what
+scopes A2A tasks to the caller that created them.
+
+``/metrics`` takes a token of its own, the scrape token (``<PREFIX>_METRICS_TOKEN[_FILE]``: what
+the chart's ServiceMonitor sends), and nothing else: one token per purpose, so a caller's token
+does not read the server's figures and the scraper's token reaches no endpoint but ``/metrics``.
+With client tokens and no scrape token, ``/metrics`` answers 401 to everyone: a server that
+requires callers to authenticate never publishes its figures by default. With no client tokens
+(local runs) ``/metrics`` is open, unless a scrape token is set: then it needs that.
 
 Tokens come from a file (one per line, ``#`` comments; the chart mounts a Secret there) and/or
-an environment variable (comma-separated). Short tokens and placeholders are refused at start.
+an environment variable (comma-separated). Short tokens and placeholders are refused at start,
+and so is a scrape token that is also a caller's.
 """
 
 from __future__ import annotations
@@ -22,7 +30,7 @@ from pydantic import BaseModel, Field
 from starlette.authentication import AuthCredentials, SimpleUser
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from services.common.guard import EXEMPT_PATHS
+from services.common.guard import EXEMPT_PATHS, METRICS_PATH
 
 MIN_TOKEN_CHARS = 16
 PLACEHOLDERS = ("changeme", "changethis", "secret", "token", "password", "example")
@@ -64,7 +72,11 @@ def load_tokens(inline: str | None, path: Path | None) -> dict[str, str]:
 
 
 class AuthFields(BaseModel):
-    """Settings of a server that may require tokens (``<PREFIX>_AUTH_TOKENS[_FILE]``)."""
+    """Tokens a server may require: its callers' and its scraper's.
+
+    ``<PREFIX>_AUTH_TOKENS[_FILE]``: the callers; ``<PREFIX>_METRICS_TOKEN[_FILE]``: the scrape
+    token of ``/metrics``.
+    """
 
     auth_tokens: str | None = Field(
         default=None,
@@ -73,10 +85,21 @@ class AuthFields(BaseModel):
     auth_tokens_file: Path | None = Field(
         default=None, description="File of accepted tokens, one per line (a mounted Secret)."
     )
+    metrics_token: str | None = Field(
+        default=None,
+        description="The scrape token /metrics requires (comma-separated to rotate).",
+    )
+    metrics_token_file: Path | None = Field(
+        default=None, description="File of the scrape token, one per line (a mounted Secret)."
+    )
 
     def tokens(self) -> dict[str, str]:
         """Token -> caller name; empty: authentication is off."""
         return load_tokens(self.auth_tokens, self.auth_tokens_file)
+
+    def metrics_tokens(self) -> dict[str, str]:
+        """The scrape tokens ``/metrics`` accepts (token -> name); empty: none set."""
+        return load_tokens(self.metrics_token, self.metrics_token_file)
 
 
 def authorization(token: str | None, path: Path | None) -> str | None:
@@ -108,8 +131,28 @@ def bearer_token(scope: Scope) -> str | None:
     return None
 
 
+def one_token_per_purpose(tokens: Mapping[str, str], metrics_tokens: Mapping[str, str]) -> None:
+    """Refuse a scrape token that is also a caller's token (:class:`TokenError`)."""
+    if tokens.keys() & metrics_tokens.keys():
+        raise TokenError("a scrape token is also a caller's token: give /metrics its own")
+
+
+def _match(token: str | None, known: list[tuple[bytes, str]]) -> str | None:
+    """The name of ``token`` among ``known``, compared in constant time; None if absent."""
+    if token is None:
+        return None
+    given, found = token.encode(), None
+    for candidate, name in known:  # compare with every token: no early exit to time
+        if hmac.compare_digest(given, candidate):
+            found = name
+    return found
+
+
 class BearerAuth:
-    """ASGI middleware: 401 without a known token; the caller's name as the request's user."""
+    """ASGI middleware: 401 without a known token; the caller's name as the request's user.
+
+    ``/metrics`` is checked against ``metrics_tokens`` only (see the module docstring).
+    """
 
     def __init__(
         self,
@@ -117,22 +160,21 @@ class BearerAuth:
         tokens: Mapping[str, str],
         public_get_paths: Collection[str] = (),
         jsonrpc_paths: Collection[str] = (),
+        metrics_tokens: Mapping[str, str] | None = None,
     ) -> None:
-        """Check requests against ``tokens`` (token -> caller name)."""
+        """Check requests against ``tokens`` (token -> caller name), scrapes ``metrics_tokens``.
+
+        Raises:
+            TokenError: a scrape token is also a caller's.
+
+        """
+        metrics_tokens = metrics_tokens or {}
+        one_token_per_purpose(tokens, metrics_tokens)
         self._app = app
         self._tokens = [(token.encode(), name) for token, name in tokens.items()]
+        self._metrics_tokens = [(token.encode(), name) for token, name in metrics_tokens.items()]
         self._public_get = frozenset(public_get_paths)
         self._jsonrpc = frozenset(jsonrpc_paths)
-
-    def _caller(self, scope: Scope) -> str | None:
-        token = bearer_token(scope)
-        if token is None:
-            return None
-        given, found = token.encode(), None
-        for known, name in self._tokens:  # compare with every token: no early exit to time
-            if hmac.compare_digest(given, known):
-                found = name
-        return found
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Let public requests through; authenticate the others."""
@@ -140,10 +182,18 @@ class BearerAuth:
             await self._app(scope, receive, send)
             return
         path, method = scope["path"], scope["method"]
-        if path in EXEMPT_PATHS or (method in ("GET", "HEAD") and path in self._public_get):
+        if path == METRICS_PATH:
+            open_metrics = not self._tokens and not self._metrics_tokens
+            if open_metrics or _match(bearer_token(scope), self._metrics_tokens) is not None:
+                await self._app(scope, receive, send)
+            else:
+                await self._unauthorized(scope, send)
+            return
+        public = path in EXEMPT_PATHS or (method in ("GET", "HEAD") and path in self._public_get)
+        if public or not self._tokens:  # no tokens: only a scrape token was set
             await self._app(scope, receive, send)
             return
-        caller = self._caller(scope)
+        caller = _match(bearer_token(scope), self._tokens)
         if caller is None:
             await self._unauthorized(scope, send)
             return
@@ -152,9 +202,13 @@ class BearerAuth:
         await self._app(scope, receive, send)
 
     async def _unauthorized(self, scope: Scope, send: Send) -> None:
-        message = "authentication required: send Authorization: Bearer <token>"
-        if bearer_token(scope) is not None:
+        if scope["path"] == METRICS_PATH:
+            # One answer whatever was sent: it tells nobody whether a token is a caller's.
+            message = "authentication required: /metrics takes Authorization: Bearer <scrape token>"
+        elif bearer_token(scope) is not None:
             message = "authentication failed: the bearer token is not valid"
+        else:
+            message = "authentication required: send Authorization: Bearer <token>"
         body: object = {"error": message}
         if scope["path"] in self._jsonrpc:
             body = {"jsonrpc": "2.0", "id": None, "error": {"code": -32001, "message": message}}

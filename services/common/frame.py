@@ -2,11 +2,12 @@
 
 A server hands over its own routes; the frame adds ``GET /healthz`` (the process is alive),
 ``GET /readyz`` (when the server has a readiness check; 503 with the reason otherwise),
-``GET /metrics`` (Prometheus) and, around every request, a latency sample by route and outcome
-(``<prefix>_http_request_duration_seconds``), a server span parented on the caller's W3C trace
-context, bearer-token authentication when the server has tokens (:mod:`services.common.auth`),
-the request guard (:mod:`services.common.guard`: overload, body size and time, JSON nesting
-and text) and, while the process drains, ``Connection: close`` on every answer
+``GET /metrics`` (Prometheus; with authentication on, only for the scrape token) and, around
+every request, a latency sample by route and outcome (``<prefix>_http_request_duration_seconds``),
+a server span parented on the caller's W3C trace context, bearer-token authentication when the
+server has tokens (:mod:`services.common.auth`), the request guard (:mod:`services.common.guard`:
+overload, body size and time, JSON nesting and text) and, while the process drains,
+``Connection: close`` on every answer
 (:mod:`services.common.server`, which runs the app). Anything every server should do per request
 is added here, once.
 
@@ -17,6 +18,7 @@ store query or an MCP request.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
@@ -27,7 +29,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
 
-from services.common.auth import BearerAuth
+from services.common.auth import BearerAuth, one_token_per_purpose
 from services.common.guard import BodyCheck, RequestGuard
 from services.common.limits import ServerLimits
 from services.common.server import CloseWhileDraining, draining
@@ -38,6 +40,7 @@ from services.telemetry.tracing import setup_tracing
 Lifespan = Callable[[Starlette], AbstractAsyncContextManager[None]]
 #: A readiness check: ``(ready, explanation)``.
 Check = Callable[[], Awaitable[tuple[bool, str]]]
+_log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,14 +116,23 @@ def service_app(
     limits: ServerLimits | None = None,
     tokens: Mapping[str, str] | None = None,
     public_get_paths: Collection[str] = (),
+    metrics_tokens: Mapping[str, str] | None = None,
 ) -> Starlette:
     """The server's routes inside the frame (see the module docstring).
 
     ``jsonrpc_paths`` are answered with JSON-RPC errors when the guard refuses a request there;
     ``body_checks`` add a protocol's rules for the JSON bodies of one path. With ``tokens``
-    (token -> caller name) every request needs one, but for probes, metrics and GETs of
-    ``public_get_paths`` (:mod:`services.common.auth`).
+    (token -> caller name) every request needs one, but for probes and GETs of
+    ``public_get_paths``; ``/metrics`` needs one of ``metrics_tokens`` (the scrape token) when
+    either is given (:mod:`services.common.auth`).
+
+    Raises:
+        TokenError: a scrape token is also a caller's token.
+
     """
+    one_token_per_purpose(tokens or {}, metrics_tokens or {})
+    if tokens and not metrics_tokens:
+        _log.warning("authentication is on and no scrape token is set: /metrics answers 401")
     setup_tracing(service.trace_name)
     frame: list[BaseRoute] = [
         Route("/healthz", _healthz, methods=["GET"]),
@@ -138,12 +150,14 @@ def service_app(
         jsonrpc_paths=jsonrpc_paths,
         body_checks=body_checks,
     )
-    if tokens:  # outside the guard: a request without a token takes no slot and no body read
+    # Outside the guard: a request without a token takes no slot and no body read.
+    if tokens or metrics_tokens:
         app.add_middleware(
             BearerAuth,
-            tokens=tokens,
+            tokens=tokens or {},
             public_get_paths=public_get_paths,
             jsonrpc_paths=jsonrpc_paths,
+            metrics_tokens=metrics_tokens,
         )
     app.add_middleware(
         RequestTelemetry,

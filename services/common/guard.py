@@ -11,7 +11,10 @@ protobuf and UTF-8 encoders raise on surrogates). Bodies that are not JSON at al
 each endpoint says itself what it expected.
 
 JSON-RPC endpoints (A2A, MCP) get a JSON-RPC error; other endpoints a JSON error naming the
-problem. Probes and ``/metrics`` are never refused.
+problem. Probes are never refused. ``/metrics`` has a small bound of its own
+(:data:`METRICS_IN_FLIGHT`) instead of ``max_in_flight``: a scrape still gets through while the
+server is saturated, which is when its figures matter most, yet a flood of scrapes (each answer
+held in memory until a slow reader takes it) cannot grow without limit.
 
 On a JSON-RPC path the envelope is checked first (:func:`envelope_problem`): both SDKs validate it
 with pydantic and answer a wrong one with the validation dump (echoing the input) or, for a
@@ -40,7 +43,12 @@ from services.telemetry.http import ABANDONED, PROBE_PATHS
 BodyCheck = Callable[[Any, Mapping[str, str]], str | None]
 INVALID_REQUEST = -32600
 OVERLOADED = -32000  # JSON-RPC "server error" range
-EXEMPT_PATHS = PROBE_PATHS
+METRICS_PATH = "/metrics"
+#: Paths admitted without any bound: the kubelet's probes, answered from memory.
+EXEMPT_PATHS = PROBE_PATHS - {METRICS_PATH}
+#: Scrapes one process serves at once: a Prometheus pair scraping the same target, and room for
+#: a person or a test reading it too; more get 503 with ``Retry-After``.
+METRICS_IN_FLIGHT = 4
 
 
 class ClientGone(Exception):
@@ -221,11 +229,15 @@ class RequestGuard:
             path: check for path, check in checks.items() if path not in self._jsonrpc
         }
         self.in_flight = 0
+        self.metrics_in_flight = 0
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Admit, check and pass on one request, or refuse it."""
         if scope["type"] != "http" or scope["path"] in EXEMPT_PATHS:
             await self._app(scope, receive, send)
+            return
+        if scope["path"] == METRICS_PATH:
+            await self._scrape(scope, receive, send)
             return
         limits = self._limits
         if self.in_flight >= limits.max_in_flight:
@@ -248,6 +260,19 @@ class RequestGuard:
             await self._app(scope, receive, send)
         finally:
             self.in_flight -= 1
+
+    async def _scrape(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Serve ``/metrics`` within its own bound, :data:`METRICS_IN_FLIGHT`."""
+        if self.metrics_in_flight >= METRICS_IN_FLIGHT:
+            message = f"overloaded: {METRICS_IN_FLIGHT} scrapes in progress, retry shortly"
+            retry = self._limits.retry_after_s
+            await self._refuse(scope, send, Refusal(503, message, retry_after=retry))
+            return
+        self.metrics_in_flight += 1
+        try:
+            await self._app(scope, receive, send)
+        finally:
+            self.metrics_in_flight -= 1
 
     async def _checked_body(self, scope: Scope, receive: Receive) -> bytes:
         """Read the whole body within the limits and check it."""

@@ -380,7 +380,7 @@ def main(argv: list[str] | None = None) -> int:
         elif args.command == "load-collect":
             tokens = settings.load_collector_tokens()  # an unusable one stops the start
             collector = Collector(args.workers, args.run, args.out, args.html)
-            app = create_collector_app(collector, tokens)
+            app = create_collector_app(collector, tokens, settings.metrics_tokens())
             settings = load_settings(host=args.host, port=args.port)
         else:
             if args.command == "load":

@@ -16,7 +16,8 @@ from services.nfcorpus.dataset import BEIR_NFCORPUS_MD5, BEIR_NFCORPUS_URL, DEFA
 class GreenSettings(BaseSettings, AuthFields):
     """Configuration of the evaluator, as a CLI or as an A2A server.
 
-    ``GREEN_AUTH_TOKENS[_FILE]`` are the callers the A2A server accepts;
+    ``GREEN_AUTH_TOKENS[_FILE]`` are the callers the A2A server accepts,
+    ``GREEN_METRICS_TOKEN[_FILE]`` its scraper (and the load collector's);
     ``GREEN_ALLOWED_ORIGINS`` where the URLs of their requests may point
     (:mod:`services.green_agent.evaluation.egress`).
     """

@@ -116,4 +116,5 @@ def create_app(
         lifespan=lifespan,
         jsonrpc_paths=[MCP_PATH],
         tokens=settings.tokens(),
+        metrics_tokens=settings.metrics_tokens(),
     )

@@ -11,7 +11,10 @@ from services.common.auth import AuthFields
 
 
 class McpServerSettings(BaseSettings, AuthFields):
-    """Where the server listens and which requests it accepts (``MCP_AUTH_TOKENS[_FILE]``)."""
+    """Where the server listens and which requests it accepts.
+
+    ``MCP_AUTH_TOKENS[_FILE]``: its callers; ``MCP_METRICS_TOKEN[_FILE]``: its scraper.
+    """
 
     model_config = SettingsConfigDict(env_prefix="MCP_", extra="ignore")
 

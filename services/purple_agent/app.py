@@ -78,4 +78,5 @@ def create_app(settings: PurpleSettings) -> Starlette:
         body_checks={A2A_RPC_PATH: message_problem},
         tokens=tokens,
         public_get_paths=CARD_PATHS,
+        metrics_tokens=settings.metrics_tokens(),
     )

@@ -18,7 +18,10 @@ from services.purple_agent.search import SearchProtocol
 
 
 class PurpleSettings(BaseSettings, AuthFields):
-    """Configuration of one purple agent process (``PURPLE_AUTH_TOKENS[_FILE]``: callers)."""
+    """Configuration of one purple agent process.
+
+    ``PURPLE_AUTH_TOKENS[_FILE]``: its callers; ``PURPLE_METRICS_TOKEN[_FILE]``: its scraper.
+    """
 
     model_config = SettingsConfigDict(env_prefix="PURPLE_", extra="ignore")
 

@@ -1,4 +1,8 @@
-"""Authentication on: the MCP server and the purple agent with tokens, as a cluster runs them."""
+"""Authentication on: the MCP server and the purple agent with tokens, as a cluster runs them.
+
+Each token opens what it is for only: callers' tokens the endpoints, the scrape token ``/metrics``
+(as the chart's ServiceMonitor sends it, and a real Prometheus here).
+"""
 
 from __future__ import annotations
 
@@ -11,6 +15,7 @@ import httpx
 import pytest
 
 from harness.processes import ServerProcess
+from harness.prometheus import LocalPrometheus
 from services.green_agent.evaluation.client import A2AVersion, TransportFailure, connect
 from services.green_agent.settings import GreenSettings
 from services.purple_agent.settings import PurpleSettings
@@ -19,6 +24,8 @@ from tests.support.small_index import SmallIndex
 
 AGENT_TOKEN = "purple-agent-token-0123456789"
 ALICE, BOB = "alice-token-0123456789", "bob-token-0123456789"
+SCRAPE = "scrape-token-0123456789"
+METRICS_REFUSED = "authentication required: /metrics takes Authorization: Bearer <scrape token>"
 
 
 @pytest.fixture(scope="module")
@@ -28,7 +35,13 @@ def secured_mcp(
     folder = tmp_path_factory.mktemp("secured")
     tokens = folder / "tokens"
     tokens.write_text(f"# mounted from a Secret\npurple:{AGENT_TOKEN}\n")
-    env = {**small_index.env(private_copy=True), "MCP_AUTH_TOKENS_FILE": str(tokens)}
+    scrape = folder / "scrape-token"
+    scrape.write_text(SCRAPE)  # a Secret item, as the chart mounts it
+    env = {
+        **small_index.env(private_copy=True),
+        "MCP_AUTH_TOKENS_FILE": str(tokens),
+        "MCP_METRICS_TOKEN_FILE": str(scrape),
+    }
     with ServerProcess.module("services.mcp_server", env=env, log_path=folder / "mcp.log") as s:
         yield s
 
@@ -39,25 +52,100 @@ def secured_purple(secured_mcp: ServerProcess) -> Iterator[ThreadedServer]:
         mcp_url=secured_mcp.base_url + "/mcp",
         mcp_token=AGENT_TOKEN,
         auth_tokens=f"alice:{ALICE},bob:{BOB}",
+        metrics_token=SCRAPE,
     )
     with ThreadedServer(settings) as server:
         yield server
 
 
-def _bearer(token: str) -> dict[str, str]:
-    return {"authorization": f"Bearer {token}"}
+def _bearer(token: str | None) -> dict[str, str]:
+    return {"authorization": f"Bearer {token}"} if token else {}
 
 
-def test_the_mcp_server_answers_401_but_for_probes_and_metrics(secured_mcp: ServerProcess) -> None:
+def test_the_mcp_server_answers_401_but_for_probes(secured_mcp: ServerProcess) -> None:
     base = secured_mcp.base_url
     search = {"query": "soy", "top_k": 2}
     assert httpx.post(f"{base}/search_nfcorpus", json=search).status_code == 401
     assert httpx.get(f"{base}/stats").status_code == 401
     assert httpx.post(f"{base}/mcp", json={"jsonrpc": "2.0", "id": 1}).status_code == 401
-    for path in ("/healthz", "/readyz", "/metrics"):
+    for path in ("/healthz", "/readyz"):
         assert httpx.get(f"{base}{path}").status_code == 200, path
     with_token = httpx.post(f"{base}/search_nfcorpus", json=search, headers=_bearer(AGENT_TOKEN))
     assert with_token.status_code == 200 and len(with_token.json()["results"]) == 2
+
+
+@pytest.mark.parametrize(
+    "token",
+    [None, AGENT_TOKEN, "not-a-token-0123456789"],
+    ids=["no token", "a caller's token", "an unknown token"],
+)
+def test_the_mcp_server_refuses_a_scrape_without_the_scrape_token(
+    secured_mcp: ServerProcess, token: str | None
+) -> None:
+    answer = httpx.get(f"{secured_mcp.base_url}/metrics", headers=_bearer(token))
+    assert answer.status_code == 401
+    assert answer.headers["www-authenticate"] == 'Bearer realm="nfcorpus-retrieval"'
+    assert answer.json() == {"error": METRICS_REFUSED}  # and no figure
+
+
+def test_the_scrape_token_opens_the_mcp_server_s_metrics_and_nothing_else(
+    secured_mcp: ServerProcess,
+) -> None:
+    base = secured_mcp.base_url
+    scrape = httpx.get(f"{base}/metrics", headers=_bearer(SCRAPE))
+    assert scrape.status_code == 200
+    assert "mcp_http_request_duration_seconds_count" in scrape.text
+    search = {"query": "soy", "top_k": 2}
+    headers = _bearer(SCRAPE)
+    assert httpx.post(f"{base}/search_nfcorpus", json=search, headers=headers).status_code == 401
+    assert httpx.get(f"{base}/stats", headers=headers).status_code == 401
+    mcp = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+    assert httpx.post(f"{base}/mcp", json=mcp, headers=headers).status_code == 401
+
+
+async def test_the_agent_s_metrics_answer_the_scrape_token_only(
+    secured_purple: ThreadedServer,
+) -> None:
+    async with httpx.AsyncClient(base_url=secured_purple.url, timeout=30) as http:
+        for token in (None, ALICE, "not-a-token-0123456789"):
+            refused = await http.get("/metrics", headers=_bearer(token))
+            assert refused.status_code == 401, token
+            assert refused.json() == {"error": METRICS_REFUSED}
+        scrape = await http.get("/metrics", headers=_bearer(SCRAPE))
+        assert scrape.status_code == 200
+        assert "purple_http_request_duration_seconds_count" in scrape.text
+        # The scrape token is no caller's: the A2A endpoint refuses it.
+        body = v03_body('{"query": "green tea", "top_k": 3}')
+        sent = await http.post("/", json=body, headers=_bearer(SCRAPE))
+        assert sent.status_code == 401 and sent.json()["error"]["code"] == -32001
+        for path in ("/healthz", "/readyz"):  # the kubelet's probes stay open
+            assert (await http.get(path)).status_code == 200, path
+
+
+def test_with_callers_tokens_and_no_scrape_token_metrics_are_closed(
+    secured_mcp: ServerProcess,
+) -> None:
+    settings = PurpleSettings(
+        mcp_url=secured_mcp.base_url + "/mcp", mcp_token=AGENT_TOKEN, auth_tokens=ALICE
+    )
+    with ThreadedServer(settings) as purple:
+        for token in (None, ALICE, SCRAPE):
+            answer = httpx.get(purple.url + "/metrics", headers=_bearer(token))
+            assert answer.status_code == 401, token
+        assert httpx.get(purple.url + "/healthz").status_code == 200
+
+
+def test_a_prometheus_sending_the_scrape_token_scrapes_both_servers(
+    secured_mcp: ServerProcess, secured_purple: ThreadedServer, tmp_path: Path
+) -> None:
+    targets = {
+        "mcp-server": [secured_mcp.base_url.removeprefix("http://")],
+        "purple-agent": [secured_purple.url.removeprefix("http://")],
+    }
+    with LocalPrometheus(tmp_path / "prometheus", targets, scrape_token=SCRAPE) as prometheus:
+        prometheus.wait_for_targets()
+        assert prometheus.query("mcp_http_request_duration_seconds_count")
+        assert prometheus.query("purple_http_request_duration_seconds_count")
 
 
 async def test_the_agent_needs_a_token_and_uses_its_own_for_mcp(

@@ -28,6 +28,7 @@ from tests.support.purple import ThreadedServer, v03_body
 
 ALICE = "alice:alice-token-0123456789"
 BOB = "bob:bob-token-0123456789"
+SCRAPE = "scrape-token-0123456789"  # with callers' tokens, /metrics wants its own
 BURST = 8
 
 
@@ -104,7 +105,8 @@ def _send(green: ServerProcess, participant: str, *, token: str | None = None) -
 
 
 def _gauge(green: ServerProcess, name: str) -> float:
-    for line in httpx.get(green.base_url + "/metrics").text.splitlines():
+    scrape = {"authorization": f"Bearer {SCRAPE}"}  # ignored where authentication is off
+    for line in httpx.get(green.base_url + "/metrics", headers=scrape).text.splitlines():
         if line.startswith(f"{name} "):
             return float(line.split()[1])
     raise AssertionError(f"{name} not exported")
@@ -173,7 +175,7 @@ def test_with_authentication_each_caller_reads_its_own_tasks_only(
     participant: HeldParticipant, tmp_path: Any
 ) -> None:
     participant.free()
-    env = {"GREEN_AUTH_TOKENS": f"{ALICE},{BOB}"}
+    env = {"GREEN_AUTH_TOKENS": f"{ALICE},{BOB}", "GREEN_METRICS_TOKEN": SCRAPE}
     with _green(env, tmp_path / "green.log") as green:
         sent = _send(green, participant.url, token=ALICE)
         assert sent.status_code == 200, sent.text

@@ -169,8 +169,10 @@ def test_without_a_valid_token_the_server_answers_401_but_its_card_and_probes(
     card = httpx.get(green.base_url + "/.well-known/agent-card.json")
     assert card.status_code == 200
     assert card.json()["securitySchemes"]["bearer"]["httpAuthSecurityScheme"]["scheme"] == "bearer"
-    for path in ("/healthz", "/metrics"):
-        assert httpx.get(green.base_url + path).status_code == 200, path
+    assert httpx.get(green.base_url + "/healthz").status_code == 200
+    # No scrape token set: with callers' tokens, /metrics is closed to everyone, callers too.
+    for headers in ({}, {"authorization": f"Bearer {CALLER}"}):
+        assert httpx.get(green.base_url + "/metrics", headers=headers).status_code == 401
 
 
 def test_with_the_token_an_assessment_of_an_allowed_participant_completes(

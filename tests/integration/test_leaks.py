@@ -29,6 +29,7 @@ REQUESTS = 2000
 CACHE_ENTRIES, CACHE_BYTES = 32, 256 * 1024  # small, so the load passes them many times over
 MAX_TASKS, MAX_TASK_BYTES = 500, 64 * 1024
 TOKEN = "leak-test-token-0123456789"  # tasks are kept only for callers who sign in
+SCRAPE = "leak-test-scrape-0123456789"  # with callers' tokens, /metrics wants its own
 
 
 def _disk_bytes(folder: Path) -> int:
@@ -59,6 +60,7 @@ def purple_process(
         "PURPLE_MAX_TASKS": str(MAX_TASKS),
         "PURPLE_MAX_TASK_BYTES": str(MAX_TASK_BYTES),
         "PURPLE_AUTH_TOKENS": f"tester:{TOKEN}",
+        "PURPLE_METRICS_TOKEN": SCRAPE,
     }
     with ServerProcess.module("services.purple_agent", env=env, log_path=log) as server:
         yield server
@@ -90,7 +92,8 @@ def _load(
 
 
 def _gauge(server: ServerProcess, name: str) -> float:
-    metrics = httpx.get(server.base_url + "/metrics").text
+    scrape = {"authorization": f"Bearer {SCRAPE}"}  # ignored where authentication is off
+    metrics = httpx.get(server.base_url + "/metrics", headers=scrape).text
     (value,) = re.findall(rf"^{name} (\S+)$", metrics, flags=re.MULTILINE)
     return float(value)
 

@@ -87,12 +87,13 @@ def sent(tmp_path: Path, item: str, script: bool) -> str:
 def test_generated_tokens_reach_both_workloads_as_files(tmp_path: Path) -> None:
     r = render("ci/default-values.yaml", auth__enabled=True)
     data = secret_data(r)
-    assert set(data) == {"client-tokens", "mcp-token", *OWN_CALLERS.values()}
-    for key in ("mcp-token", *OWN_CALLERS.values()):
+    assert set(data) == {"client-tokens", "mcp-token", "scrape-token", *OWN_CALLERS.values()}
+    for key in ("mcp-token", "scrape-token", *OWN_CALLERS.values()):
         assert len(data[key]) >= 16 and data[key].isalnum()  # what the services accept
     # One generated caller, then the chart's own callers, each by name with its own token.
     accepted = callers(tmp_path, data["client-tokens"])
     assert len(accepted) == 3 and data["mcp-token"] not in accepted
+    assert data["scrape-token"] not in accepted  # one token per purpose: test_scrape_token
     for name, key in OWN_CALLERS.items():
         assert accepted[data[key]] == name
     for component, files in (("purple-agent", PURPLE_FILES), ("mcp-server", MCP_FILES)):
@@ -171,7 +172,7 @@ def test_one_existing_secret_and_one_generated_token() -> None:
         auth__enabled=True,
         auth__clientTokens__existingSecret="callers",
     )
-    assert set(secret_data(r)) == {"mcp-token"}
+    assert set(secret_data(r)) == {"mcp-token", "scrape-token"}
     purple = workload(r, "purple-agent")
     assert token_source(purple, "PURPLE_AUTH_TOKENS_FILE") == ("callers", "client-tokens")
     assert token_source(purple, "PURPLE_MCP_TOKEN_FILE") == (AUTH_SECRET, "mcp-token")

@@ -1,4 +1,9 @@
-"""Optional bearer-token authentication of the service frame, and token loading."""
+"""Optional bearer-token authentication of the service frame, and token loading.
+
+The scrape token: ``/metrics`` takes it and nothing else, it takes nothing else; with callers'
+tokens and no scrape token ``/metrics`` is closed (tests/integration/test_auth.py runs the
+servers so).
+"""
 
 from __future__ import annotations
 
@@ -10,12 +15,16 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from services.common.auth import TokenError, authorization, load_tokens
+from services.common.auth import AuthFields, TokenError, authorization, load_tokens
 from services.common.frame import Readiness, ServiceId, service_app
+from services.green_agent.settings import GreenSettings
+from services.mcp_server.settings import McpServerSettings
+from services.purple_agent.settings import PurpleSettings
 
 SERVICE = ServiceId(metric_prefix="authtest", trace_name="auth-test")
 ALICE = "alice-0123456789abcdef"
 BOB = "bob-0123456789abcdef"
+SCRAPE = "scrape-0123456789abcdef"
 
 
 async def _whoami(request: Request) -> Response:
@@ -30,26 +39,92 @@ async def _ready() -> tuple[bool, str]:
     return True, "ok"
 
 
-def _client() -> httpx.AsyncClient:
+def _client(
+    tokens: str | None = f"alice:{ALICE},bob:{BOB}", metrics_tokens: str | None = SCRAPE
+) -> httpx.AsyncClient:
     routes = [
         Route("/", _whoami, methods=["GET", "POST"]),
         Route("/card", _card, methods=["GET"]),
+        Route("/private", _card, methods=["GET"]),
     ]
     app = service_app(
         SERVICE,
         routes,
         readiness=Readiness(_ready, 1.0),
         jsonrpc_paths=["/"],
-        tokens=load_tokens(f"alice:{ALICE},bob:{BOB}", None),
+        tokens=load_tokens(tokens, None),
         public_get_paths=["/card"],
+        metrics_tokens=load_tokens(metrics_tokens, None),
     )
     return httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://auth")
 
 
-async def test_probes_metrics_and_the_card_need_no_token() -> None:
+def _bearer(token: str) -> dict[str, str]:
+    return {"authorization": f"Bearer {token}"}
+
+
+async def test_probes_and_the_card_need_no_token() -> None:
     async with _client() as client:
-        for path in ("/healthz", "/readyz", "/metrics", "/card"):
+        for path in ("/healthz", "/readyz", "/card"):
             assert (await client.get(path)).status_code == 200, path
+
+
+async def test_metrics_take_the_scrape_token_and_no_caller_s() -> None:
+    async with _client() as client:
+        for headers in ({}, _bearer(ALICE), _bearer("unknown-0123456789abcdef")):
+            refused = await client.get("/metrics", headers=headers)
+            assert refused.status_code == 401, headers
+            assert refused.headers["www-authenticate"] == 'Bearer realm="nfcorpus-retrieval"'
+            assert "authtest_" not in refused.text
+        scrape = await client.get("/metrics", headers=_bearer(SCRAPE))
+        assert scrape.status_code == 200 and "authtest_http_request_duration" in scrape.text
+        # ... and the scrape token opens nothing else: no caller is named by it.
+        assert (await client.get("/private", headers=_bearer(SCRAPE))).status_code == 401
+        assert (await client.get("/private", headers=_bearer(ALICE))).status_code == 200
+
+
+async def test_with_callers_tokens_and_no_scrape_token_metrics_are_closed() -> None:
+    async with _client(metrics_tokens=None) as client:
+        for token in (ALICE, SCRAPE):
+            assert (await client.get("/metrics", headers=_bearer(token))).status_code == 401
+        assert (await client.get("/healthz")).status_code == 200
+
+
+async def test_a_scrape_token_alone_closes_metrics_only() -> None:
+    async with _client(tokens=None) as client:
+        assert (await client.get("/metrics")).status_code == 401
+        assert (await client.get("/metrics", headers=_bearer(SCRAPE))).status_code == 200
+        # Callers need no token: authentication is off.
+        assert (await client.get("/private")).status_code == 200
+
+
+async def test_without_any_token_metrics_stay_open() -> None:
+    async with _client(tokens=None, metrics_tokens=None) as client:
+        assert (await client.get("/metrics")).status_code == 200
+
+
+def test_a_scrape_token_that_is_also_a_caller_s_is_refused_at_start() -> None:
+    with pytest.raises(TokenError, match="give /metrics its own") as refused:
+        _client(metrics_tokens=ALICE)
+    assert ALICE not in str(refused.value)
+
+
+def test_every_server_reads_its_scrape_token_from_its_own_variables(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "scrape-token"
+    path.write_text(f"{SCRAPE}\n")  # a mounted Secret item
+    servers: list[tuple[str, type[AuthFields]]] = [
+        ("PURPLE", PurpleSettings),
+        ("MCP", McpServerSettings),
+        ("GREEN", GreenSettings),
+    ]
+    for prefix, settings in servers:  # one setting of the shared fields, under each prefix
+        monkeypatch.setenv(f"{prefix}_METRICS_TOKEN_FILE", str(path))
+        assert list(settings().metrics_tokens()) == [SCRAPE], prefix
+    monkeypatch.setenv("MCP_METRICS_TOKEN", "short")
+    with pytest.raises(TokenError, match="shorter than 16"):
+        McpServerSettings().metrics_tokens()
 
 
 async def test_everything_else_answers_401_without_a_valid_token() -> None:

@@ -11,11 +11,17 @@ import pytest
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
-from starlette.types import Message
+from starlette.types import Message, Receive, Scope, Send
 
 from services.common.a2a_input import message_problem
 from services.common.frame import ServiceId, service_app
-from services.common.guard import Refusal, check_json_body, plainly_acceptable
+from services.common.guard import (
+    METRICS_IN_FLIGHT,
+    Refusal,
+    RequestGuard,
+    check_json_body,
+    plainly_acceptable,
+)
 from services.common.limits import ServerLimits
 
 SERVICE = ServiceId(metric_prefix="guardtest", trace_name="guard-test")
@@ -166,6 +172,33 @@ async def test_over_capacity_is_refused_at_once_and_probes_still_answer(
     release.set()
     assert (await first).json() == {"done": True}
     assert (await client.post("/echo", content=b"{}")).status_code == 200
+
+
+async def test_scrapes_have_a_small_bound_of_their_own() -> None:
+    """A saturated server still answers its scraper; a flood of scrapes is refused past a few."""
+    held = asyncio.Event()
+
+    async def app(scope: Scope, _: Receive, send: Send) -> None:
+        if scope["path"] in ("/metrics", "/slow"):
+            await held.wait()  # a slow answer: a scrape a slow reader holds, or a long request
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b"ok"})
+
+    guard = RequestGuard(app, LIMITS)  # one request in flight at most
+    transport = httpx.ASGITransport(app=guard)
+    async with httpx.AsyncClient(transport=transport, base_url="http://guard") as client:
+        busy = asyncio.create_task(client.get("/slow"))
+        scrapes = [asyncio.create_task(client.get("/metrics")) for _ in range(METRICS_IN_FLIGHT)]
+        await asyncio.sleep(0.05)
+        assert guard.in_flight == 1 and guard.metrics_in_flight == METRICS_IN_FLIGHT
+        flood = await client.get("/metrics")
+        assert flood.status_code == 503 and flood.headers["retry-after"] == "1"
+        assert flood.json()["error"].startswith(f"overloaded: {METRICS_IN_FLIGHT} scrapes")
+        assert (await client.get("/other")).status_code == 503  # the requests' own bound
+        held.set()
+        assert [(await s).status_code for s in scrapes] == [200] * METRICS_IN_FLIGHT
+        assert (await busy).status_code == 200
+        assert guard.metrics_in_flight == 0 and (await client.get("/metrics")).status_code == 200
 
 
 async def test_a_body_that_never_finishes_gets_408() -> None:

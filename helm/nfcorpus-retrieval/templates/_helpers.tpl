@@ -242,6 +242,16 @@ Secret is yours, its items and its list both (the chart cannot write into it). *
 {{- end }}
 {{- $_ := set $data $list (printf "%s\n" (join "\n" $lines)) }}
 {{- end }}
+{{- /* The scrape token of /metrics (nfcorpus.scrapeTokenVolume), made the same way. */}}
+{{- with $auth.scrapeToken }}
+{{- if not .existingSecret }}
+{{- if hasKey $data .existingSecretKey }}
+{{- fail (printf "auth.scrapeToken.existingSecretKey %q is the key of another token: /metrics needs a token of its own" .existingSecretKey) }}
+{{- end }}
+{{- $kept := get $held .existingSecretKey | b64dec }}
+{{- $_ := set $data .existingSecretKey (.value | default $kept | default (randAlphaNum 48)) }}
+{{- end }}
+{{- end }}
 {{- $_ := set $auth "_generated" $data }}
 {{- end }}
 {{- toYaml $auth._generated }}
@@ -257,6 +267,24 @@ pod would see it. Each line starts with a newline and ends with a continuation.
 {{- $spec := dict "volumes" (list $volume) "containers" (list (dict "name" .pod "volumeMounts" (list $mount))) }}
 {{ printf "       --env=GREEN_AGENT_TOKEN_FILE=%s/token \\" .dir }}
 {{ printf "       --override-type=strategic --overrides='%s' \\" (dict "spec" $spec | toJson) }}
+{{- end }}
+
+{{/* The scrape token: what /metrics of the purple agent and the MCP server accepts and their
+ServiceMonitors send (.Values.auth.scrapeToken), from its existingSecret or the chart's auth Secret.
+Its file, and its volume as nfcorpus.authVolume gives one; both only with auth.enabled. */}}
+{{- define "nfcorpus.scrapeTokenFile" -}}
+/var/run/secrets/nfcorpus/scrape-token/token
+{{- end }}
+
+{{- define "nfcorpus.scrapeTokenVolume" -}}
+{{- $file := include "nfcorpus.scrapeTokenFile" . }}
+name: scrape-token
+mountPath: {{ dir $file }}
+secret:
+  secretName: {{ include "nfcorpus.authPartSecret" (dict "root" . "part" "scrapeToken") }}
+  items:
+    - key: {{ .Values.auth.scrapeToken.existingSecretKey }}
+      path: {{ base $file }}
 {{- end }}
 
 {{/* The Secret of the load collector's token (templates/load-collector-secret.yaml). */}}

@@ -1,12 +1,13 @@
 """The evaluator's A2A app: the card, the assessment executor behind JSON-RPC, in the frame.
 
 The app serves A2A JSON-RPC (1.0 and 0.3) and the card at ``/``, in the frame. With
-``GREEN_AUTH_TOKENS[_FILE]`` every request but the card, ``/healthz`` and ``/metrics`` needs a
-caller's token (:mod:`services.common.auth`), and each caller reads back only its own tasks;
-without, no task is kept once it ends and none can be read back. The tasks kept are bounded in
-count, bytes and age (:mod:`services.common.task_store`), the assessments running at once by
-``GREEN_MAX_RUNNING`` (:mod:`services.green_agent.assessment.running`). A result's counts leave
-as integers whichever protocol asked (:mod:`services.green_agent.assessment.json_numbers`).
+``GREEN_AUTH_TOKENS[_FILE]`` every request but the card and ``/healthz`` needs a caller's token
+(and ``/metrics`` the scrape token, ``GREEN_METRICS_TOKEN[_FILE]``: :mod:`services.common.auth`),
+and each caller reads back only its own tasks; without, no task is kept once it ends and none can
+be read back. The tasks kept are bounded in count, bytes and age
+(:mod:`services.common.task_store`), the assessments running at once by ``GREEN_MAX_RUNNING``
+(:mod:`services.green_agent.assessment.running`). A result's counts leave as integers whichever
+protocol asked (:mod:`services.green_agent.assessment.json_numbers`).
 """
 
 from __future__ import annotations
@@ -60,6 +61,7 @@ def create_app(settings: GreenSettings) -> Starlette:
         body_checks=checks,
         tokens=tokens,
         public_get_paths=CARD_PATHS,
+        metrics_tokens=settings.metrics_tokens(),
     )
     # Outermost: the result's counts leave as integers whichever protocol asked.
     app.add_middleware(WholeNumbers, paths=[A2A_RPC_PATH])

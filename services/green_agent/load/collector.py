@@ -241,9 +241,14 @@ class Collector:
 
 
 def create_collector_app(
-    collector: Collector, tokens: Mapping[str, str] | None = None
+    collector: Collector,
+    tokens: Mapping[str, str] | None = None,
+    metrics_tokens: Mapping[str, str] | None = None,
 ) -> Starlette:
-    """The collector's routes in the service frame; ``tokens`` guard ``POST /reports``."""
+    """The collector's routes in the service frame; ``tokens`` guard ``POST /reports``.
+
+    ``metrics_tokens`` (the scrape token) guard ``/metrics``, as on every server.
+    """
     lock = asyncio.Lock()
 
     async def post_report(request: Request) -> Response:
@@ -285,4 +290,5 @@ def create_collector_app(
         limits=ServerLimits(max_body_bytes=MAX_REPORT_BYTES),
         tokens=tokens,
         public_get_paths=PUBLIC_PATHS,
+        metrics_tokens=metrics_tokens,
     )

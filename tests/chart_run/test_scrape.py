@@ -1,0 +1,36 @@
+"""The runner scrapes the pods it counts answers on as the ServiceMonitor does: with authentication
+on, sending the scrape token the pod mounts (its /metrics answers nothing else)."""
+
+from __future__ import annotations
+
+import base64
+
+import yaml
+
+from harness.chart_run.__main__ import scrape_headers
+from harness.chart_run.manifests import load_release
+from tests.k8s.rendering import NAMESPACE, render
+
+EMBEDDED = "ci/embedded-values.yaml"  # authentication on, as make chart-run runs it
+
+
+def test_the_scrape_sends_the_token_each_scraped_pod_mounts() -> None:
+    rendered = render(EMBEDDED)
+    release = load_release(yaml.safe_dump_all(rendered.docs), NAMESPACE)
+    secret = rendered.get("Secret", "nfcorpus-retrieval-auth")
+    token = base64.b64decode(secret["data"]["scrape-token"]).decode()
+    sent = {
+        d.name.removeprefix("nfcorpus-retrieval-"): scrape_headers(d.template)
+        for d in release.deployments
+    }
+    assert sent == {
+        "purple-agent": {"authorization": f"Bearer {token}"},
+        "mcp-server": {"authorization": f"Bearer {token}"},
+        "load-collector": {},  # not scraped by the ServiceMonitors: no token mounted
+    }
+
+
+def test_with_authentication_off_the_scrape_sends_nothing() -> None:
+    rendered = render(EMBEDDED, auth__enabled=False)
+    release = load_release(yaml.safe_dump_all(rendered.docs), NAMESPACE)
+    assert all(scrape_headers(d.template) == {} for d in release.deployments)
