@@ -216,7 +216,9 @@ def test_training_never_opens_the_test_qrels(
 ) -> None:
     data = tmp_path / "data"
     make_subset(data)
-    (data / "qrels" / "test.tsv").unlink()  # absent: training cannot depend on it
+    # The file must exist (a folder without it is not a whole data set: it would be downloaded
+    # again), but it holds no judgements and opening it fails the test: training cannot use it.
+    (data / "qrels" / "test.tsv").write_text("not qrels\n")
     opened: list[str] = []
     real_open = builtins.open
 
