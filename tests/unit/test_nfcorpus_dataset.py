@@ -95,14 +95,15 @@ def test_shared_dataset_matches_source_md() -> None:
 
 # --- the download path, against a local HTTP server ---------------------------------------
 
-TEST_QRELS = "query-id\tcorpus-id\tscore\nPLAIN-1\tMED-2\t1\n"  # unlike the others: found by bytes
+# Unlike the other qrels, so its bytes occur once in an archive and a test can alter them there.
+TEST_QRELS = "query-id\tcorpus-id\tscore\nPLAIN-1\tMED-2\t1\n"
 
 
 def _beir_zip(leave_out: str = "", corrupt_last: bool = False) -> bytes:
-    """A BEIR archive (files stored uncompressed, ``qrels/test.tsv`` last).
+    """A BEIR archive, its files stored uncompressed, ``qrels/test.tsv`` the last data file.
 
-    ``corrupt_last`` changes a byte of the last file after its checksum was written: unpacking
-    then fails on that file, with the others already written, as if it was cut short there.
+    ``corrupt_last`` changes a byte of that file after its checksum was written: unpacking then
+    fails on it, with the other files already written, as if it was cut short there.
     """
     files = {
         "corpus.jsonl": _jsonl(CORPUS),
@@ -259,9 +260,9 @@ def test_an_unpack_cut_short_leaves_the_target_untouched(tmp_path: Path, before:
 def test_an_archive_without_every_file_is_refused(tmp_path: Path) -> None:
     folder = tmp_path / "nfcorpus"
     short = _beir_zip(leave_out="qrels/dev.tsv")
-    with serve_archive(short) as served:
-        with pytest.raises(DatasetError, match=r"nfcorpus\.zip lacks qrels/dev\.tsv"):
-            ensure_dataset(folder, f"{served.base_url}/nfcorpus.zip", _md5(short))
+    refused = pytest.raises(DatasetError, match=r"nfcorpus\.zip lacks qrels/dev\.tsv")
+    with serve_archive(short) as served, refused:
+        ensure_dataset(folder, f"{served.base_url}/nfcorpus.zip", _md5(short))
     assert list(tmp_path.iterdir()) == []
 
 
