@@ -4,6 +4,8 @@ import io
 import json
 import logging
 import os
+import subprocess
+import sys
 import time
 import zipfile
 from collections.abc import Iterator
@@ -11,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from harness.processes import REPO
 from services.nfcorpus.dataset import (
     DEFAULT_DATA_DIR,
     DatasetError,
@@ -24,6 +27,7 @@ from services.nfcorpus.dataset import (
 )
 from services.nfcorpus.download import STALE_STAGING_S, ensure_dataset, problems_of
 from tests.support.archive import serve_archive
+from tests.support.polling import wait_for
 
 CORPUS: list[dict[str, object]] = [
     {"_id": "MED-1", "title": "Title one", "text": "Text one", "metadata": {"url": "http://x/1"}},
@@ -287,3 +291,34 @@ def test_staging_of_a_killed_download_is_removed_once_stale(
     assert f"removing {stale}, left by a download that never finished" in caplog.text
     # A recent one may be another process's download in progress: left alone.
     assert sorted(tmp_path.iterdir()) == sorted([running, folder])
+
+
+def _downloading(parent: Path) -> bool:
+    # The archive file opens once the response has begun: the download is under way.
+    return any(parent.glob(".nfcorpus.download-*/dataset.zip"))
+
+
+def test_a_download_killed_midway_leaves_the_target_untouched(tmp_path: Path) -> None:
+    payload = _beir_zip()
+    folder = tmp_path / "nfcorpus"
+    folder.mkdir()
+    (folder / "corpus.jsonl").write_text("kept as it was\n")
+    half = len(payload) // 2
+    fetch = "from services.nfcorpus.download import ensure_dataset as e; e(Path(a[1]), a[2], a[3])"
+    code = f"import sys; from pathlib import Path; a = sys.argv; {fetch}"
+    with serve_archive(payload, stall_after=half) as served:
+        url = f"{served.base_url}/nfcorpus.zip"
+        child = subprocess.Popen(
+            [sys.executable, "-c", code, str(folder), url, _md5(payload)],
+            env={**os.environ, "PYTHONPATH": str(REPO)},
+        )
+        try:
+            wait_for(lambda: _downloading(tmp_path), 60, "download under way in a staging folder")
+        finally:
+            child.kill()  # SIGKILL, as a node drains or a pod is evicted: no clean-up runs
+            child.wait()
+    assert _files(folder) == {"corpus.jsonl": "kept as it was\n"}
+    assert not has_dataset(folder)  # the next run tries again
+    with serve_archive(payload) as served:
+        ensure_dataset(folder, f"{served.base_url}/nfcorpus.zip", _md5(payload))
+    _assert_whole(folder)
