@@ -41,7 +41,8 @@ class GreenSettings(BaseSettings, AuthFields):
         description="BEIR NFCorpus folder the test queries and judgements are read from.",
     )
     download_url: str = Field(
-        default=BEIR_NFCORPUS_URL, description="Archive fetched when data_dir holds no corpus."
+        default=BEIR_NFCORPUS_URL,
+        description="Archive fetched when data_dir lacks a file of the data set.",
     )
     download_md5: str = Field(default=BEIR_NFCORPUS_MD5, description="md5 the archive must have.")
     agent_token: str | None = Field(

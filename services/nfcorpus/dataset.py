@@ -28,6 +28,15 @@ DEFAULT_DATA_DIR = Path(__file__).resolve().parents[3] / "shared" / "data" / "nf
 Split = Literal["train", "dev", "test"]
 #: query id -> doc id -> grade (BEIR qrels; NFCorpus grades are 1 and 2).
 Qrels = dict[str, dict[str, int]]
+#: Every file the loaders below read, as the BEIR archive lays them out; the jsonl files may be
+#: gzipped instead. A folder lacking any of them is not a dataset (a download cut short, say).
+DATASET_FILES = (
+    "corpus.jsonl",
+    "queries.jsonl",
+    "qrels/train.tsv",
+    "qrels/dev.tsv",
+    "qrels/test.tsv",
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,9 +61,19 @@ def _open_text(folder: Path, name: str) -> TextIO:
     raise DatasetError(f"{name} (or {name}.gz) not found in {folder}")
 
 
-def has_corpus(folder: Path) -> bool:
-    """Whether ``folder`` holds a corpus file (plain or gzipped)."""
-    return any((folder / n).exists() for n in ("corpus.jsonl", "corpus.jsonl.gz"))
+def missing_files(folder: Path) -> list[str]:
+    """The files of :data:`DATASET_FILES` that ``folder`` lacks (a gzipped jsonl file counts)."""
+    return [
+        name
+        for name in DATASET_FILES
+        if not (folder / name).is_file()
+        and not (name.endswith(".jsonl") and (folder / f"{name}.gz").is_file())
+    ]
+
+
+def has_dataset(folder: Path) -> bool:
+    """Whether ``folder`` holds every file the loaders read (:data:`DATASET_FILES`)."""
+    return not missing_files(folder)
 
 
 def _iter_jsonl(folder: Path, name: str) -> Iterator[dict[str, object]]:

@@ -224,7 +224,8 @@ class RetrievalSettings(BaseSettings):
         description="BEIR NFCorpus folder (corpus.jsonl[.gz], queries.jsonl[.gz], qrels/).",
     )
     download_url: str = Field(
-        default=BEIR_NFCORPUS_URL, description="Archive fetched when data_dir holds no corpus."
+        default=BEIR_NFCORPUS_URL,
+        description="Archive fetched when data_dir lacks a file of the data set.",
     )
     download_md5: str = Field(default=BEIR_NFCORPUS_MD5, description="md5 the archive must have.")
     cache_dir: Path = Field(

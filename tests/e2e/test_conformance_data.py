@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 from harness.processes import REPO, ServerProcess
-from services.nfcorpus.dataset import DEFAULT_DATA_DIR, has_corpus
+from services.nfcorpus.dataset import DEFAULT_DATA_DIR, has_dataset
 from tests.support.archive import serve_archive, zip_folder
 
 
@@ -46,7 +46,7 @@ def test_the_suite_fetches_its_queries_into_an_empty_data_folder(
         run = _conformance(purple_agent.base_url + "/", env)
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     assert served.requests == ["/nfcorpus.zip"]  # fetched once, for the whole session
-    assert has_corpus(folder)
+    assert has_dataset(folder)
 
 
 def test_an_archive_with_the_wrong_md5_fails_the_suite(

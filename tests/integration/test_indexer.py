@@ -74,6 +74,41 @@ def test_rerun_is_idempotent_and_versions_rotate(
         store.close()
 
 
+@pytest.mark.parametrize("backend", ["embedded", "server"])
+def test_a_build_keeps_a_neighbouring_alias_on_the_same_store(
+    tmp_path: Path, backend: Literal["embedded", "server"], encoder: OnnxMiniLM
+) -> None:
+    def settings(alias: str, docs: int) -> RetrievalSettings:
+        return _settings(tmp_path, backend, docs).updated(store={"collection": alias})
+
+    def add_companions(store: Store, name: str) -> list[str]:
+        # The kNN and ranker collections a supervised build adds, made directly: training a
+        # ranker here would only slow the test down, the names are what the cleanup reads.
+        companions = [knn_collection(name), ranker_collection(name)]
+        for companion in companions:
+            store.create_collection(companion, CollectionSpec(dense_size=384))
+        return companions
+
+    store: Store = open_store(settings("nfcorpus", DOCS).store)
+    try:
+        # Another release's alias on the same store, whose name starts with this alias's.
+        staging = build_index(settings("nfcorpus-staging", DOCS + 1), store, encoder).collection
+        neighbour = [staging, *add_companions(store, staging)]
+        first = build_index(settings("nfcorpus", DOCS), store, encoder).collection
+        mine = [first, *add_companions(store, first)]
+        assert sorted(store.list_collections()) == sorted(neighbour + mine)
+
+        second = build_index(settings("nfcorpus", DOCS + 2), store, encoder).collection
+        third = build_index(settings("nfcorpus", DOCS + 3), store, encoder).collection
+        # This alias's oldest version went, companions and all; the neighbour is whole.
+        assert sorted(store.list_collections()) == sorted([*neighbour, second, third])
+        assert store.resolve_alias("nfcorpus-staging") == staging
+        assert store.count(staging) == DOCS + 1
+        assert store.resolve_alias("nfcorpus") == third
+    finally:
+        store.close()
+
+
 def test_resumes_a_half_built_collection(tmp_path: Path, encoder: OnnxMiniLM) -> None:
     settings = _settings(tmp_path, "embedded")
     store = open_store(settings.store)
@@ -181,7 +216,9 @@ def test_training_never_opens_the_test_qrels(
 ) -> None:
     data = tmp_path / "data"
     make_subset(data)
-    (data / "qrels" / "test.tsv").unlink()  # absent: training cannot depend on it
+    # The file must exist (a folder without it is not a whole data set: it would be downloaded
+    # again), but it holds no judgements and opening it fails the test: training cannot use it.
+    (data / "qrels" / "test.tsv").write_text("not qrels\n")
     opened: list[str] = []
     real_open = builtins.open
 

@@ -34,9 +34,16 @@ def zip_folder(folder: Path, top: str = "nfcorpus") -> bytes:
 
 
 @contextmanager
-def serve_archive(payload: bytes, path: str = "/nfcorpus.zip") -> Iterator[ArchiveServer]:
-    """Serve ``payload`` at ``path`` on a loopback port (404 elsewhere) while the block runs."""
+def serve_archive(
+    payload: bytes, path: str = "/nfcorpus.zip", stall_after: int | None = None
+) -> Iterator[ArchiveServer]:
+    """Serve ``payload`` at ``path`` on a loopback port (404 elsewhere) while the block runs.
+
+    With ``stall_after``, only that many bytes are sent, then nothing until the block ends: a
+    download caught in the middle, for a test to kill.
+    """
     served = ArchiveServer("")
+    released = threading.Event()
 
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self) -> None:
@@ -47,7 +54,12 @@ def serve_archive(payload: bytes, path: str = "/nfcorpus.zip") -> Iterator[Archi
             self.send_response(200)
             self.send_header("Content-Length", str(len(payload)))
             self.end_headers()
-            self.wfile.write(payload)
+            if stall_after is None:
+                self.wfile.write(payload)
+                return
+            self.wfile.write(payload[:stall_after])
+            self.wfile.flush()
+            released.wait()
 
         def log_message(self, *args: object) -> None:
             pass
@@ -59,5 +71,6 @@ def serve_archive(payload: bytes, path: str = "/nfcorpus.zip") -> Iterator[Archi
     try:
         yield served
     finally:
+        released.set()
         server.shutdown()
         server.server_close()

@@ -35,7 +35,7 @@ def load_test_set(data_dir: Path) -> TestSet:
 
 
 def fetch_test_set(data_dir: Path, url: str, md5: str) -> TestSet:
-    """:func:`load_test_set`, first fetching the BEIR archive into ``data_dir`` if it has no corpus.
+    """:func:`load_test_set`, fetching the BEIR archive into ``data_dir`` unless it is whole.
 
     A connected machine needs no data set prepared by hand (the evaluator, the conformance
     suite); the archive's md5 is checked before anything is unpacked.

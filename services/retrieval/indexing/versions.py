@@ -5,12 +5,18 @@ The name's hash covers everything that changes what the version serves (corpus c
 BM25 parameters, schema, training data, features and ranker settings), so a build with other
 inputs never overwrites a version in service; the service reads the alias, which moves once a
 version is complete.
+
+A build then drops the older versions of its alias, and only those: a name is a version of alias
+``X`` only if it is exactly ``X-<hash>``, ``X-<hash>-knn`` or ``X-<hash>-ranker`` with a hash of
+:data:`HASH_CHARS` lowercase hex digits, so another alias's collections on the same store
+(``X-staging-<hash>``, say) and collections made by hand are never touched.
 """
 
 from __future__ import annotations
 
 import hashlib
 import logging
+import re
 
 from services.retrieval.indexing.training import PARAMS, ROUNDS, SEEDS
 from services.retrieval.query import bm25_table, judged_by, votes
@@ -27,12 +33,14 @@ log = logging.getLogger(__name__)
 # 6: documents' point ids are their numbers in the corpus's order (were uuid5 of the doc id).
 # 7: the abstract's length is the documents' field text_length (was text_terms).
 SCHEMA_VERSION = "7"
+#: Length of a version's hash in collection names (hex digits of a SHA-256).
+HASH_CHARS = 12
 
 
 def collection_version(*parts: object) -> str:
     """Short hash of everything that shapes the stored vectors and the trained ranker."""
     key = "|".join(str(p) for p in (SCHEMA_VERSION, *parts))
-    return hashlib.sha256(key.encode()).hexdigest()[:12]
+    return hashlib.sha256(key.encode()).hexdigest()[:HASH_CHARS]
 
 
 def supervised_config(settings: RetrievalSettings, training_fingerprint: str | None) -> str:
@@ -52,11 +60,26 @@ def supervised_config(settings: RetrievalSettings, training_fingerprint: str | N
     )
 
 
+def version_of(alias: str, name: str) -> str | None:
+    """The documents collection of the version of ``alias`` that ``name`` belongs to, or None.
+
+    ``name`` belongs to a version only if it is one of the three names a build makes
+    (:mod:`services.retrieval.query.index_version`): anything else, including another alias that
+    starts with ``alias-``, is not this alias's to drop.
+    """
+    hashed = rf"{re.escape(alias)}-[0-9a-f]{{{HASH_CHARS}}}"
+    found = re.fullmatch(rf"({hashed})(?:-knn|-ranker)?", name)
+    return found.group(1) if found else None
+
+
 def drop_old_versions(store: Store, alias: str, keep: set[str | None]) -> None:
-    """Keep the new version and the one it replaced (for a quick rollback), drop the rest."""
-    kept = tuple(k for k in keep if k)
+    """Keep the new version and the one it replaced (for a quick rollback), drop the rest.
+
+    Only the collections of this alias's own versions are dropped (:func:`version_of`).
+    """
+    kept = {k for k in keep if k}
     for name in store.list_collections():
-        mine = any(name == k or name.startswith(f"{k}-") for k in kept)
-        if name.startswith(f"{alias}-") and not mine:
+        version = version_of(alias, name)
+        if version is not None and version not in kept:
             log.info("dropping old collection %s", name)
             store.delete_collection(name)
