@@ -117,11 +117,13 @@ def service_app(
     tokens: Mapping[str, str] | None = None,
     public_get_paths: Collection[str] = (),
     metrics_tokens: Mapping[str, str] | None = None,
+    json_paths: Collection[str] = (),
 ) -> Starlette:
     """The server's routes inside the frame (see the module docstring).
 
     ``jsonrpc_paths`` are answered with JSON-RPC errors when the guard refuses a request there;
-    ``body_checks`` add a protocol's rules for the JSON bodies of one path. With ``tokens``
+    ``body_checks`` add a protocol's rules for the JSON bodies of one path; posts to
+    ``json_paths`` (as to ``jsonrpc_paths``) take only ``application/json``. With ``tokens``
     (token -> caller name) every request needs one, but for probes and GETs of
     ``public_get_paths``; ``/metrics`` needs one of ``metrics_tokens`` (the scrape token) when
     either is given (:mod:`services.common.auth`).
@@ -149,6 +151,7 @@ def service_app(
         limits=limits or ServerLimits(),
         jsonrpc_paths=jsonrpc_paths,
         body_checks=body_checks,
+        json_paths=json_paths,
     )
     # Outside the guard: a request without a token takes no slot and no body read.
     if tokens or metrics_tokens:

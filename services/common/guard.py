@@ -215,14 +215,17 @@ class RequestGuard:
         limits: ServerLimits,
         jsonrpc_paths: Collection[str] = (),
         body_checks: Mapping[str, BodyCheck] | None = None,
+        json_paths: Collection[str] = (),
     ) -> None:
         """Guard ``app``; ``jsonrpc_paths`` answer refusals as JSON-RPC errors.
 
-        ``body_checks`` adds a protocol's rules for the JSON bodies of one path.
+        ``body_checks`` adds a protocol's rules for the JSON bodies of one path. POSTs to
+        ``json_paths`` (and bodies to ``jsonrpc_paths``) must be ``application/json`` (415).
         """
         self._app = app
         self._limits = limits
         self._jsonrpc = frozenset(jsonrpc_paths)
+        self._json = frozenset(json_paths)
         checks = dict(body_checks or {})
         # Every JSON-RPC path checks the envelope first, then the protocol's own rules.
         self._body_checks = {path: _envelope_then(checks.get(path)) for path in self._jsonrpc} | {
@@ -276,7 +279,7 @@ class RequestGuard:
 
     async def _checked_body(self, scope: Scope, receive: Receive) -> bytes:
         """Read the whole body within the limits and check it."""
-        if scope["path"] in self._jsonrpc and (problem := not_json(scope)) is not None:
+        if (problem := self._not_json(scope)) is not None:
             raise Refusal(415, problem)
         limit = self._limits.max_body_bytes
         declared = _declared_length(scope)
@@ -306,6 +309,15 @@ class RequestGuard:
         check_json_body(body, self._limits.max_json_depth, check, headers)
         return body
 
+    def _not_json(self, scope: Scope) -> str | None:
+        """Why a post to a JSON path is not JSON (checked before its body is read), or None."""
+        path = scope["path"]
+        if path in self._jsonrpc:
+            return not_json(scope)
+        if path in self._json and scope["method"] == "POST":  # other methods: the route's 405
+            return not_json(scope, f"POST {path}")
+        return None
+
     async def _refuse(self, scope: Scope, send: Send, refusal: Refusal) -> None:
         await send_refusal(send, refusal, jsonrpc=scope["path"] in self._jsonrpc)
 
@@ -327,6 +339,9 @@ async def send_refusal(send: Send, refusal: Refusal, *, jsonrpc: bool) -> None:
         status = 200 if refusal.status == 422 else refusal.status
     else:
         body = {"error": "invalid request", "detail": [{"field": "body", "message": reason}]}
+        if refusal.status == 415:
+            detail = [{"field": "content-type", "message": reason}]
+            body = {"error": "unsupported media type", "detail": detail}
         if refusal.status == 503:
             body = {"error": reason}
         status = refusal.status

@@ -14,7 +14,7 @@ from starlette.routing import Mount, Route
 from services.common.frame import Readiness, ServiceId, service_app
 from services.mcp_server.cache import ResultCache
 from services.mcp_server.metrics import observe_store_call
-from services.mcp_server.routes import rest_routes
+from services.mcp_server.routes import JSON_PATHS, rest_routes
 from services.mcp_server.service import SearchService
 from services.mcp_server.settings import McpServerSettings
 from services.mcp_server.tools import SearchServer, name_invalid_params
@@ -115,6 +115,7 @@ def create_app(
         readiness=Readiness(service.ready, settings.ready_cache_s),
         lifespan=lifespan,
         jsonrpc_paths=[MCP_PATH],
+        json_paths=JSON_PATHS,
         tokens=settings.tokens(),
         metrics_tokens=settings.metrics_tokens(),
     )

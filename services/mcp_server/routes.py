@@ -15,9 +15,12 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from services.common.guard import not_json
 from services.mcp_server.schemas import InvalidSearch, response_json, validate_search
 from services.mcp_server.service import SearchService, SearchUnavailableError
+
+SEARCH_PATH = "/search_nfcorpus"
+#: The routes whose posts must be JSON; the request guard refuses any other type with 415.
+JSON_PATHS = (SEARCH_PATH,)
 
 
 def _invalid(detail: list[dict[str, str]]) -> JSONResponse:
@@ -86,7 +89,8 @@ def rest_routes(service: SearchService, security: TransportSecuritySettings) -> 
     (``MCP_ALLOWED_HOSTS``); the MCP SDK's check refuses both on every route here, so a page
     can neither search on the visitor's behalf, read the counters nor reset the evaluator's
     count. ``POST /search_nfcorpus`` also takes only ``Content-Type: application/json`` (415
-    otherwise): a page's form or ``text/plain`` post needs no CORS preflight, a JSON one does.
+    otherwise, from the request guard: :data:`JSON_PATHS`): a page's form or ``text/plain`` post
+    needs no CORS preflight, a JSON one does.
 
     The frame's ``/healthz``, ``/readyz`` and ``/metrics`` are left unchecked on purpose: the
     kubelet and Prometheus address a pod by its IP, which no allow-list can name ahead of time,
@@ -97,10 +101,6 @@ def rest_routes(service: SearchService, security: TransportSecuritySettings) -> 
     same_site = TransportSecurityMiddleware(security)
 
     async def search(request: Request) -> Response:
-        if (problem := not_json(request.scope, "POST /search_nfcorpus")) is not None:
-            detail = [{"field": "content-type", "message": problem}]
-            refusal = {"error": "unsupported media type", "detail": detail}
-            return JSONResponse(refusal, status_code=415)
         try:
             body = json.loads(await request.body())
         except (json.JSONDecodeError, UnicodeDecodeError):
@@ -132,7 +132,7 @@ def rest_routes(service: SearchService, security: TransportSecuritySettings) -> 
 
     return [
         _route("/", describe, ["GET"], same_site),
-        _route("/search_nfcorpus", search, ["POST"], same_site),
+        _route(SEARCH_PATH, search, ["POST"], same_site),
         _route("/health_check", health_check, ["POST", "GET"], same_site),
         _route("/stats", stats, ["GET"], same_site),
         _route("/stats/reset", stats_reset, ["POST"], same_site),

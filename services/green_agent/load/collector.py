@@ -40,7 +40,6 @@ from starlette.routing import Route
 
 from services.common.files import atomic_write_text, leftover_temporaries
 from services.common.frame import ServiceId, service_app
-from services.common.guard import not_json
 from services.common.limits import ServerLimits
 from services.common.validation import describe
 from services.green_agent.load.html_page import render_load_html, write_load_html
@@ -252,11 +251,6 @@ def create_collector_app(
     lock = asyncio.Lock()
 
     async def post_report(request: Request) -> Response:
-        # A report is JSON: any other type is refused before it is read, as the JSON endpoints
-        # of the other servers refuse it (a web page can post text/plain anywhere unasked).
-        if (problem := not_json(request.scope, "POST /reports")) is not None:
-            detail = [{"field": "content-type", "message": problem}]
-            return JSONResponse({"error": "unsupported media type", "detail": detail}, 415)
         try:
             report = LoadReport.model_validate_json(await request.body())
         except ValidationError as e:
@@ -291,4 +285,7 @@ def create_collector_app(
         tokens=tokens,
         public_get_paths=PUBLIC_PATHS,
         metrics_tokens=metrics_tokens,
+        # A report is JSON: any other type is refused before it is read, as the other servers'
+        # JSON endpoints refuse it (a web page can post text/plain anywhere unasked).
+        json_paths=["/reports"],
     )
