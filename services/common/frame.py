@@ -8,7 +8,8 @@ a server span parented on the caller's W3C trace context, bearer-token authentic
 server has tokens (:mod:`services.common.auth`), the request guard (:mod:`services.common.guard`:
 overload, body size and time, JSON nesting and text) and, while the process drains,
 ``Connection: close`` on every answer
-(:mod:`services.common.server`, which runs the app). Anything every server should do per request
+(:mod:`services.common.server`, which runs the app), all of it reading header values trimmed as
+RFC 9110 defines them (:mod:`services.common.header_values`). Anything every server should do per request
 is added here, once.
 
 ``/readyz`` answers from a short-lived cache (:class:`CachedCheck`): each kubelet probes every
@@ -31,6 +32,7 @@ from starlette.routing import BaseRoute, Mount, Route
 
 from services.common.auth import BearerAuth, one_token_per_purpose
 from services.common.guard import BodyCheck, RequestGuard
+from services.common.header_values import TrimmedHeaderValues
 from services.common.limits import ServerLimits
 from services.common.server import CloseWhileDraining, draining
 from services.telemetry.http import RequestTelemetry
@@ -167,5 +169,7 @@ def service_app(
         histogram=http_request_histogram(service.metric_prefix),
         routes=route_paths(every_route),
     )
-    app.add_middleware(CloseWhileDraining)  # outermost: refusals close too while draining
+    app.add_middleware(CloseWhileDraining)  # refusals close too while draining
+    # Outermost: every header is read as RFC 9110 defines its value, authentication included.
+    app.add_middleware(TrimmedHeaderValues)
     return app

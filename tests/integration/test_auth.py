@@ -19,7 +19,8 @@ from harness.prometheus import LocalPrometheus
 from services.green_agent.evaluation.client import A2AVersion, TransportFailure, connect
 from services.green_agent.settings import GreenSettings
 from services.purple_agent.settings import PurpleSettings
-from tests.support.purple import ThreadedServer, v03_body
+from tests.support.purple import ThreadedServer, v03_body, v10_body
+from tests.support.raw_http import post_as_written
 from tests.support.small_index import SmallIndex
 
 AGENT_TOKEN = "purple-agent-token-0123456789"
@@ -240,3 +241,22 @@ def test_stats_reset_refuses_cross_site_requests(
     response = httpx.post(f"{mcp_server.base_url}/stats/reset", headers=headers)
     assert response.status_code == status
     assert httpx.post(f"{mcp_server.base_url}/stats/reset").status_code == 200
+
+
+def test_header_values_are_read_without_surrounding_whitespace(
+    secured_purple: ThreadedServer,
+) -> None:
+    """RFC 9110 section 5.5: a field value excludes leading and trailing whitespace, so a token
+    or a version with a space or tab around it is still the caller's token and version."""
+    body = v10_body([{"data": {"query": "green tea", "top_k": 3}}])
+    headers = {
+        "content-type": "application/json",
+        "authorization": f"Bearer {ALICE} \t",
+        "a2a-version": " 1.0\t",
+    }
+    status, answer = post_as_written(secured_purple.url + "/", body, headers)
+    assert status == 200, answer
+    assert answer["result"]["task"]["status"]["state"] == "TASK_STATE_COMPLETED", answer
+    headers["authorization"] = f"Bearer {ALICE}x "
+    status, answer = post_as_written(secured_purple.url + "/", body, headers)
+    assert status == 401, answer
