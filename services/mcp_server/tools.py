@@ -52,8 +52,14 @@ class SearchServer(MCPServer):
     """
 
     def __init__(self, service: SearchService, **kwargs: Any) -> None:
-        """An MCP server (``kwargs`` as :class:`MCPServer` takes them) with the search tool."""
-        super().__init__(**kwargs)
+        """An MCP server (``kwargs`` as :class:`MCPServer` takes them) with the search tool.
+
+        ``subscriptions/listen`` is not served: nothing here ever changes while it runs, so a
+        listen stream would only hold a connection open with nothing to say. That also makes
+        ``server/discover`` advertise what ``initialize`` does (no ``listChanged``, no
+        ``subscribe``): the SDK derives those flags from the listen handler on the new wire.
+        """
+        super().__init__(subscriptions=False, **kwargs)
         self._service = service
 
         @self.tool(name=TOOL_NAME, title="Search NFCorpus", description=DESCRIPTION)
@@ -67,10 +73,30 @@ class SearchServer(MCPServer):
     async def call_tool(
         self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
     ) -> mcp_types.CallToolResult | mcp_types.InputRequiredResult:
-        """Answer the search tool (strictly validated); any other name as the SDK does."""
+        """Answer the search tool (strictly validated); any other name is a protocol error.
+
+        The SDK answers an unknown name with a tool result flagged ``isError``, which a model
+        reads as the tool having run and failed; the tools specification (error handling) lists
+        unknown tools among the protocol errors, -32602, so a client can tell the two apart.
+        """
         if name != TOOL_NAME:
-            return await super().call_tool(name, arguments, context)
+            raise unknown("tool", name)
         return tool_result(await self.search(arguments))
+
+    async def get_prompt(
+        self,
+        name: str,
+        arguments: dict[str, Any] | None = None,
+        context: Context[Any, Any] | None = None,
+    ) -> mcp_types.GetPromptResult | mcp_types.InputRequiredResult:
+        """A prompt by name; a name not served is -32602, as the prompts specification says.
+
+        The SDK raises a plain error for it, answered with code 0 on one wire and -32603 on the
+        other.
+        """
+        if name not in {prompt.name for prompt in await self.list_prompts()}:
+            raise unknown("prompt", name)
+        return await super().get_prompt(name, arguments, context)
 
     async def search(self, arguments: dict[str, Any]) -> SearchHits:
         """The search tool's hits for ``arguments``; :class:`ToolError` says what went wrong."""
@@ -87,6 +113,13 @@ class SearchServer(MCPServer):
             # The SDK's own wording for a tool that raised ToolError: a client that reads it sees
             # the same message whichever path answered.
             raise ToolError(f"Error executing tool {TOOL_NAME}: {e}") from e
+
+
+def unknown(kind: str, name: str) -> MCPError:
+    """The protocol error for a name this server does not serve (invalid params, -32602)."""
+    return MCPError(
+        code=mcp_types.INVALID_PARAMS, message=f"Unknown {kind}: {name}", data={"name": name}
+    )
 
 
 def tool_result(hits: SearchHits) -> mcp_types.CallToolResult:

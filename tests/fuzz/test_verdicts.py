@@ -124,6 +124,9 @@ def test_results_of_other_methods_are_read_too() -> None:
     another_tool = {**CALL, "params": {"name": "search_nfcorpus2", "arguments": SEARCH}}
     with pytest.raises(AssertionError, match="unknown tool"):
         check_mcp(edited(_tool_answer()), another_tool, CONTRACT)
+    tool_error = {"content": [{"type": "text", "text": "Unknown tool"}], "isError": True}
+    with pytest.raises(AssertionError, match="unknown tool"):
+        check_mcp(edited({"jsonrpc": "2.0", "id": 7, "result": tool_error}), another_tool, CONTRACT)
     refused = {**CALL, "params": {"name": "search_nfcorpus", "arguments": {**SEARCH, "top_k": 0}}}
     with pytest.raises(AssertionError, match="arguments the rules refuse"):
         check_mcp(edited(_tool_answer()), refused, CONTRACT)

@@ -233,12 +233,15 @@ def check_mcp(response: httpx.Response, request: Any, contract: Contract) -> str
     except ValidationError as e:
         fail(f"a tools/call result off the MCP schema: {e}", request, response)
     texts = [c.text for c in call.content if isinstance(c, mcp_types.TextContent)]
+    name = params.get("name") if isinstance(params, dict) else None
+    if name != TOOL:
+        # Tools specification, error handling: an unknown tool is a protocol error (-32602).
+        fail(f"a tool result for the unknown tool {name!r}", request, response)
     if call.is_error:
         if not says_what(" ".join(texts)):
             fail("a tool error without a reason", request, response)
         return "tool error"
-    name = params.get("name") if isinstance(params, dict) else None
-    if name != TOOL or not isinstance(params.get("arguments"), dict):
+    if not isinstance(params.get("arguments"), dict):
         fail(f"a tool result for the unknown tool {name!r}", request, response)
     structured = result.get("structuredContent")
     check_search_answer(structured, params["arguments"], contract, request, response)

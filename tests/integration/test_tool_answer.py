@@ -15,6 +15,7 @@ import mcp_types
 import pytest
 from mcp.server import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.shared.exceptions import MCPError
 
 from services.mcp_server.service import SearchService
 from services.mcp_server.tools import TOOL_NAME, SearchServer
@@ -62,6 +63,7 @@ async def test_bad_arguments_are_named_before_any_search(server: SearchServer) -
         await server.call_tool(TOOL_NAME, {"query": "x", "top_k": "5"})
 
 
-async def test_other_names_go_to_the_sdk(server: SearchServer) -> None:
-    with pytest.raises(ToolError, match="Unknown tool"):
+async def test_other_names_are_a_protocol_error(server: SearchServer) -> None:
+    with pytest.raises(MCPError, match="Unknown tool: search_pubmed") as raised:
         await server.call_tool("search_pubmed", {"query": "x"})
+    assert raised.value.error.code == mcp_types.INVALID_PARAMS
