@@ -16,6 +16,7 @@ import pytest
 
 from harness.processes import ServerProcess
 from harness.prometheus import LocalPrometheus
+from services.common.auth import UNAUTHENTICATED
 from services.green_agent.evaluation.client import A2AVersion, TransportFailure, connect
 from services.green_agent.settings import GreenSettings
 from services.purple_agent.settings import PurpleSettings
@@ -117,7 +118,7 @@ async def test_the_agent_s_metrics_answer_the_scrape_token_only(
         # The scrape token is no caller's: the A2A endpoint refuses it.
         body = v03_body('{"query": "green tea", "top_k": 3}')
         sent = await http.post("/", json=body, headers=_bearer(SCRAPE))
-        assert sent.status_code == 401 and sent.json()["error"]["code"] == -32001
+        assert sent.status_code == 401 and sent.json()["error"]["code"] == UNAUTHENTICATED
         for path in ("/healthz", "/readyz"):  # the kubelet's probes stay open
             assert (await http.get(path)).status_code == 200, path
 
