@@ -153,7 +153,8 @@ async def test_the_agent_needs_a_token_and_uses_its_own_for_mcp(
     secured_purple: ThreadedServer,
 ) -> None:
     async with httpx.AsyncClient(base_url=secured_purple.url, timeout=30) as http:
-        card = (await http.get("/.well-known/agent-card.json")).json()
+        v1_0 = {"a2a-version": "1.0"}
+        card = (await http.get("/.well-known/agent-card.json", headers=v1_0)).json()
         assert card["securitySchemes"]["bearer"]["httpAuthSecurityScheme"]["scheme"] == "bearer"
         body = v03_body('{"query": "green tea", "top_k": 3}')
         assert (await http.post("/", json=body)).status_code == 401
