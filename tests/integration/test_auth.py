@@ -226,7 +226,7 @@ async def test_without_authentication_tasks_cannot_be_read_back(mcp_server: Any)
     with ThreadedServer(settings) as purple:
         async with httpx.AsyncClient(base_url=purple.url, timeout=30) as http:
             answer = (await http.post("/", json=get)).json()
-    assert "reading tasks back needs authentication" in answer["error"]["message"]
+    assert (answer["error"]["code"], answer["error"]["message"]) == (-32001, "Task not found")
 
 
 @pytest.mark.parametrize(

@@ -15,6 +15,7 @@ from a2a.types import (
     Artifact,
     CancelTaskRequest,
     GetTaskRequest,
+    ListTasksRequest,
     Message,
     Role,
     SendMessageRequest,
@@ -87,8 +88,9 @@ async def test_a_failure_is_the_final_status_message() -> None:
 async def test_without_a_store_nothing_is_kept_or_read() -> None:
     handler = DirectRequestHandler(_echo, CARD, None)
     task = await handler.on_message_send(_request(), ServerCallContext())
-    with pytest.raises(UnsupportedOperationError, match="needs authentication"):
+    with pytest.raises(TaskNotFoundError):  # as any task the caller cannot see
         await handler.on_get_task(GetTaskRequest(id=task.id), ServerCallContext())
+    assert not (await handler.on_list_tasks(ListTasksRequest(), ServerCallContext())).tasks
 
 
 async def test_cancelling_the_request_cancels_the_answer() -> None:

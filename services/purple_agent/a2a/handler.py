@@ -12,8 +12,10 @@ What it keeps: the task the SDK's handler returns (a new task and context id, th
 history, one artifact and a timestamped final status, ``trace_id`` in the metadata), the same
 events when streaming (the task, the artifact, the final status), the SDK's checks of the request,
 and the cancellation of the work when the request is cancelled (its caller hung up). Tasks are
-kept only when there is a store to read them back from (``tasks/get`` and ``tasks/list``), and
-only once finished: a message names no earlier task, and no task can be cancelled.
+kept only when there is a store to read them back from (``tasks/get`` and ``tasks/list``, with
+authentication on), and only once finished: a message names no earlier task, and no task can be
+cancelled. Without a store ``GetTask`` answers task not found and ``ListTasks`` an empty page
+(:mod:`services.common.task_store`).
 """
 
 from __future__ import annotations
@@ -59,6 +61,7 @@ from a2a.utils.errors import (
 )
 from a2a.utils.task import apply_history_length, validate_history_length, validate_page_size
 
+from services.common.task_store import empty_page, no_task
 from services.telemetry.tracing import current_trace_id
 
 NO_PUSH = "push notifications are not supported: message/send returns the finished task"
@@ -82,7 +85,7 @@ def _new_id() -> str:
 class DirectRequestHandler(RequestHandler):
     """Answers each message with one finished task (see the module docstring).
 
-    ``tasks`` None: tasks are not kept, and reading them back is refused.
+    ``tasks`` None: tasks are not kept, and none can be read back.
     """
 
     def __init__(self, answer: Answer, card: AgentCard, tasks: TaskStore | None) -> None:
@@ -166,18 +169,11 @@ class DirectRequestHandler(RequestHandler):
             raise TaskNotFoundError
         return task
 
-    def _store(self) -> TaskStore:
-        if self._tasks is None:
-            raise UnsupportedOperationError(
-                message="reading tasks back needs authentication (each caller then sees only "
-                "its own tasks); message/send returns the finished task"
-            )
-        return self._tasks
-
     @validate_request_params
     async def on_get_task(self, params: GetTaskRequest, context: ServerCallContext) -> Task:
-        """``tasks/get``: the caller's own task, when tasks are kept."""
-        self._store()
+        """``tasks/get``: the caller's own task (none without a store)."""
+        if self._tasks is None:
+            no_task(params)
         validate_history_length(params)
         return apply_history_length(await self._stored(params.id, context), params)
 
@@ -185,12 +181,13 @@ class DirectRequestHandler(RequestHandler):
     async def on_list_tasks(
         self, params: ListTasksRequest, context: ServerCallContext
     ) -> ListTasksResponse:
-        """``tasks/list``: the caller's own tasks, when tasks are kept."""
-        store = self._store()
+        """``tasks/list``: the caller's own tasks (an empty page without a store)."""
+        if self._tasks is None:
+            return await empty_page(params)
         validate_history_length(params)
         if params.HasField("page_size"):
             validate_page_size(params.page_size)
-        page = await store.list(params, context)
+        page = await self._tasks.list(params, context)
         for task in page.tasks:
             if not params.include_artifacts:
                 task.ClearField("artifacts")
