@@ -31,10 +31,11 @@ from a2a.types import (
     GetTaskRequest,
     ListTasksRequest,
     ListTasksResponse,
+    SendMessageRequest,
     Task,
     TaskState,
 )
-from a2a.utils.errors import TaskNotFoundError
+from a2a.utils.errors import TaskNotFoundError, UnsupportedOperationError
 from a2a.utils.task import validate_history_length, validate_page_size
 from prometheus_client import Gauge
 
@@ -143,8 +144,25 @@ class BoundedTaskStore(InMemoryTaskStore):
             await self.delete(task_id, oldest.context)
 
 
+#: Why a send that asks to return at once is refused without authentication.
+UNREADABLE_SEND = (
+    "returnImmediately (in A2A 0.3, blocking: false) needs authentication on this agent: "
+    "without it no task can be read back, so the answer would be lost; send the message "
+    "without it to get the finished task in the answer"
+)
 #: Never written to: lists pages of no task, checking a page token as every store does.
 _NO_TASKS = InMemoryTaskStore()
+
+
+def refuse_unreadable_send(params: SendMessageRequest) -> None:
+    """Refuse (-32004, unsupported) a send asking to return at once, where tasks are unreadable.
+
+    A2A 3.2.2: such a send returns the task in progress, to be read later (``GetTask``, the
+    stream, push); none of those reaches a task here. ``blocking: false`` of A2A 0.3 arrives as
+    the same flag (the SDK converts it).
+    """
+    if params.configuration.return_immediately:
+        raise UnsupportedOperationError(message=UNREADABLE_SEND)
 
 
 def no_task(params: GetTaskRequest) -> NoReturn:

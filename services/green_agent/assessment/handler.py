@@ -1,9 +1,10 @@
 """The SDK's request handler around the executor, and the JSON-RPC routes in front of it.
 
 An assessment runs for long and reports progress, which is what the SDK's
-``DefaultRequestHandler`` is built for; around it, without authentication no task can be read
-back (each authenticated caller reads its own tasks): ``tasks/get`` answers task not found and
-``tasks/list`` an empty page (:mod:`services.common.task_store`). An execution is
+``DefaultRequestHandler`` is built for, a send that returns at once (``returnImmediately``)
+included; around it, without authentication no task can be read back (each authenticated caller
+reads its own tasks): ``tasks/get`` answers task not found, ``tasks/list`` an empty page, and a
+send asking to return at once is refused (:mod:`services.common.task_store`). An execution is
 cancelled when its caller hangs up, and a request that starts an assessment is admitted only
 while fewer than ``GREEN_MAX_RUNNING`` run (:mod:`services.green_agent.assessment.running`).
 """
@@ -28,7 +29,7 @@ from a2a.types import (
 from starlette.routing import BaseRoute, Route
 
 from services.common.a2a import A2A_RPC_PATH, handler_routes
-from services.common.task_store import empty_page, no_task
+from services.common.task_store import empty_page, no_task, refuse_unreadable_send
 from services.green_agent.assessment.running import Admission, Running
 
 
@@ -55,6 +56,8 @@ class _RequestHandler(DefaultRequestHandler):
         self, params: SendMessageRequest, context: ServerCallContext
     ) -> Message | Task:
         """``message/send``; the execution is cancelled if the request is (its client left)."""
+        if not self._readable:
+            refuse_unreadable_send(params)
         key = Running.key(context.user, params.message)
         try:
             result: Message | Task = await super().on_message_send(params, context)
@@ -96,7 +99,8 @@ def a2a_routes(
     """The card at every :data:`~services.common.a2a.CARD_PATHS` and the executor behind JSON-RPC.
 
     JSON-RPC 1.0 and 0.3, admitting assessments through ``running``. ``readable_tasks`` false
-    finds no task and lists none: without authentication there is no caller to scope tasks to.
+    finds no task and lists none, and refuses sends asking to return at once: without
+    authentication there is no caller to scope tasks to.
     """
     handler = _RequestHandler(executor, tasks, card, running, readable=readable_tasks)
     return [
