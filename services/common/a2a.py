@@ -109,22 +109,39 @@ def card_routes(card: AgentCard) -> list[BaseRoute]:
     card before every query; our cards do not change while the process runs.
     """
     current, compat = card_variants(card)
-    variants = {True: _rendered(current), False: _rendered(compat)}  # by: asks for 1.0
+    variants = {True: _Rendered(current), False: _Rendered(compat)}  # by: asks for 1.0
 
     async def serve_card(request: Request) -> Response:
-        body, etag = variants[_asks_for_1_0(request)]
-        headers = {"ETag": etag, "Cache-Control": CARD_CACHE_CONTROL, "Vary": VERSION_HEADER}
+        card = variants[_asks_for_1_0(request)]
         wanted = [tag.strip() for tag in request.headers.get("if-none-match", "").split(",")]
-        if "*" in wanted or etag.removeprefix("W/") in (t.removeprefix("W/") for t in wanted):
-            return Response(status_code=304, headers=headers)
-        return Response(body, media_type="application/json", headers=headers)
+        if "*" in wanted or card.etag.removeprefix("W/") in (t.removeprefix("W/") for t in wanted):
+            return _Prebuilt(b"", 304, card.not_modified)
+        return _Prebuilt(card.body, 200, card.ok)
 
     return [Route(path, serve_card, methods=["GET"]) for path in CARD_PATHS]
 
 
-def _rendered(card: dict[str, Any]) -> tuple[bytes, str]:
-    """The card's bytes and its weak ETag (the SDK's: over its sorted JSON, unsigned)."""
-    unsigned = {k: v for k, v in card.items() if k != "signatures"}
-    digest = hashlib.sha256(json.dumps(unsigned, sort_keys=True, separators=(",", ":")).encode())
-    body = json.dumps(card, ensure_ascii=False, separators=(",", ":")).encode()
-    return body, f'W/"{digest.hexdigest()}"'
+class _Rendered:
+    """One version of the card as served: its bytes, its ETag and each answer's headers."""
+
+    def __init__(self, card: dict[str, Any]) -> None:
+        # The SDK's ETag: weak, over the sorted JSON of the card without its signatures.
+        unsigned = {k: v for k, v in card.items() if k != "signatures"}
+        sorted_json = json.dumps(unsigned, sort_keys=True, separators=(",", ":")).encode()
+        self.etag = f'W/"{hashlib.sha256(sorted_json).hexdigest()}"'
+        self.body = json.dumps(card, ensure_ascii=False, separators=(",", ":")).encode()
+        headers = {"ETag": self.etag, "Cache-Control": CARD_CACHE_CONTROL, "Vary": VERSION_HEADER}
+        self.ok = Response(self.body, media_type="application/json", headers=headers).raw_headers
+        self.not_modified = Response(status_code=304, headers=headers).raw_headers
+
+
+class _Prebuilt(Response):
+    """A response whose headers were encoded once, at start: the card never changes."""
+
+    def __init__(
+        self, body: bytes, status_code: int, raw_headers: list[tuple[bytes, bytes]]
+    ) -> None:
+        self.status_code = status_code
+        self.background = None
+        self.body = body
+        self.raw_headers = list(raw_headers)  # a list of its own: middleware may add to it

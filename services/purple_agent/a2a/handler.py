@@ -162,10 +162,11 @@ class DirectRequestHandler(RequestHandler):
     @validate_request_params
     async def on_message_send(self, params: SendMessageRequest, context: ServerCallContext) -> Task:
         """``message/send``: the finished task, or the working one when asked to return at once."""
-        if self._tasks is None:
+        immediate = params.configuration.return_immediately
+        if immediate and self._tasks is None:
             refuse_unreadable_send(params)
         task = await self._open(params, context)
-        if params.configuration.return_immediately and len(self._detached) < self._max_detached:
+        if immediate and len(self._detached) < self._max_detached:
             return await self._detach(task, params, context)
         await self._finish(task, context)
         return apply_history_length(task, params.configuration)
