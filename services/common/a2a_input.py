@@ -10,13 +10,20 @@ from __future__ import annotations
 
 import base64
 import binascii
+import json
 from collections.abc import Mapping
 from typing import Any
 
 import a2a.server.routes  # noqa: F401  (first: the 0.3 adapter module imports it circularly)
 from a2a.compat.v0_3.jsonrpc_adapter import JSONRPC03Adapter
+from a2a.types import TaskState
 from a2a.utils.constants import VERSION_HEADER
-from a2a.utils.errors import JSON_RPC_ERROR_CODE_MAP, MethodNotFoundError, VersionNotSupportedError
+from a2a.utils.errors import (
+    JSON_RPC_ERROR_CODE_MAP,
+    InvalidParamsError,
+    MethodNotFoundError,
+    VersionNotSupportedError,
+)
 from pydantic import ValidationError
 
 from services.common.guard import Refusal
@@ -25,6 +32,9 @@ from services.common.validation import describe
 _V03_MODELS = JSONRPC03Adapter.METHOD_TO_MODEL
 VERSION_NOT_SUPPORTED = JSON_RPC_ERROR_CODE_MAP[VersionNotSupportedError]
 METHOD_NOT_FOUND = JSON_RPC_ERROR_CODE_MAP[MethodNotFoundError]
+INVALID_PARAMS = JSON_RPC_ERROR_CODE_MAP[InvalidParamsError]
+#: What ``ListTasks`` takes as its ``status`` filter: a ``TaskState`` by name or by number.
+_TASK_STATES = frozenset(TaskState.keys()) | frozenset(TaskState.values())
 
 
 def _is_base64(text: str, strict: bool) -> bool:
@@ -71,6 +81,25 @@ def _invalid_v03(payload: dict[str, Any]) -> str | None:
     return None
 
 
+def _check_list_filter(payload: dict[str, Any]) -> None:
+    """Refuse a ``ListTasks`` ``status`` that is no task state (-32602, invalid params).
+
+    Protobuf's JSON reader, as the SDK calls it, drops an enum value it does not know: the
+    request would list every task, as if no filter had been asked for (A2A 3.1.4, 5.7).
+    """
+    params = payload.get("params")
+    status = params.get("status") if isinstance(params, dict) else None
+    known = isinstance(status, str | int) and not isinstance(status, bool)
+    if status is None or (known and status in _TASK_STATES):
+        return
+    shown = json.dumps(status)
+    raise Refusal(
+        422,
+        f"status {shown[:40]} is not a task state: one of {', '.join(TaskState.keys())}",
+        code=INVALID_PARAMS,
+    )
+
+
 def _check_version(payload: dict[str, Any], headers: Mapping[str, str]) -> None:
     """Refuse a 0.3 method under an ``A2A-Version`` header of another era, with its error.
 
@@ -100,8 +129,11 @@ def message_problem(payload: Any, headers: Mapping[str, str]) -> str | None:
     """A2A's own rules on a JSON-RPC body (whose envelope the guard checked): what is wrong.
 
     Raises:
-        Refusal: An ``A2A-Version`` header the method cannot be served under.
+        Refusal: An ``A2A-Version`` header the method cannot be served under, or a ``ListTasks``
+            filter that is no task state.
 
     """
     _check_version(payload, headers)
+    if payload.get("method") == "ListTasks":  # only there: no cost on the query path
+        _check_list_filter(payload)
     return _undecodable_part(payload) or _invalid_v03(payload)

@@ -1,10 +1,11 @@
 """Bearer-token authentication: optional, off for local runs, one middleware for every server.
 
 A server with tokens answers every request without a valid ``Authorization: Bearer <token>``
-with 401, except probes (the kubelet probes without credentials) and the agent card (A2A clients
-read it to learn that a token is needed). Each token names its caller (``name:token`` lines; a
-bare token gets a name derived from its hash); the name becomes the request's user, which is what
-scopes A2A tasks to the caller that created them.
+with 401 and ``WWW-Authenticate: Bearer`` (on a JSON-RPC path, a JSON-RPC error whose code,
+:data:`UNAUTHENTICATED`, is no other error's), except probes (the kubelet probes without
+credentials) and the agent card (A2A clients read it to learn that a token is needed). Each token
+names its caller (``name:token`` lines; a bare token gets a name derived from its hash); the name
+becomes the request's user, which is what scopes A2A tasks to the caller that created them.
 
 ``/metrics`` takes a token of its own, the scrape token (``<PREFIX>_METRICS_TOKEN[_FILE]``: what
 the chart's ServiceMonitor sends), and nothing else: one token per purpose, so a caller's token
@@ -34,6 +35,11 @@ from services.common.guard import EXEMPT_PATHS, METRICS_PATH
 
 MIN_TOKEN_CHARS = 16
 PLACEHOLDERS = ("changeme", "changethis", "secret", "token", "password", "example")
+#: The JSON-RPC code of a 401 on a JSON-RPC path. JSON-RPC leaves -32000..-32099 to servers; A2A
+#: numbers its own errors from -32001 up (1.0: -32001 task not found .. -32009) and MCP its
+#: spec's from -32020 up, keeping -32000..-32019 for implementations. The far end of that band is
+#: no error of either protocol now and the last A2A would reach.
+UNAUTHENTICATED = -32019
 
 
 class TokenError(ValueError):
@@ -211,7 +217,8 @@ class BearerAuth:
             message = "authentication required: send Authorization: Bearer <token>"
         body: object = {"error": message}
         if scope["path"] in self._jsonrpc:
-            body = {"jsonrpc": "2.0", "id": None, "error": {"code": -32001, "message": message}}
+            error = {"code": UNAUTHENTICATED, "message": message}
+            body = {"jsonrpc": "2.0", "id": None, "error": error}
         payload = json.dumps(body).encode()
         headers = [
             (b"content-type", b"application/json"),

@@ -8,6 +8,13 @@ at most ``max_tasks`` of them, at most ``max_bytes`` in all, and for ``ttl_s`` a
 update, oldest dropped first. The SDK scopes them by caller: each authenticated caller reads its
 own. With ``keep_finished`` off (no authentication: no caller to read a task back), a task
 leaves the store as soon as it ends; the SDK holds a running one here while it works on it.
+
+Without authentication every caller is the same anonymous one, so neither agent lets anyone read
+a task back, and both say so as A2A lets a server say it of a task the caller may not see
+(A2A 3.3.2, 13.1): ``GetTask`` answers task not found for any id (:func:`no_task`), ``ListTasks``
+an empty page (:func:`empty_page`), each after checking its parameters as the SDK does with a
+store (-32602 for a bad ``historyLength``, ``pageSize`` or ``pageToken``); and a send that asks
+to return at once is refused (:func:`refuse_unreadable_send`): its answer could never be read.
 """
 
 from __future__ import annotations
@@ -16,10 +23,20 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import NoReturn
 
 from a2a.server.context import ServerCallContext
 from a2a.server.tasks import InMemoryTaskStore
-from a2a.types import Task, TaskState
+from a2a.types import (
+    GetTaskRequest,
+    ListTasksRequest,
+    ListTasksResponse,
+    SendMessageRequest,
+    Task,
+    TaskState,
+)
+from a2a.utils.errors import TaskNotFoundError, UnsupportedOperationError
+from a2a.utils.task import validate_history_length, validate_page_size
 from prometheus_client import Gauge
 
 #: The states a task does not leave.
@@ -125,3 +142,38 @@ class BoundedTaskStore(InMemoryTaskStore):
             if not over and now - oldest.saved_at <= self._ttl_s:
                 return
             await self.delete(task_id, oldest.context)
+
+
+#: Why a send that asks to return at once is refused without authentication.
+UNREADABLE_SEND = (
+    "returnImmediately (in A2A 0.3, blocking: false) needs authentication on this agent: "
+    "without it no task can be read back, so the answer would be lost; send the message "
+    "without it to get the finished task in the answer"
+)
+#: Never written to: lists pages of no task, checking a page token as every store does.
+_NO_TASKS = InMemoryTaskStore()
+
+
+def refuse_unreadable_send(params: SendMessageRequest) -> None:
+    """Refuse (-32004, unsupported) a send asking to return at once, where tasks are unreadable.
+
+    A2A 3.2.2: such a send returns the task in progress, to be read later (``GetTask``, the
+    stream, push); none of those reaches a task here. ``blocking: false`` of A2A 0.3 arrives as
+    the same flag (the SDK converts it).
+    """
+    if params.configuration.return_immediately:
+        raise UnsupportedOperationError(message=UNREADABLE_SEND)
+
+
+def no_task(params: GetTaskRequest) -> NoReturn:
+    """``GetTask`` where tasks are unreadable: its parameters checked, then task not found."""
+    validate_history_length(params)
+    raise TaskNotFoundError
+
+
+async def empty_page(params: ListTasksRequest) -> ListTasksResponse:
+    """``ListTasks`` where tasks are unreadable: its parameters checked, then an empty page."""
+    validate_history_length(params)
+    if params.HasField("page_size"):
+        validate_page_size(params.page_size)
+    return await _NO_TASKS.list(params, ServerCallContext())

@@ -15,7 +15,7 @@ from starlette.applications import Starlette
 from services.common.a2a import A2A_RPC_PATH, CARD_PATHS, handler_routes
 from services.common.a2a_input import message_problem
 from services.common.frame import Readiness, ServiceId, service_app
-from services.common.limits import MAX_TOP_K
+from services.common.limits import MAX_TOP_K, ServerLimits
 from services.common.task_store import BoundedTaskStore, StoreGauges
 from services.purple_agent.a2a.card import build_card
 from services.purple_agent.a2a.handler import DirectRequestHandler
@@ -47,7 +47,7 @@ def create_app(settings: PurpleSettings) -> Starlette:
     tokens = settings.tokens()
     card = build_card(settings, authenticated=bool(tokens))
     # Without authentication every caller is the same anonymous user: reading tasks back would
-    # show one client's queries to another, so tasks are not kept at all.
+    # show one client's queries to another, so tasks are not kept at all (and none is found).
     tasks = (
         BoundedTaskStore(
             settings.max_tasks,
@@ -58,7 +58,10 @@ def create_app(settings: PurpleSettings) -> Starlette:
         if tokens
         else None
     )
-    routes = handler_routes(card, DirectRequestHandler(answer_with(agent), card, tasks))
+    # Detached answers (returnImmediately) are bounded as the guard bounds requests in flight.
+    max_detached = ServerLimits().max_in_flight
+    handler = DirectRequestHandler(answer_with(agent), card, tasks, max_detached)
+    routes = handler_routes(card, handler)
 
     async def mcp_ready() -> tuple[bool, str]:
         return await mcp.ready(settings.readiness_timeout_s)
@@ -66,6 +69,7 @@ def create_app(settings: PurpleSettings) -> Starlette:
     @asynccontextmanager
     async def lifespan(_: Starlette) -> AsyncIterator[None]:
         yield
+        await handler.aclose()
         await mcp.aclose()
 
     readiness = Readiness(mcp_ready, READINESS_CACHE_S, detail_key="mcp")

@@ -73,7 +73,7 @@ class PurpleSettings(BaseSettings, AuthFields):
         description="Candidates asked from the MCP server: max(top_k, candidates).",
     )
     max_tasks: int = Field(
-        default=10_000, ge=1, description="Finished tasks kept in memory (oldest dropped first)."
+        default=10_000, ge=1, description="Tasks kept in memory (oldest dropped first)."
     )
     max_task_bytes: int = Field(
         default=16 << 20, ge=1 << 16, description="Memory the kept tasks may take, in bytes."

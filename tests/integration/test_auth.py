@@ -16,6 +16,7 @@ import pytest
 
 from harness.processes import ServerProcess
 from harness.prometheus import LocalPrometheus
+from services.common.auth import UNAUTHENTICATED
 from services.green_agent.evaluation.client import A2AVersion, TransportFailure, connect
 from services.green_agent.settings import GreenSettings
 from services.purple_agent.settings import PurpleSettings
@@ -118,7 +119,7 @@ async def test_the_agent_s_metrics_answer_the_scrape_token_only(
         # The scrape token is no caller's: the A2A endpoint refuses it.
         body = v03_body('{"query": "green tea", "top_k": 3}')
         sent = await http.post("/", json=body, headers=_bearer(SCRAPE))
-        assert sent.status_code == 401 and sent.json()["error"]["code"] == -32001
+        assert sent.status_code == 401 and sent.json()["error"]["code"] == UNAUTHENTICATED
         for path in ("/healthz", "/readyz"):  # the kubelet's probes stay open
             assert (await http.get(path)).status_code == 200, path
 
@@ -153,7 +154,8 @@ async def test_the_agent_needs_a_token_and_uses_its_own_for_mcp(
     secured_purple: ThreadedServer,
 ) -> None:
     async with httpx.AsyncClient(base_url=secured_purple.url, timeout=30) as http:
-        card = (await http.get("/.well-known/agent-card.json")).json()
+        v1_0 = {"a2a-version": "1.0"}
+        card = (await http.get("/.well-known/agent-card.json", headers=v1_0)).json()
         assert card["securitySchemes"]["bearer"]["httpAuthSecurityScheme"]["scheme"] == "bearer"
         body = v03_body('{"query": "green tea", "top_k": 3}')
         assert (await http.post("/", json=body)).status_code == 401
@@ -225,7 +227,7 @@ async def test_without_authentication_tasks_cannot_be_read_back(mcp_server: Any)
     with ThreadedServer(settings) as purple:
         async with httpx.AsyncClient(base_url=purple.url, timeout=30) as http:
             answer = (await http.post("/", json=get)).json()
-    assert "reading tasks back needs authentication" in answer["error"]["message"]
+    assert (answer["error"]["code"], answer["error"]["message"]) == (-32001, "Task not found")
 
 
 @pytest.mark.parametrize(

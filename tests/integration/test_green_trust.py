@@ -166,7 +166,9 @@ def test_without_a_valid_token_the_server_answers_401_but_its_card_and_probes(
     assert (
         wrong.json()["error"]["message"] == "authentication failed: the bearer token is not valid"
     )
-    card = httpx.get(green.base_url + "/.well-known/agent-card.json")
+    card = httpx.get(
+        green.base_url + "/.well-known/agent-card.json", headers={"a2a-version": "1.0"}
+    )
     assert card.status_code == 200
     assert card.json()["securitySchemes"]["bearer"]["httpAuthSecurityScheme"]["scheme"] == "bearer"
     assert httpx.get(green.base_url + "/healthz").status_code == 200

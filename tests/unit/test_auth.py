@@ -15,7 +15,13 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from services.common.auth import AuthFields, TokenError, authorization, load_tokens
+from services.common.auth import (
+    UNAUTHENTICATED,
+    AuthFields,
+    TokenError,
+    authorization,
+    load_tokens,
+)
 from services.common.frame import Readiness, ServiceId, service_app
 from services.green_agent.settings import GreenSettings
 from services.mcp_server.settings import McpServerSettings
@@ -135,7 +141,7 @@ async def test_everything_else_answers_401_without_a_valid_token() -> None:
     for response in (missing, wrong, basic):
         assert response.status_code == 401
         assert response.headers["www-authenticate"] == 'Bearer realm="nfcorpus-retrieval"'
-        assert response.json()["error"]["code"] == -32001  # JSON-RPC path: a JSON-RPC error
+        assert response.json()["error"]["code"] == UNAUTHENTICATED  # JSON-RPC path: its error
     assert missing.json()["error"]["message"].startswith("authentication required")
     assert wrong.json()["error"]["message"].startswith("authentication failed")
 

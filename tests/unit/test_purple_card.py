@@ -10,7 +10,7 @@ from a2a.server.routes import create_agent_card_routes
 from pydantic import ValidationError
 from starlette.applications import Starlette
 
-from services.common.a2a import CARD_PATHS, card_routes
+from services.common.a2a import CARD_CACHE_CONTROL, CARD_PATHS, card_routes
 from services.purple_agent.a2a.card import build_card
 from services.purple_agent.app import create_app
 from services.purple_agent.settings import PurpleSettings
@@ -87,7 +87,8 @@ def test_deadline_must_stay_below_sixty_seconds(deadline: float) -> None:
 async def test_the_card_is_what_the_sdk_serves_with_its_etag() -> None:
     card = build_card(PurpleSettings())
     ours = httpx.ASGITransport(app=Starlette(routes=card_routes(card)))
-    sdks = httpx.ASGITransport(app=Starlette(routes=create_agent_card_routes(card, card_url="/")))
+    sdk_routes = create_agent_card_routes(card, card_url="/", cache_control=CARD_CACHE_CONTROL)
+    sdks = httpx.ASGITransport(app=Starlette(routes=sdk_routes))
     async with (
         httpx.AsyncClient(transport=ours, base_url="http://purple") as client,
         httpx.AsyncClient(transport=sdks, base_url="http://purple") as sdk,
@@ -97,6 +98,7 @@ async def test_the_card_is_what_the_sdk_serves_with_its_etag() -> None:
             served = await client.get(path)
             assert served.content == expected.content
             assert served.headers["etag"] == expected.headers["etag"]
+            assert served.headers["cache-control"] == expected.headers["cache-control"]
             assert served.headers["content-type"] == "application/json"
         # A client holding the card revalidates it for nothing.
         for held in (expected.headers["etag"], expected.headers["etag"].removeprefix("W/"), "*"):

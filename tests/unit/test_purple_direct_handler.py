@@ -15,9 +15,11 @@ from a2a.types import (
     Artifact,
     CancelTaskRequest,
     GetTaskRequest,
+    ListTasksRequest,
     Message,
     Role,
     SendMessageRequest,
+    SubscribeToTaskRequest,
     TaskState,
 )
 from a2a.utils.errors import TaskNotCancelableError, TaskNotFoundError, UnsupportedOperationError
@@ -87,8 +89,9 @@ async def test_a_failure_is_the_final_status_message() -> None:
 async def test_without_a_store_nothing_is_kept_or_read() -> None:
     handler = DirectRequestHandler(_echo, CARD, None)
     task = await handler.on_message_send(_request(), ServerCallContext())
-    with pytest.raises(UnsupportedOperationError, match="needs authentication"):
+    with pytest.raises(TaskNotFoundError):  # as any task the caller cannot see
         await handler.on_get_task(GetTaskRequest(id=task.id), ServerCallContext())
+    assert not (await handler.on_list_tasks(ListTasksRequest(), ServerCallContext())).tasks
 
 
 async def test_cancelling_the_request_cancels_the_answer() -> None:
@@ -110,3 +113,82 @@ async def test_cancelling_the_request_cancels_the_answer() -> None:
     with pytest.raises(asyncio.CancelledError):
         await request
     assert cancelled.is_set()
+
+
+def _immediate(text: str = "hello") -> SendMessageRequest:
+    request = _request(text)
+    request.configuration.return_immediately = True
+    return request
+
+
+class _Gate:
+    """An agent whose answers wait until :attr:`open` is set."""
+
+    def __init__(self) -> None:
+        self.open = asyncio.Event()
+        self.cancelled = asyncio.Event()
+        self.entered: asyncio.Queue[str] = asyncio.Queue()
+
+    async def __call__(self, message: Message) -> Artifact | Failed:
+        self.entered.put_nowait(message.task_id)
+        try:
+            await self.open.wait()
+        except asyncio.CancelledError:
+            self.cancelled.set()
+            raise
+        return Artifact(parts=[new_text_part(message.parts[0].text)])
+
+
+async def test_returning_at_once_answers_working_and_the_task_finishes_later() -> None:
+    gate = _Gate()
+    handler = DirectRequestHandler(gate, CARD, BoundedTaskStore(10))
+    alice = ServerCallContext(user=_Named("alice"))
+    task = await handler.on_message_send(_immediate(), alice)
+    assert task.status.state == TaskState.TASK_STATE_WORKING and not task.artifacts
+    kept = await handler.on_get_task(GetTaskRequest(id=task.id), alice)
+    assert kept.status.state == TaskState.TASK_STATE_WORKING
+    stream = handler.on_subscribe_to_task(SubscribeToTaskRequest(id=task.id), alice)
+    first = await anext(stream)
+    gate.open.set()
+    rest = [event async for event in stream]
+    assert first.id == task.id and first.status.state == TaskState.TASK_STATE_WORKING
+    assert [type(e).__name__ for e in rest] == ["TaskArtifactUpdateEvent", "TaskStatusUpdateEvent"]
+    done = await handler.on_get_task(GetTaskRequest(id=task.id), alice)
+    assert done.status.state == TaskState.TASK_STATE_COMPLETED
+    assert done.artifacts[0].parts[0].text == "hello"
+    with pytest.raises(UnsupportedOperationError, match="terminal state"):
+        await anext(handler.on_subscribe_to_task(SubscribeToTaskRequest(id=task.id), alice))
+
+
+async def test_a_detached_answer_can_be_cancelled_by_its_caller_only() -> None:
+    gate = _Gate()
+    handler = DirectRequestHandler(gate, CARD, BoundedTaskStore(10))
+    alice = ServerCallContext(user=_Named("alice"))
+    task = await handler.on_message_send(_immediate(), alice)
+    with pytest.raises(TaskNotFoundError):
+        await handler.on_cancel_task(CancelTaskRequest(id=task.id), ServerCallContext())
+    cancelled = await handler.on_cancel_task(CancelTaskRequest(id=task.id), alice)
+    assert cancelled.status.state == TaskState.TASK_STATE_CANCELED and gate.cancelled.is_set()
+    with pytest.raises(TaskNotCancelableError):
+        await handler.on_cancel_task(CancelTaskRequest(id=task.id), alice)
+
+
+async def test_beyond_the_bound_a_send_waits_for_its_answer() -> None:
+    gate = _Gate()
+    handler = DirectRequestHandler(gate, CARD, BoundedTaskStore(10), max_detached=1)
+    alice = ServerCallContext(user=_Named("alice"))
+    first = await handler.on_message_send(_immediate(), alice)
+    assert first.status.state == TaskState.TASK_STATE_WORKING
+    second = asyncio.create_task(handler.on_message_send(_immediate(), alice))
+    await gate.entered.get()
+    await gate.entered.get()  # both answers are under way: the second in its own request
+    assert not second.done()
+    gate.open.set()
+    assert (await second).status.state == TaskState.TASK_STATE_COMPLETED
+    await handler.aclose()
+
+
+async def test_without_a_store_returning_at_once_is_refused() -> None:
+    handler = DirectRequestHandler(_echo, CARD, None)
+    with pytest.raises(UnsupportedOperationError, match="needs authentication"):
+        await handler.on_message_send(_immediate(), ServerCallContext())

@@ -1,10 +1,12 @@
 """The SDK's request handler around the executor, and the JSON-RPC routes in front of it.
 
 An assessment runs for long and reports progress, which is what the SDK's
-``DefaultRequestHandler`` is built for; around it, ``tasks/get`` and ``tasks/list`` are refused
-without authentication (each authenticated caller reads its own tasks), an execution is cancelled
-when its caller hangs up, and a request that starts an assessment is admitted only while fewer
-than ``GREEN_MAX_RUNNING`` run (:mod:`services.green_agent.assessment.running`).
+``DefaultRequestHandler`` is built for, a send that returns at once (``returnImmediately``)
+included; around it, without authentication no task can be read back (each authenticated caller
+reads its own tasks): ``tasks/get`` answers task not found, ``tasks/list`` an empty page, and a
+send asking to return at once is refused (:mod:`services.common.task_store`). An execution is
+cancelled when its caller hangs up, and a request that starts an assessment is admitted only
+while fewer than ``GREEN_MAX_RUNNING`` run (:mod:`services.green_agent.assessment.running`).
 """
 
 from __future__ import annotations
@@ -24,10 +26,10 @@ from a2a.types import (
     SendMessageRequest,
     Task,
 )
-from a2a.utils.errors import UnsupportedOperationError
 from starlette.routing import BaseRoute, Route
 
 from services.common.a2a import A2A_RPC_PATH, handler_routes
+from services.common.task_store import empty_page, no_task, refuse_unreadable_send
 from services.green_agent.assessment.running import Admission, Running
 
 
@@ -54,6 +56,8 @@ class _RequestHandler(DefaultRequestHandler):
         self, params: SendMessageRequest, context: ServerCallContext
     ) -> Message | Task:
         """``message/send``; the execution is cancelled if the request is (its client left)."""
+        if not self._readable:
+            refuse_unreadable_send(params)
         key = Running.key(context.user, params.message)
         try:
             result: Message | Task = await super().on_message_send(params, context)
@@ -67,24 +71,19 @@ class _RequestHandler(DefaultRequestHandler):
             raise asyncio.CancelledError
         return result
 
-    def _refuse_unless_readable(self) -> None:
-        if not self._readable:
-            raise UnsupportedOperationError(
-                message="reading tasks back needs authentication (each caller then sees only "
-                "its own tasks); message/send returns the finished task"
-            )
-
     async def on_get_task(self, params: GetTaskRequest, context: ServerCallContext) -> Task | None:
-        """``tasks/get``: the caller's own task, when tasks are readable."""
-        self._refuse_unless_readable()
+        """``tasks/get``: the caller's own task (none where tasks are unreadable)."""
+        if not self._readable:
+            no_task(params)
         task: Task | None = await super().on_get_task(params, context)
         return task
 
     async def on_list_tasks(
         self, params: ListTasksRequest, context: ServerCallContext
     ) -> ListTasksResponse:
-        """``tasks/list``: the caller's own tasks, when tasks are readable."""
-        self._refuse_unless_readable()
+        """``tasks/list``: the caller's own tasks (an empty page where tasks are unreadable)."""
+        if not self._readable:
+            return await empty_page(params)
         page: ListTasksResponse = await super().on_list_tasks(params, context)
         return page
 
@@ -100,8 +99,8 @@ def a2a_routes(
     """The card at every :data:`~services.common.a2a.CARD_PATHS` and the executor behind JSON-RPC.
 
     JSON-RPC 1.0 and 0.3, admitting assessments through ``running``. ``readable_tasks`` false
-    refuses ``tasks/get`` and ``tasks/list``: without authentication there is no caller to scope
-    them to.
+    finds no task and lists none, and refuses sends asking to return at once: without
+    authentication there is no caller to scope tasks to.
     """
     handler = _RequestHandler(executor, tasks, card, running, readable=readable_tasks)
     return [

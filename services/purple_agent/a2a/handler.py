@@ -12,12 +12,22 @@ What it keeps: the task the SDK's handler returns (a new task and context id, th
 history, one artifact and a timestamped final status, ``trace_id`` in the metadata), the same
 events when streaming (the task, the artifact, the final status), the SDK's checks of the request,
 and the cancellation of the work when the request is cancelled (its caller hung up). Tasks are
-kept only when there is a store to read them back from (``tasks/get`` and ``tasks/list``), and
-only once finished: a message names no earlier task, and no task can be cancelled.
+kept only when there is a store to read them back from (``tasks/get`` and ``tasks/list``, with
+authentication on); a message names no earlier task.
+
+A send asking to return at once (``returnImmediately``; 0.3: ``blocking: false``, A2A 3.2.2) is
+answered with the task working, while the agent answers it in the background: ``GetTask`` then
+reads it, ``SubscribeToTask`` streams the rest of it and ``CancelTask`` stops it. At most
+``max_detached`` answers run so at once (the guard's bound on requests in flight): beyond, a send
+waits for its answer, so no burst of such sends makes more work than the guard admits. Without a
+store it is refused (:func:`~services.common.task_store.refuse_unreadable_send`): nobody could
+read the answer. Without a store ``GetTask`` answers task not found and ``ListTasks`` an empty
+page (:mod:`services.common.task_store`).
 """
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import AsyncGenerator, Awaitable, Callable
 from dataclasses import dataclass
@@ -59,6 +69,7 @@ from a2a.utils.errors import (
 )
 from a2a.utils.task import apply_history_length, validate_history_length, validate_page_size
 
+from services.common.task_store import empty_page, no_task, refuse_unreadable_send
 from services.telemetry.tracing import current_trace_id
 
 NO_PUSH = "push notifications are not supported: message/send returns the finished task"
@@ -82,13 +93,25 @@ def _new_id() -> str:
 class DirectRequestHandler(RequestHandler):
     """Answers each message with one finished task (see the module docstring).
 
-    ``tasks`` None: tasks are not kept, and reading them back is refused.
+    ``tasks`` None: tasks are not kept, and none can be read back.
     """
 
-    def __init__(self, answer: Answer, card: AgentCard, tasks: TaskStore | None) -> None:
+    def __init__(
+        self, answer: Answer, card: AgentCard, tasks: TaskStore | None, max_detached: int = 64
+    ) -> None:
         self._answer = answer
         self._card = card
         self._tasks = tasks
+        self._max_detached = max_detached
+        #: The answers running after their send returned, by task id.
+        self._detached: dict[str, asyncio.Task[Task]] = {}
+
+    async def aclose(self) -> None:
+        """Stop the answers still running in the background (the server is stopping)."""
+        jobs = list(self._detached.values())
+        for job in jobs:
+            job.cancel()
+        await asyncio.gather(*jobs, return_exceptions=True)
 
     async def _open(self, params: SendMessageRequest, context: ServerCallContext) -> Task:
         """The submitted task of a new message, its message in the history."""
@@ -138,10 +161,44 @@ class DirectRequestHandler(RequestHandler):
 
     @validate_request_params
     async def on_message_send(self, params: SendMessageRequest, context: ServerCallContext) -> Task:
-        """``message/send``: the finished task."""
+        """``message/send``: the finished task, or the working one when asked to return at once."""
+        immediate = params.configuration.return_immediately
+        if immediate and self._tasks is None:
+            refuse_unreadable_send(params)
         task = await self._open(params, context)
+        if immediate and len(self._detached) < self._max_detached:
+            return await self._detach(task, params, context)
         await self._finish(task, context)
         return apply_history_length(task, params.configuration)
+
+    async def _detach(
+        self, task: Task, params: SendMessageRequest, context: ServerCallContext
+    ) -> Task:
+        """Start answering ``task`` in the background; the task as it is now, working and kept."""
+        assert self._tasks is not None  # refused before, without a store
+        task.status.state = TaskState.TASK_STATE_WORKING
+        task.status.timestamp.GetCurrentTime()
+        await self._tasks.save(task, context)
+        working = Task()
+        working.CopyFrom(task)  # the task changes as the answer comes
+        job = asyncio.create_task(self._finish_detached(task, context), name=f"answer {task.id}")
+        self._detached[task.id] = job
+        job.add_done_callback(lambda _: self._detached.pop(task.id, None))
+        # Let it start: a task cancelled before its first step would never record its end.
+        await asyncio.sleep(0)
+        return apply_history_length(working, params.configuration)
+
+    async def _finish_detached(self, task: Task, context: ServerCallContext) -> Task:
+        """:meth:`_finish` for a detached answer; cancelled (``CancelTask``), the task is too."""
+        try:
+            await self._finish(task, context)
+        except asyncio.CancelledError:
+            # Nobody awaits this task: its outcome is what it leaves in the store.
+            task.status.state = TaskState.TASK_STATE_CANCELED
+            task.status.timestamp.GetCurrentTime()
+            if self._tasks is not None:
+                await self._tasks.save(task, context)
+        return task
 
     @validate_request_params
     @validate(lambda self: self._card.capabilities.streaming, "Streaming is not supported")
@@ -166,18 +223,11 @@ class DirectRequestHandler(RequestHandler):
             raise TaskNotFoundError
         return task
 
-    def _store(self) -> TaskStore:
-        if self._tasks is None:
-            raise UnsupportedOperationError(
-                message="reading tasks back needs authentication (each caller then sees only "
-                "its own tasks); message/send returns the finished task"
-            )
-        return self._tasks
-
     @validate_request_params
     async def on_get_task(self, params: GetTaskRequest, context: ServerCallContext) -> Task:
-        """``tasks/get``: the caller's own task, when tasks are kept."""
-        self._store()
+        """``tasks/get``: the caller's own task (none without a store)."""
+        if self._tasks is None:
+            no_task(params)
         validate_history_length(params)
         return apply_history_length(await self._stored(params.id, context), params)
 
@@ -185,12 +235,13 @@ class DirectRequestHandler(RequestHandler):
     async def on_list_tasks(
         self, params: ListTasksRequest, context: ServerCallContext
     ) -> ListTasksResponse:
-        """``tasks/list``: the caller's own tasks, when tasks are kept."""
-        store = self._store()
+        """``tasks/list``: the caller's own tasks (an empty page without a store)."""
+        if self._tasks is None:
+            return await empty_page(params)
         validate_history_length(params)
         if params.HasField("page_size"):
             validate_page_size(params.page_size)
-        page = await store.list(params, context)
+        page = await self._tasks.list(params, context)
         for task in page.tasks:
             if not params.include_artifacts:
                 task.ClearField("artifacts")
@@ -199,18 +250,36 @@ class DirectRequestHandler(RequestHandler):
 
     @validate_request_params
     async def on_cancel_task(self, params: CancelTaskRequest, context: ServerCallContext) -> Task:
-        """``tasks/cancel``: refused, every task known here has finished."""
-        await self._stored(params.id, context)
-        raise TaskNotCancelableError
+        """``tasks/cancel``: a detached answer still running stops; a finished task is refused."""
+        task = await self._stored(params.id, context)
+        job = self._detached.get(task.id)
+        if job is None or not job.cancel():
+            raise TaskNotCancelableError
+        await job
+        return await self._stored(task.id, context)
 
     @validate_request_params
     async def on_subscribe_to_task(
         self, params: SubscribeToTaskRequest, context: ServerCallContext
     ) -> AsyncGenerator[Event]:
-        """``tasks/resubscribe``: refused, every task known here has finished."""
+        """``tasks/resubscribe``: a detached answer's task, then its artifact and final status.
+
+        A finished task is refused (A2A 3.1.6: there is nothing left to stream).
+        """
         task = await self._stored(params.id, context)
-        raise UnsupportedOperationError(message=f"Task {task.id} is in terminal state")
-        yield  # an async generator, as the SDK expects
+        job = self._detached.get(task.id)
+        if job is None:
+            raise UnsupportedOperationError(message=f"Task {task.id} is in terminal state")
+        yield task
+        # Shielded: a subscriber that leaves does not stop the answer.
+        finished = await asyncio.shield(job)
+        if finished.status.state == TaskState.TASK_STATE_COMPLETED:
+            yield TaskArtifactUpdateEvent(
+                task_id=task.id, context_id=task.context_id, artifact=finished.artifacts[-1]
+            )
+        yield TaskStatusUpdateEvent(
+            task_id=task.id, context_id=task.context_id, status=finished.status
+        )
 
     async def on_create_task_push_notification_config(
         self, params: TaskPushNotificationConfig, context: ServerCallContext
