@@ -1,8 +1,8 @@
 """Embedded shards written compactly, for an image: files without their preallocated zero tails.
 
-qdrant-edge preallocates its payload pages and vector chunks (32 MB each), and a store of a few
-thousand points fills a fraction of them. On the disk that builds them the rest are holes, but
-an image layer stores every byte, holes as written zeros (docs/image.md). A compacted shard
+qdrant-edge preallocates its payload pages and vector chunks, and a store of a few thousand
+points fills a fraction of them. On the disk that builds them the rest are holes, but an image
+layer stores every byte, holes as written zeros (docs/image.md has the figures). A compacted shard
 keeps each file only up to its last non-zero bytes and records the sizes the files had in
 :data:`SIZES` beside them; the engine refuses files shorter than their pages, so a compacted
 shard is opened only through a private copy (:mod:`.copies`), which gives every file its size
