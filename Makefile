@@ -106,10 +106,12 @@ reliability: index tools-reliability  ## faults under load on 2+2 replicas behin
 #   make render-k8s           regenerate k8s/base from the chart
 #   make check-k8s-rendered   fail when k8s/base differs from a fresh render
 #   make base-image           local stand-in of the Dockerfile's base image (mmdebstrap), offline hosts
-#   make image                build the image (podman, else docker); IMAGE=name:tag to override
+#   make image                build the image (podman, else docker); IMAGE=name:tag to override;
+#                             and the indexer's image beside it (<name>-indexer:<tag>)
 #   make smoke-image          run indexer, MCP server, purple agent and green agent from the image
 #   make tools-image          podman, runc, netavark, iptables, catatonit, mmdebstrap (Debian)
-#   make test-image           the whole agent from the image: conformance, 323 queries, digest
+#   make test-image           the whole agent from the image: size, packages, conformance, 323
+#                             queries, digest
 #   make chart-run            the chart's pods as rendered under podman: Services, probes, helm
 #                             test, 323 queries through the purple Service, rollouts under load
 
@@ -119,6 +121,14 @@ K8S_PYTHON ?= .venv/bin/python
 # A2A. Served 0.5186 with a seed spread of about +-0.003; losing any ranking stage costs 0.01-0.07,
 # so below 0.51 something is lost (docs/quality.md).
 MIN_NDCG5 ?= 0.51
+# The image's budgets, measured by make test-image (docs/image.md): AgentBeats pulls it on a fresh
+# runner once per shard, every node of a cluster before a pod starts.
+MAX_IMAGE_MB ?= 600
+MAX_IMAGE_GZ_MB ?= 250
+# The rankings digest the image must serve through A2A: make rankings records it in-process
+# (docs/figures.json). On a machine whose CPU encodes otherwise, EXPECT_DIGEST= leaves it out
+# (the image's served and in-process digests are still compared).
+EXPECT_DIGEST ?= recorded
 
 .PHONY: tools-k8s lint-k8s test-k8s render-k8s check-k8s-rendered tools-image base-image image smoke-image test-image chart-run
 
@@ -149,8 +159,9 @@ image: base-image  ## build the nfcorpus-retrieval image (index included) with p
 smoke-image: image  ## index, serve and query from the image, hardened as in the chart
 	bash scripts/image/smoke-image.sh
 
-test-image: image install tools-k8s  ## the whole agent from the image: conformance, 323 queries (NDCG@5 >= MIN_NDCG5), digest
-	SKIP_BUILD=1 MIN_NDCG5=$(MIN_NDCG5) bash scripts/image/test-image.sh
+test-image: image install tools-k8s  ## the whole agent from the image: its size and packages, conformance, 323 queries (NDCG@5 >= MIN_NDCG5), digest -> docs/figures.json
+	SKIP_BUILD=1 MIN_NDCG5=$(MIN_NDCG5) MAX_IMAGE_MB=$(MAX_IMAGE_MB) MAX_IMAGE_GZ_MB=$(MAX_IMAGE_GZ_MB) \
+		EXPECT_DIGEST=$(EXPECT_DIGEST) bash scripts/image/test-image.sh
 
 chart-run: image install tools-k8s  ## the embedded scenario's pods as rendered, under podman -> reports/chart-run.json
 	MIN_NDCG5=$(MIN_NDCG5) bash scripts/chart/chart-run.sh

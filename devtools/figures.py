@@ -10,8 +10,9 @@ disagree or a quote names a figure the file does not hold.
 Sections and their targets:
   served    make eval-quality   NDCG through A2A, all 323 test queries (devtools/eval/quality.py)
   rankings  make rankings       the digest of every test query's top 100, in-process
-  image     make test-image     the image: size, start to ready, 323 queries through A2A 0.3,
-                                the digest served and computed inside it
+  image     make test-image     the image: size on disk and compressed, its runtime's packages,
+                                start to ready, 323 queries through A2A 0.3, the digest served
+                                and computed inside it
   chart     make chart-run      the chart's pods: every pod Ready, 323 queries through the purple
                                 Service, the load during both rolling restarts
   pair      make bench-pair     a base commit's servers and ours in turns: throughput, latency,
@@ -22,18 +23,25 @@ Sections and their targets:
                                 request over A2A 1.0 and 0.3, and the ratio
 
 ``python -m devtools.figures SECTION REPORT`` records a section from a target's JSON report;
-``python -m devtools.figures --check`` only compares (exit 1 with the stale pages).
+``python -m devtools.figures --check`` only compares (exit 1 with the stale pages). Targets may
+record at the same time (make test-image beside make bench-load, say): one records at a time,
+holding a lock on the file's folder, and every file is replaced whole (a temporary file renamed
+over it), so none loses another's section and no reader sees half a file.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime
+import fcntl
 import json
+import os
 import re
 import subprocess
 import sys
-from collections.abc import Callable, Mapping
+import tempfile
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -127,6 +135,27 @@ def _commit() -> str:
     return run.stdout.strip() or "unknown"
 
 
+@contextlib.contextmanager
+def _locked(folder: Path) -> Iterator[None]:
+    """Hold an exclusive lock on ``folder`` (released when the process ends, however it ends)."""
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
+def _replace(path: Path, text: str) -> None:
+    """Write ``path`` whole: a temporary file beside it, renamed over it."""
+    with tempfile.NamedTemporaryFile(
+        "w", dir=path.parent, prefix=f".{path.name}.", delete=False
+    ) as f:
+        f.write(text)
+    os.chmod(f.name, path.stat().st_mode if path.exists() else 0o644)
+    os.replace(f.name, path)
+
+
 def record(
     section: str,
     values: Mapping[str, Any],
@@ -135,23 +164,26 @@ def record(
     pages: tuple[Path, ...] = PAGES,
 ) -> None:
     """Replace ``section`` with ``values`` of a run of ``target``, then rewrite every quote."""
-    figures = load(path)
-    figures[section] = {
-        **values,
-        "target": target,
-        "date": datetime.date.today().isoformat(),
-        "commit": _commit(),
-    }
-    path.write_text(json.dumps(figures, indent=2, sort_keys=True) + "\n")
-    for page in pages:
-        text = page.read_text()
-        if (quoted := render(text, figures, strict=False)) != text:
-            page.write_text(quoted)
+    with _locked(path.parent):
+        figures = load(path)
+        figures[section] = {
+            **values,
+            "target": target,
+            "date": datetime.date.today().isoformat(),
+            "commit": _commit(),
+        }
+        _replace(path, json.dumps(figures, indent=2, sort_keys=True) + "\n")
+        for page in pages:
+            text = page.read_text()
+            if (quoted := render(text, figures, strict=False)) != text:
+                _replace(page, quoted)
 
 
 def _image(report: dict[str, Any]) -> dict[str, Any]:
     return {
         "size_bytes": report["size_bytes"],
+        "compressed_bytes": report["compressed_bytes"],
+        "runtime_packages": report["runtime_packages"],
         "ready_s": report["ready_s"],
         "queries": report["queries"],
         "failed": report["failed"],

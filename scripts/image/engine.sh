@@ -51,6 +51,14 @@ default_image() {
     echo "nfcorpus-retrieval:$version"
 }
 
+# The indexer's image (the Dockerfile's indexer target) of an image name: <repository>-indexer:<tag>,
+# the name the chart's indexing Job expects beside the servers' image.
+indexer_image() {
+    local name=$1 tag=latest
+    if [[ ${name##*/} == *:* ]]; then tag=${name##*:}; name=${name%:*}; fi
+    echo "$name-indexer:$tag"
+}
+
 # A free loopback port, picked by the tests' own rule (harness.processes.free_port: below
 # the kernel's ephemeral range, where no outgoing connection takes it before the container binds).
 free_port() {

@@ -2,8 +2,8 @@
 # Smoke test of the image's separate commands (make smoke-image), as the chart runs them, every
 # container hardened the same way: non-root uid, read-only root file system, no capabilities, no
 # privilege escalation.
-#   1. the indexer builds a small embedded (qdrant-edge) index from the image's data set into a
-#      volume of its own (the baked index is left alone)
+#   1. the indexer's image (the Dockerfile's indexer target, make image builds it) builds a small
+#      embedded (qdrant-edge) index from its data set into a volume of its own
 #   2. the MCP server runs with its production command (gunicorn) on the baked index; /readyz,
 #      POST /search_nfcorpus, /metrics
 #   3. the purple agent runs from the image's default entrypoint with the AgentBeats flags
@@ -12,7 +12,8 @@
 #   5. the green agent of the image evaluates SMOKE_QUERIES test queries over A2A; the run fails
 #      if any query fails or NDCG@5 is below SMOKE_MIN_NDCG5
 # Containers share the host network on free ports, so no CNI plugin or DNS set-up is needed.
-#   IMAGE=...            image to test (default nfcorpus-retrieval:<appVersion>)
+#   IMAGE=...            image to test (default nfcorpus-retrieval:<appVersion>); the indexer's
+#                        is <repository>-indexer:<tag> (INDEXER_IMAGE=... overrides it)
 #   SMOKE_MAX_DOCS=N     documents the indexer step indexes (default 500: seconds, not minutes)
 #   SMOKE_QUERIES=N      test queries the green agent asks (default 100)
 #   SMOKE_MIN_NDCG5=x    the quality floor (default 0.45; the full run of 323 scores 0.52)
@@ -24,6 +25,7 @@ source "$root/scripts/image/engine.sh"
 engine_setup "$root"
 
 image=${IMAGE:-$(default_image "$root")}
+indexer=${INDEXER_IMAGE:-$(indexer_image "$image")}
 max_docs=${SMOKE_MAX_DOCS:-500}
 queries=${SMOKE_QUERIES:-100}
 min_ndcg5=${SMOKE_MIN_NDCG5:-0.45}
@@ -62,10 +64,10 @@ wait_http() {  # url, seconds
     done
 }
 
-echo "== 1. indexer ($max_docs documents, embedded store in a volume)"
+echo "== 1. indexer ($indexer: $max_docs documents, embedded store in a volume)"
 "$ENGINE" run --rm "${hardened[@]}" -v "$store:/var/lib/smoke" -e LOG_LEVEL=WARNING \
     -e RETRIEVAL_MAX_DOCS="$max_docs" -e RETRIEVAL_EDGE_PATH=/var/lib/smoke/qdrant-edge \
-    -e RETRIEVAL_CACHE_DIR=/tmp/cache --entrypoint python "$image" -m services.retrieval.indexing.index
+    -e RETRIEVAL_CACHE_DIR=/tmp/cache "$indexer"
 
 echo "== 2. MCP server (gunicorn) on 127.0.0.1:$mcp_port, the baked index"
 "$ENGINE" run -d --name "$run_id-mcp" "${hardened[@]}" -e LOG_LEVEL=WARNING \

@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # The image as AgentBeats participants receive it (make test-image; part of make test):
-#   1. build it (layers cached: a rebuild after an edit of the servers reuses the index)
+#   1. build it (layers cached: a rebuild after an edit of the servers reuses the index); its
+#      size on disk and compressed (`save | gzip -c | wc -c`, what a runner pulls) within
+#      MAX_IMAGE_MB and MAX_IMAGE_GZ_MB; and its runtime holds what the servers load, nothing
+#      else: devtools/runtime_check.py, run inside it against runtime-packages.txt
 #   2. run the whole agent from its default entrypoint with the AgentBeats flags
 #      (--host 0.0.0.0 --port 9009, the port published), hardened as the chart runs pods (uid
 #      10001, read-only root, /tmp only, no capabilities), and time it to ready
@@ -11,13 +14,19 @@
 #   (/data/nfcorpus, copied out of it): nothing here reads ../shared, so a runner with no data
 #   set checks the image it built (.github/workflows/image.yml runs make test-image).
 #   5. the same rankings computed in-process by the image's own code, index and model
-#      (devtools/eval/rankings.py run inside a container of the image) have the same digest
+#      (devtools/eval/rankings.py run inside a container of the image) have the same digest,
+#      and it is the digest EXPECT_DIGEST names (make test-image: docs/figures.json's, which
+#      make rankings records; empty: not compared, for a machine whose CPU encodes otherwise)
 #   6. compose.yaml (the AgentBeats scenario: green agent and whole agent, on a compose network)
 #      comes up with podman-compose and runs an assessment of 20 queries to a result
 # Figures go to reports/image.json, the headline ones to docs/figures.json (devtools/figures.py).
-#   IMAGE=...       image to test (default nfcorpus-retrieval:<appVersion>)
-#   SKIP_BUILD=1    test the image as it is
-#   MIN_NDCG5=x     the quality floor of step 4 (required)
+#   IMAGE=...          image to test (default nfcorpus-retrieval:<appVersion>)
+#   SKIP_BUILD=1       test the image as it is
+#   MIN_NDCG5=x        the quality floor of step 4 (required)
+#   MAX_IMAGE_MB=n     the size budget on disk, MB (required)
+#   MAX_IMAGE_GZ_MB=n  the size budget compressed, MB (required)
+#   EXPECT_DIGEST=...  the rankings digest the image must serve ("recorded": docs/figures.json's
+#                      rankings.sha256; empty: not compared)
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -27,6 +36,9 @@ engine_setup "$root"
 
 image=${IMAGE:-$(default_image "$root")}
 min_ndcg5=${MIN_NDCG5:?the quality floor: make test-image sets it (Makefile)}
+max_mb=${MAX_IMAGE_MB:?the size budget on disk: make test-image sets it (Makefile)}
+max_gz_mb=${MAX_IMAGE_GZ_MB:?the compressed size budget: make test-image sets it (Makefile)}
+expect_digest=${EXPECT_DIGEST:-}
 python=$root/.venv/bin/python
 reports=$root/reports
 work=$(mktemp -d)
@@ -51,6 +63,13 @@ if [[ ${SKIP_BUILD:-0} != 1 ]]; then
     IMAGE=$image bash "$root/scripts/image/build-image.sh"
 fi
 size=$("$ENGINE" image inspect "$image" --format '{{.Size}}')
+# What a runner pulls: the image's layers as the engine exports them, compressed.
+compressed=$("$ENGINE" save "$image" 2>/dev/null | gzip -c | wc -c)
+echo "== 1. $image: $((size / 1000000)) MB on disk, $((compressed / 1000000)) MB compressed"
+(( size <= max_mb * 1000000 )) ||
+    { echo "FAIL: $((size / 1000000)) MB on disk, over the budget of $max_mb MB" >&2; exit 1; }
+(( compressed <= max_gz_mb * 1000000 )) ||
+    { echo "FAIL: $((compressed / 1000000)) MB compressed, over the budget of $max_gz_mb MB" >&2; exit 1; }
 
 # The image's own copy of the data set: the test queries and judgements the checks below use.
 data_id=$("$ENGINE" create "$image")
@@ -61,6 +80,15 @@ export GREEN_DATA_DIR=$work/nfcorpus
 contained=(--user 10001:10001 --read-only --tmpfs /tmp --cap-drop ALL
     --security-opt no-new-privileges)
 hardened=("${contained[@]}" --network host)
+
+echo "== 1. the runtime: runtime-packages.txt, and every module the servers load"
+"$ENGINE" run --rm "${contained[@]}" --network none \
+    -v "$root/devtools/runtime_check.py:/opt/runtime_check.py:ro" \
+    -v "$root/runtime-packages.txt:/opt/runtime-packages.txt:ro" -e LOG_LEVEL=WARNING \
+    --entrypoint python "$image" /opt/runtime_check.py /opt/runtime-packages.txt >"$work/runtime.txt" ||
+    { cat "$work/runtime.txt"; exit 1; }
+tail -1 "$work/runtime.txt"
+packages=$(sed -n 's/^ *"packages": \([0-9]*\),$/\1/p' "$work/runtime.txt")
 port=$(free_port "$root")
 url="http://127.0.0.1:$port/"
 
@@ -145,17 +173,22 @@ compose down >/dev/null 2>&1
 compose_up=
 
 "$python" - "$work/eval.json" "$work/in-process.txt" "$min_ndcg5" "$image" "$size" "$ready_s" \
-    "$reports/image.json" <<'PY'
+    "$reports/image.json" "$compressed" "$packages" "$expect_digest" <<'PY'
 import json, sys
 from pathlib import Path
 from devtools.eval.rankings import digest  # one definition of the digest
-eval_path, in_process, floor, image, size, ready_s, out = sys.argv[1:]
+eval_path, in_process, floor, image, size, ready_s, out, compressed, packages, wanted = sys.argv[1:]
+if wanted == "recorded":  # what make rankings measured in-process, on this code and data
+    from devtools.figures import load
+    wanted = load()["rankings"]["sha256"]
 report = json.loads(Path(eval_path).read_text())
 served = digest({q["query_id"]: q["doc_ids"] or [] for q in report["queries"]})
 expected = Path(in_process).read_text().split("sha256 ")[1].split()[0]
 figures = {
     "image": image,
     "size_bytes": int(size),
+    "compressed_bytes": int(compressed),
+    "runtime_packages": int(packages),
     "ready_s": float(ready_s),
     "queries": report["num_queries"],
     "failed": report["failed"],
@@ -174,6 +207,8 @@ if report["metrics"]["ndcg@5"] < float(floor):
     problems.append(f"NDCG@5 {report['metrics']['ndcg@5']:.4f} is below {floor}")
 if served != expected:
     problems.append(f"served rankings {served[:12]} differ from the image's own {expected[:12]}")
+if wanted and served != wanted:
+    problems.append(f"served rankings {served[:12]} differ from EXPECT_DIGEST {wanted[:12]}")
 if problems:
     sys.exit("test-image: FAILED: " + "; ".join(problems))
 print("test-image: OK")

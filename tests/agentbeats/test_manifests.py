@@ -33,7 +33,8 @@ WORKFLOW = REPO / ".github/workflows/image.yml"
 
 
 def _image_entrypoint() -> list[str]:
-    (line,) = [
+    # The last stage's: the image a build without --target makes (the indexer's target is another).
+    *_, line = [
         x for x in (REPO / "Dockerfile").read_text().splitlines() if x.startswith("ENTRYPOINT")
     ]
     return list(json.loads(line.removeprefix("ENTRYPOINT")))

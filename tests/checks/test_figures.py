@@ -5,6 +5,7 @@ not hold, fails."""
 from __future__ import annotations
 
 import json
+import multiprocessing
 from pathlib import Path
 
 import pytest
@@ -66,3 +67,26 @@ def test_recording_a_run_rewrites_the_section_and_every_quote(tmp_path: Path) ->
 
 def test_the_figures_file_is_committed_json() -> None:
     assert FIGURES.is_file() and isinstance(json.loads(FIGURES.read_text()), dict)
+
+
+def _record_many(path: Path, section: str) -> None:
+    for n in range(20):
+        record(section, {"n": n}, f"make {section}", path, ())
+
+
+def test_targets_recording_at_once_keep_each_other_s_sections(tmp_path: Path) -> None:
+    path = tmp_path / "figures.json"
+    path.write_text("{}\n")
+    context = multiprocessing.get_context("spawn")
+    workers = [
+        context.Process(target=_record_many, args=(path, name))
+        for name in ("image", "chart", "load")
+    ]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join(timeout=120)
+        assert worker.exitcode == 0
+    written = json.loads(path.read_text())
+    assert {name: written[name]["n"] for name in written} == {"image": 19, "chart": 19, "load": 19}
+    assert [p.name for p in tmp_path.iterdir()] == ["figures.json"]  # no temporary file left

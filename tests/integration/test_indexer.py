@@ -1,4 +1,5 @@
 import builtins
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -179,6 +180,8 @@ def test_supervised_build_adds_knn_and_ranker_and_rotates_them(
         assert model.meta["train_queries"] == 60 and model.meta["rounds"] == training.ROUNDS
         assert model.meta["seeds"] == list(training.SEEDS)  # one model per seed, scores summed
         assert all(0.0 <= x <= 1.0 for x in model.meta["dev_lightgbm_ndcg@10"])
+        # Its trees are stored as onnxruntime graphs too: a server scores without LightGBM.
+        assert None not in json.loads(model.graphs_text())
         assert not build_index(settings, store, encoder).built  # idempotent, model included
 
         pipeline = RankingPipeline(store, encoder, settings)

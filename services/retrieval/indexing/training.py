@@ -120,7 +120,7 @@ def train(
         # LightGBM's NDCG of each model (ideal over the candidates), a sanity check, not the
         # trec_eval figure of the sum.
         meta["dev_lightgbm_ndcg@10"] = dev_ndcg
-    return Ranker(boosters, meta, features)
+    return Ranker.from_boosters(boosters, meta, features)
 
 
 def group_rows(

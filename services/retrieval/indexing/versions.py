@@ -32,7 +32,8 @@ log = logging.getLogger(__name__)
 # 5: shards search on the calling thread (no search pool): the same points and rankings.
 # 6: documents' point ids are their numbers in the corpus's order (were uuid5 of the doc id).
 # 7: the abstract's length is the documents' field text_length (was text_terms).
-SCHEMA_VERSION = "7"
+# 8: the ranker's point carries its trees as onnxruntime graphs (a server needs no LightGBM).
+SCHEMA_VERSION = "8"
 #: Length of a version's hash in collection names (hex digits of a SHA-256).
 HASH_CHARS = 12
 

@@ -14,9 +14,8 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 import numpy.typing as npt
-import scipy.sparse as sp
 
-from services.retrieval.query.judgements import Judgements, Located
+from services.retrieval.query.judgements import Csr, Judgements, Located
 
 Vector = npt.NDArray[np.float64]
 
@@ -29,7 +28,7 @@ class CoRelevance:
         self._judgements = judgements
         self._a = judgements.binary
         self._at = judgements.binary_by_doc
-        lengths = np.asarray(self._a.sum(axis=1)).ravel()
+        lengths = self._a.row_sums()
         self._weights = 1.0 / np.log1p(np.maximum(lengths, 1.0))
 
     def scores(
@@ -46,16 +45,16 @@ class CoRelevance:
             if i is not None:
                 w[i] = weight
         # A · w reads only the anchors' columns (a few hundred of the matrix's entries). Aᵀ ·
-        # per_query is scipy's product by document row: one C pass over all ~120k entries costs
-        # half of gathering the ~30k entries of the judging queries in numpy. Each sum adds the
-        # same terms in the same order as the full CSR product (a query that judged nothing here
-        # adds +0.0), so the scores keep their bits.
+        # per_query is the product by document row: one pass over all ~120k entries costs half
+        # of gathering the ~30k entries of the judging queries. Each sum adds the same terms in
+        # the same order as the full CSR product (a query that judged nothing here adds +0.0),
+        # so the scores keep their bits.
         queries, by_doc = _row_entries(self._at, np.flatnonzero(w))
         per_query = _sums(queries, w[by_doc], self._a.shape[0]) * self._weights
         q = self._judgements.query_index.get(exclude_query) if exclude_query else None
         if q is not None:
             per_query[q] = 0.0
-        spread: Vector = self._at @ per_query
+        spread: Vector = self._at.dot(per_query)
         return CoScores(index, spread)
 
 
@@ -65,7 +64,7 @@ def _sums(at: npt.NDArray[np.int32], values: Vector, size: int) -> Vector:
 
 
 def _row_entries(
-    matrix: sp.csr_matrix, rows: npt.NDArray[np.intp]
+    matrix: Csr, rows: npt.NDArray[np.intp]
 ) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.intp]]:
     """Column indices of the entries of ``rows`` (row by row, in storage order) and their rows."""
     starts, lengths = matrix.indptr[rows], np.diff(matrix.indptr)[rows]

@@ -11,7 +11,8 @@ alias and finds the other two collections by these names. Besides vectors, a ver
 - the voting training queries: embedding + ``{"query_id", "relevant": {doc_id: grade}}``
   (the documents' and the voting queries' embeddings also give the nudged view,
   :mod:`services.retrieval.query.judged_by`);
-- the ranker: one point whose payload holds the LightGBM model text and how it was trained.
+- the ranker: one point whose payload holds the LightGBM model text, its trees as onnxruntime
+  graphs and how it was trained.
 
 A build writes them (:mod:`services.retrieval.indexing.points`); a server reads them here, once
 per version.
@@ -98,12 +99,23 @@ def read_knn(store: Store, name: str) -> KnnTable:
 
 
 def load_ranker(store: Store, name: str) -> Ranker:
-    """The model a build stored; :class:`StoreError` if there is none.
+    """The model a build stored; :class:`StoreError` if there is none or it cannot be scored here.
 
-    :func:`services.retrieval.indexing.points.save_ranker` stores it.
+    :func:`services.retrieval.indexing.points.save_ranker` stores it. A ranker stored without
+    its graphs needs LightGBM and onnx to be scored (:mod:`~services.retrieval.query.ranker`).
     """
     hits = store.retrieve(name, [RANKER_POINT])
     if not hits:
         raise StoreError(f"no ranker model in collection {name}")
     payload = hits[0].payload
-    return Ranker.from_text(str(payload["model"]), json.loads(str(payload["meta"])))
+    graphs = payload.get("graphs")
+    meta = json.loads(str(payload["meta"]))
+    try:
+        return Ranker.from_text(
+            str(payload["model"]), meta, None if graphs is None else str(graphs)
+        )
+    except ImportError as e:
+        raise StoreError(
+            f"the ranker in {name} needs {e.name} (stored without onnxruntime graphs by an older "
+            "indexer, or a model they cannot score): re-index with this version"
+        ) from e

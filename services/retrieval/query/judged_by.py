@@ -35,11 +35,10 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-import scipy.sparse as sp
 
 from services.retrieval.encoders.sparse import Bm25Params
 from services.retrieval.query.bm25_table import SHORT_TEXTS
-from services.retrieval.query.judgements import Judgements, Located
+from services.retrieval.query.judgements import Csr, Judgements, Located
 
 
 class JudgedBy:
@@ -63,16 +62,15 @@ class JudgedBy:
                 cols.append(self._vocabulary.setdefault(term, len(self._vocabulary)))
                 counts.append(float(tf))
         shape = (len(order), len(self._vocabulary))
-        self._query_tf = sp.csr_matrix((counts, (rows, cols)), shape=shape)
-        self._query_length = np.asarray(self._query_tf.sum(axis=1)).ravel()
-        # Documents x terms, by column: a query reads the few columns of its own terms. A field
-        # holds each judging query's words once, whatever the grade.
-        self._doc_tf = (judgements.binary_by_doc @ self._query_tf).tocsc()
-        self._doc_tf.sum_duplicates()  # one entry per (document, term): columns are read raw
-        self._doc_length = np.asarray(self._doc_tf.sum(axis=1)).ravel()
+        self._query_tf = Csr.from_entries(rows, cols, counts, shape)
+        self._query_length = self._query_tf.row_sums()
+        # Terms x documents: a query reads the few rows of its own terms. A field holds each
+        # judging query's words once, whatever the grade.
+        self._term_docs = _fields_by_term(judgements.binary, self._query_tf)
+        self._doc_length = self._term_docs.transposed().row_sums()
         self._fields = int(np.count_nonzero(self._doc_length))
         self._total_length = float(self._doc_length.sum())
-        self._df = np.diff(self._doc_tf.indptr).astype(np.float64)
+        self._df = np.diff(self._term_docs.indptr).astype(np.float64)
 
     def scores(
         self,
@@ -97,7 +95,9 @@ class JudgedBy:
         own = self._judgements.query_index.get(exclude_query) if exclude_query else None
         if own is not None:
             judged, _ = self._judgements.row(self._judgements.queries[own])
-            own_tf = self._query_tf[own][:, cols].toarray().ravel()
+            own_terms = self._query_tf.take_rows([own])
+            counts = dict(zip(own_terms.indices.tolist(), own_terms.data.tolist(), strict=True))
+            own_tf = np.array([counts.get(c, 0.0) for c in cols])
             own_length = float(self._query_length[own])
             before = columns[judged]
             df -= ((before > 0) & (before - own_tf == 0)).sum(axis=0)
@@ -116,17 +116,25 @@ class JudgedBy:
         return np.where(known, out, 0.0)
 
     def _term_counts(self, cols: Sequence[int]) -> npt.NDArray[np.float64]:
-        """Every document's counts of terms ``cols`` (documents x terms), read column by column.
-
-        The values of ``self._doc_tf[:, cols].toarray()``, without scipy's generic indexing,
-        which costs more than the few columns a query reads.
-        """
-        m = self._doc_tf
-        out = np.zeros((m.shape[0], len(cols)))
+        """Every document's counts of terms ``cols`` (documents x terms), read term by term."""
+        m = self._term_docs
+        out = np.zeros((m.shape[1], len(cols)))
         for k, j in enumerate(cols):
             start, end = m.indptr[j], m.indptr[j + 1]
             out[m.indices[start:end], k] = m.data[start:end]
         return out
+
+
+def _fields_by_term(judged: Csr, query_tf: Csr) -> Csr:
+    """Terms x documents: each term's count in each document's field.
+
+    ``judged`` is queries x documents (one entry per judgement), ``query_tf`` queries x terms.
+    Counts are whole numbers: they add up exactly in any order.
+    """
+    terms = query_tf.take_rows(judged.entry_rows)  # each judgement's query's terms, in turn
+    docs = np.repeat(judged.indices, np.diff(terms.indptr))
+    shape = (query_tf.shape[1], judged.shape[1])
+    return Csr.from_entries(terms.indices, docs, terms.data, shape)
 
 
 #: How far a judged document moves toward its judging queries (their unit mean direction).
@@ -166,8 +174,8 @@ class NudgedDocs:
         docs = unit(self._stack(doc_vectors, judgements.doc_ids, dim))
         queries = unit(self._stack(query_vectors, judgements.queries, dim))
         # Each judging query counts once, whatever its grade.
-        self._judges = np.asarray(judgements.binary.sum(axis=0), dtype=np.int64).ravel()
-        sums = np.asarray(judgements.binary_by_doc @ queries, dtype=np.float32)
+        self._judges = judgements.binary.column_counts()
+        sums = np.asarray(judgements.binary_by_doc.dot(queries), dtype=np.float32)
         # What a served query reads: every document nudged once, here, not per request. The
         # sums are not kept (a matrix the size of the documents'): training recomputes the few
         # rows it needs.
@@ -215,7 +223,7 @@ class NudgedDocs:
             judged, _ = self._judgements.row(self._judgements.queries[own])
             mine = np.isin(at, judged) & known
             by_doc = self._judgements.binary_by_doc  # a few rows of it
-            sums = np.asarray(by_doc[at] @ queries, dtype=np.float32)
+            sums = np.asarray(by_doc.take_rows(at).dot(queries), dtype=np.float32)
             sums[mine] -= queries[own]
             nudged = self._nudge(docs[at], sums, self._judges[at] - mine)
         cos = nudged.astype(np.float64) @ unit(np.asarray(query, dtype=np.float32))

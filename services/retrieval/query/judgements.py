@@ -3,6 +3,11 @@
 Read once per index version from the kNN collection; the collaborative signals (the votes,
 co-relevance, the judged-by field) are sparse products over it, so a query costs a few vector
 operations rather than a Python loop over every judgement of its neighbours.
+
+The matrix is a :class:`Csr`: scipy's compressed-rows layout with the few products the signals
+take, in numpy, so that serving needs no scipy (docs/image.md). Each product adds its terms in
+the order scipy's ``csr_matvec`` and ``csr_matvecs`` add them (a row's entries in storage order,
+from 0.0), so the scores keep their bits.
 """
 
 from __future__ import annotations
@@ -13,7 +18,93 @@ from functools import cached_property
 
 import numpy as np
 import numpy.typing as npt
-import scipy.sparse as sp
+
+Index = npt.NDArray[np.int32]
+Values = npt.NDArray[np.float64]
+
+
+@dataclass(frozen=True)
+class Csr:
+    """A sparse matrix by rows: row ``i``'s columns ``indices[indptr[i]:indptr[i + 1]]``.
+
+    Columns ascend within a row and no (row, column) appears twice, as in scipy's canonical CSR.
+    """
+
+    indptr: Index
+    indices: Index
+    data: Values
+    shape: tuple[int, int]
+
+    @classmethod
+    def from_entries(
+        cls, rows: npt.ArrayLike, cols: npt.ArrayLike, values: npt.ArrayLike, shape: tuple[int, int]
+    ) -> Csr:
+        """The matrix of ``values[k]`` at ``(rows[k], cols[k])``; a repeated cell holds their sum."""
+        width = max(shape[1], 1)
+        flat = np.asarray(rows, dtype=np.int64) * width + np.asarray(cols, dtype=np.int64)
+        cells, cell_of = np.unique(flat, return_inverse=True)
+        summed = np.bincount(cell_of, weights=np.asarray(values, dtype=np.float64))
+        indptr = np.zeros(shape[0] + 1, dtype=np.int32)
+        np.cumsum(np.bincount(cells // width, minlength=shape[0]), out=indptr[1:])
+        return cls(indptr, (cells % width).astype(np.int32), summed.astype(np.float64), shape)
+
+    @cached_property
+    def entry_rows(self) -> Index:
+        """The row of every stored entry, in storage order."""
+        return np.repeat(np.arange(self.shape[0], dtype=np.int32), np.diff(self.indptr))
+
+    def with_values(self, value: float) -> Csr:
+        """The same entries, each holding ``value``."""
+        return Csr(self.indptr, self.indices, np.full(len(self.data), value), self.shape)
+
+    def transposed(self) -> Csr:
+        """Columns as rows: each new row's entries in the order of the old rows."""
+        rows, cols = self.shape
+        return Csr.from_entries(self.indices, self.entry_rows, self.data, (cols, rows))
+
+    def take_rows(self, rows: npt.ArrayLike) -> Csr:
+        """The matrix of ``rows`` (in that order; one may come twice)."""
+        rows = np.asarray(rows, dtype=np.int64)
+        starts, lengths = self.indptr[rows], np.diff(self.indptr)[rows]
+        positions = np.repeat(starts - (np.cumsum(lengths) - lengths), lengths)
+        positions += np.arange(int(lengths.sum()))
+        indptr = np.zeros(len(rows) + 1, dtype=np.int32)
+        np.cumsum(lengths, out=indptr[1:])
+        taken = (len(rows), self.shape[1])
+        return Csr(indptr, self.indices[positions], self.data[positions], taken)
+
+    def row_sums(self) -> Values:
+        """Each row's values summed, as scipy's ``sum(axis=1)`` adds them (``np.add.reduceat``)."""
+        sums = np.zeros(self.shape[0])
+        filled = np.flatnonzero(np.diff(self.indptr))
+        if len(filled):
+            sums[filled] = np.add.reduceat(self.data, self.indptr[filled])
+        return sums
+
+    def column_counts(self) -> npt.NDArray[np.int64]:
+        """How many entries each column holds."""
+        return np.bincount(self.indices, minlength=self.shape[1])
+
+    def dot(self, x: npt.ArrayLike) -> Values:
+        """The product with the vector ``x``, or with each column of the matrix ``x``.
+
+        In float64, each row's products added in storage order from 0.0 (scipy's ``@``).
+        """
+        x = np.asarray(x, dtype=np.float64)
+        if x.ndim == 1:
+            products = self.data * x[self.indices]
+            return np.asarray(
+                np.bincount(self.entry_rows, weights=products, minlength=self.shape[0]),
+                dtype=np.float64,
+            )
+        out = np.zeros((self.shape[0], x.shape[1]))
+        lengths = np.diff(self.indptr)
+        # The k-th entry of every row that has one, k = 0, 1, ...: each row adds in order.
+        for k in range(int(lengths.max(initial=0))):
+            rows = np.flatnonzero(lengths > k)
+            at = self.indptr[rows] + k
+            out[rows] += self.data[at, None] * x[self.indices[at]]
+        return out
 
 
 class Judgements:
@@ -33,21 +124,19 @@ class Judgements:
                     cols.append(self.doc_index[d])
                     grades.append(float(grade))
         shape = (len(self.query_index), len(self.doc_ids))
-        self.matrix = sp.csr_matrix((grades, (rows, cols)), shape=shape)
+        self.matrix = Csr.from_entries(rows, cols, grades, shape)
 
     @cached_property
-    def binary(self) -> sp.csr_matrix:
+    def binary(self) -> Csr:
         """Queries x documents, 1 for every judgement: each judging query counts once."""
-        binary = self.matrix.copy()
-        binary.data[:] = 1.0
-        return binary
+        return self.matrix.with_values(1.0)
 
     @cached_property
-    def binary_by_doc(self) -> sp.csr_matrix:
+    def binary_by_doc(self) -> Csr:
         """:attr:`binary` transposed (documents x queries), by row."""
-        return self.binary.T.tocsr()
+        return self.binary.transposed()
 
-    def row(self, query_id: str) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.float64]]:
+    def row(self, query_id: str) -> tuple[Index, Values]:
         """Document indices and grades judged by one query (empty if unknown)."""
         i = self.query_index.get(query_id)
         if i is None:

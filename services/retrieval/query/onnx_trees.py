@@ -18,21 +18,26 @@ each step is LightGBM's own:
   ``SUM`` on one thread), as ``GBDT::PredictRaw`` adds them.
 
 A model using anything else (categorical splits, zero as missing, linear trees, several trees
-per round, a transformed output) is not converted: :func:`onnx_trees` returns None and LightGBM
+per round, a transformed output) is not converted: :func:`tree_graph` returns None and LightGBM
 scores it. ``tests/unit/test_onnx_trees.py`` holds the bits against LightGBM on NaN, tiny,
 signed-zero, infinite and on-threshold values, and the rankings digest on the served model.
+
+The graph is made when the ranker is trained and stored beside the model's text
+(:mod:`~services.retrieval.query.ranker`): making one imports LightGBM and onnx, running one
+(:class:`OnnxTrees`) only onnxruntime, so a server needs neither (docs/image.md).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import lightgbm as lgb
 import numpy as np
 import numpy.typing as npt
 import onnxruntime as ort
-from onnx import TensorProto, helper, numpy_helper
+
+if TYPE_CHECKING:
+    import lightgbm as lgb
 
 #: LightGBM's ``kZeroThreshold``: a row's values this close to zero are read as 0.0. It is the
 #: float literal ``1e-35f`` as a double (1.0000000180025095e-35), not the double 1e-35.
@@ -141,6 +146,8 @@ class _Nodes:
 
 
 def _graph(nodes: _Nodes, width: int) -> bytes:
+    from onnx import TensorProto, helper, numpy_helper  # index time only: see the module's doc
+
     ensemble = helper.make_node(
         "TreeEnsemble",
         ["X"],
@@ -196,8 +203,8 @@ class OnnxTrees:
         return np.asarray(scores, dtype=np.float64)[:, 0]
 
 
-def onnx_trees(booster: lgb.Booster) -> OnnxTrees | None:
-    """``booster``'s trees in onnxruntime, or None for a model they would not score exactly."""
+def tree_graph(booster: lgb.Booster) -> bytes | None:
+    """``booster``'s trees as an onnxruntime graph, or None for a model it would not score exactly."""
     model = booster.dump_model()
     objective = str(model.get("objective", "")).split(" ")[0]
     if (
@@ -215,7 +222,13 @@ def onnx_trees(booster: lgb.Booster) -> OnnxTrees | None:
             nodes.tree(tree["tree_structure"], tree_thresholds)
     except (_Unsupported, IndexError):
         return None
-    return OnnxTrees(_graph(nodes, int(model["max_feature_idx"]) + 1))
+    return _graph(nodes, int(model["max_feature_idx"]) + 1)
+
+
+def onnx_trees(booster: lgb.Booster) -> OnnxTrees | None:
+    """``booster``'s trees in onnxruntime, or None for a model they would not score exactly."""
+    graph = tree_graph(booster)
+    return None if graph is None else OnnxTrees(graph)
 
 
 def scorer(booster: lgb.Booster) -> Scorer:

@@ -7,21 +7,50 @@ is measured in docs/quality.md, and one is served. They are trained at index tim
 
 The model lives in Qdrant next to the collections it was trained on
 (:mod:`services.retrieval.query.index_version`), so every version of the index carries its own
-ranker and a server never pairs a model with vectors it was not trained on.
+ranker and a server never pairs a model with vectors it was not trained on. It is stored as each
+model's LightGBM text and, beside it, the model's trees as an onnxruntime graph
+(:mod:`~services.retrieval.query.onnx_trees`), made when it is trained: a server scores with the
+graphs and imports neither LightGBM nor onnx (the image holds neither: docs/image.md). LightGBM
+is the fallback: a ranker stored without graphs (by an indexer older than them) gets them made
+when it is loaded, and a model no graph scores exactly is scored by LightGBM itself.
 """
 
 from __future__ import annotations
 
+import base64
 import json
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import lightgbm as lgb
 import numpy as np
 import numpy.typing as npt
 
 from services.retrieval.query.features import FEATURES
-from services.retrieval.query.onnx_trees import scorer
+from services.retrieval.query.onnx_trees import OnnxTrees, Scorer
+
+if TYPE_CHECKING:
+    import lightgbm as lgb
+
+
+def _feature_names(model: str) -> list[str]:
+    """The columns a model reads, from its LightGBM text (its ``feature_names=`` line)."""
+    for line in model.splitlines():
+        if line.startswith("feature_names="):
+            return line.removeprefix("feature_names=").split()
+    return []
+
+
+def _booster(model: str) -> lgb.Booster:
+    """A model's text read by LightGBM: the fallback, which needs LightGBM installed."""
+    import lightgbm as lgb
+
+    return lgb.Booster(model_str=model)
+
+
+def _lightgbm_scorer(model: str) -> Scorer:
+    booster = _booster(model)
+    # Single-threaded: a request's few hundred rows are too few to share.
+    return lambda rows: np.asarray(booster.predict(rows, num_threads=1), dtype=np.float64)
 
 
 class Ranker:
@@ -29,19 +58,42 @@ class Ranker:
 
     def __init__(
         self,
+        models: Sequence[str],
+        meta: Mapping[str, Any],
+        graphs: Sequence[bytes | None],
+        features: Sequence[str] = FEATURES,
+    ) -> None:
+        """Models as LightGBM's text and their trees as graphs (None: LightGBM scores that one).
+
+        ``meta`` records how they were trained, ``features`` the columns they must read.
+        """
+        if not models:
+            raise ValueError("a ranker needs at least one model")
+        if len(graphs) != len(models):
+            raise ValueError(f"{len(models)} models and {len(graphs)} graphs")
+        if any(_feature_names(m) != list(features) for m in models):
+            raise ValueError("model features do not match this code's FEATURES")
+        self._models = list(models)
+        self._graphs = list(graphs)
+        self.meta = dict(meta)
+        # Each model's trees as onnxruntime walks them: LightGBM's scores to the bit, faster.
+        self._scorers = [
+            OnnxTrees(g) if g is not None else _lightgbm_scorer(m)
+            for m, g in zip(self._models, self._graphs, strict=True)
+        ]
+
+    @classmethod
+    def from_boosters(
+        cls,
         boosters: Sequence[lgb.Booster],
         meta: Mapping[str, Any],
         features: Sequence[str] = FEATURES,
-    ) -> None:
-        """Wrap boosters; ``meta`` records how they were trained, ``features`` their columns."""
-        if not boosters:
-            raise ValueError("a ranker needs at least one model")
-        self._boosters = list(boosters)
-        self.meta = dict(meta)
-        if any(list(b.feature_name()) != list(features) for b in self._boosters):
-            raise ValueError("model features do not match this code's FEATURES")
-        # Each model's trees as onnxruntime walks them: LightGBM's scores to the bit, faster.
-        self._scorers = [scorer(b) for b in self._boosters]
+    ) -> Ranker:
+        """Trained LightGBM models, their graphs made now (which imports onnx)."""
+        from services.retrieval.query.onnx_trees import tree_graph
+
+        models = [str(b.model_to_string()) for b in boosters]
+        return cls(models, meta, [tree_graph(b) for b in boosters], features)
 
     def score(self, rows: npt.NDArray[np.float32]) -> npt.NDArray[np.float64]:
         """One score per row: the members' scores summed, in member order."""
@@ -54,9 +106,21 @@ class Ranker:
 
     def to_text(self) -> str:
         """The models as a JSON list of LightGBM's text format."""
-        return json.dumps([str(b.model_to_string()) for b in self._boosters])
+        return json.dumps(self._models)
+
+    def graphs_text(self) -> str:
+        """The models' graphs as a JSON list (base64; null for a model LightGBM scores)."""
+        return json.dumps([base64.b64encode(g).decode() if g else None for g in self._graphs])
 
     @classmethod
-    def from_text(cls, text: str, meta: Mapping[str, Any]) -> Ranker:
-        """Load what :meth:`to_text` wrote."""
-        return cls([lgb.Booster(model_str=t) for t in json.loads(text)], meta)
+    def from_text(cls, text: str, meta: Mapping[str, Any], graphs: str | None = None) -> Ranker:
+        """Load what :meth:`to_text` and :meth:`graphs_text` wrote.
+
+        Without ``graphs`` (a ranker stored before they were), LightGBM reads the models and
+        their graphs are made here: :class:`ImportError` where LightGBM or onnx is missing.
+        """
+        models = json.loads(text)
+        if graphs is None:
+            return cls.from_boosters([_booster(m) for m in models], meta)
+        decoded = [base64.b64decode(g) if g else None for g in json.loads(graphs)]
+        return cls(models, meta, decoded)

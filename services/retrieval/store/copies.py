@@ -6,7 +6,8 @@ the holes instead of filling them in. A copy lives under ``<tmp>/nfcorpus-shard-
 the owner removes it when it closes the store, and any process that makes copies first removes
 those whose owner has exited (killed with SIGKILL, or a container restarted with /tmp kept),
 recognised by a pid that no longer runs with the recorded start time. Each store of a process
-copies into a folder of its own there.
+copies into a folder of its own there. A copy of a compacted shard (:mod:`.compact`, an image's
+index) gets its files' sizes back as holes, so it opens as the shard was built.
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ import shutil
 import tempfile
 from pathlib import Path
 from typing import BinaryIO
+
+from services.retrieval.store import compact
 
 log = logging.getLogger(__name__)
 
@@ -118,11 +121,20 @@ def _write_holey(dst: BinaryIO, chunk: bytes) -> None:
 
 
 def copy_tree_sparse(source: Path, target: Path) -> None:
-    """``shutil.copytree`` with :func:`copy_file_sparse` for every file."""
+    """``shutil.copytree`` with :func:`copy_file_sparse` for every file.
+
+    A compacted ``source`` is copied without its record of sizes, and its files get their sizes
+    back in the copy (:func:`.compact.restore_sizes`).
+    """
 
     def copy(src: str, dst: str) -> str:
         copy_file_sparse(Path(src), Path(dst))
         shutil.copystat(src, dst)
         return dst
 
-    shutil.copytree(source, target, copy_function=copy)
+    def ignore(folder: str, names: list[str]) -> list[str]:
+        return [compact.SIZES] if Path(folder) == source else []
+
+    shutil.copytree(source, target, copy_function=copy, ignore=ignore)
+    if compact.is_compacted(source):
+        compact.restore_sizes(source, target)

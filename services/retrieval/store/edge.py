@@ -18,7 +18,7 @@ from typing import Any
 
 import qdrant_edge as qe
 
-from services.retrieval.store import copies
+from services.retrieval.store import compact, copies
 from services.retrieval.store.base import Fusion, StoreError, hit_from_point, scored_from_points
 from services.retrieval.types import (
     DENSE,
@@ -90,6 +90,11 @@ class EdgeStore:
                 shutil.rmtree(copy, ignore_errors=True)  # a half-made copy of a failed open
                 copies.copy_tree_sparse(path, copy)
                 path = copy
+            elif compact.is_compacted(path):
+                raise StoreError(
+                    f"shard {path} is compacted (an image's index): it opens only through a "
+                    "private copy (RETRIEVAL_EDGE_PRIVATE_COPY=true)"
+                )
             try:
                 shard = qe.EdgeShard.load(str(path))
             except Exception as e:  # the binding raises plain exceptions
