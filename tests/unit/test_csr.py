@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from services.retrieval.query.judgements import Csr
+from services.retrieval.query.corelevance import CoRelevance
+from services.retrieval.query.judgements import Csr, Judgements
 
 sp = pytest.importorskip("scipy.sparse")  # the reference; serving no longer imports it
 
@@ -53,3 +54,28 @@ def test_a_repeated_cell_holds_the_sum_of_its_values() -> None:
     assert m.indptr.tolist() == [0, 1, 3]
     assert m.indices.tolist() == [0, 0, 2]
     assert m.data.tolist() == [5.0, 4.0, 3.0]
+
+
+def test_co_relevance_spreads_scipys_product_to_the_bit() -> None:
+    """Aᵀ · per_query from the judging queries' rows only is the full product's bits."""
+    docs = [f"D{i}" for i in range(400)]
+    judged = [zip(RNG.choice(docs, 30), RNG.integers(0, 3, 30), strict=True) for _ in range(250)]
+    qrels = {f"Q{q}": {d: 1 + int(g) for d, g in pairs} for q, pairs in enumerate(judged)}
+    judgements = Judgements(qrels, docs)
+    co = CoRelevance(judgements)
+    a = judgements.binary
+    by_doc = sp.csr_matrix((a.data, a.indices, a.indptr), shape=a.shape).T.tocsr()
+    for _ in range(20):
+        per_query = RNG.random(a.shape[0]) * 10.0 ** RNG.integers(-6, 6, a.shape[0])
+        per_query[RNG.random(a.shape[0]) < 0.8] = 0.0  # most queries judge no anchor
+        assert co._spread(per_query).tobytes() == (by_doc @ per_query).tobytes()
+    anchors = {3: 0.5, 17: 0.25, 240: 0.125}
+    spread = by_doc @ ((a.dot(_column(anchors, a.shape[1]))) * co._weights)
+    assert co.scores(anchors).columns(docs)[0].tobytes() == spread.tobytes()
+
+
+def _column(weights: dict[int, float], size: int) -> np.ndarray:
+    w = np.zeros(size)
+    for i, x in weights.items():
+        w[i] = x
+    return w
