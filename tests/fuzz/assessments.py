@@ -14,7 +14,7 @@ from typing import Any
 from hypothesis import strategies as st
 
 from services.common.limits import MAX_TOP_K
-from tests.fuzz.payloads import hostile_text, json_values
+from tests.fuzz.payloads import a2a_headers, hostile_text, json_values
 
 
 def odd_url_examples(nobody: str) -> list[str]:
@@ -132,4 +132,4 @@ def assessment_bodies(
         "method": "message/send" if legacy else "SendMessage",
         "params": {"message": message},
     }
-    return ({} if legacy else {"A2A-Version": "1.0"}), body
+    return a2a_headers(legacy), body

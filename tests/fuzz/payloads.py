@@ -132,8 +132,7 @@ def a2a_bodies(draw: st.DrawFn) -> tuple[dict[str, str], Any]:
     }
     if draw(st.integers(0, 5)) == 0:
         body[draw(st.sampled_from(["jsonrpc", "id", "method", "params"]))] = draw(json_values)
-    headers = {} if legacy else {"A2A-Version": "1.0"}
-    return headers, body
+    return a2a_headers(legacy), body
 
 
 @st.composite
@@ -171,4 +170,10 @@ def retrieval_bodies(draw: st.DrawFn) -> tuple[dict[str, str], Any]:
     }
     method = "message/send" if legacy else "SendMessage"
     body = {"jsonrpc": "2.0", "id": draw(st.integers(0, 2**31)), "method": method}
-    return ({} if legacy else {"A2A-Version": "1.0"}), {**body, "params": {"message": message}}
+    return a2a_headers(legacy), {**body, "params": {"message": message}}
+
+
+def a2a_headers(legacy: bool) -> dict[str, str]:
+    """What an A2A client sends with a JSON-RPC body: its type (a post without it is refused at
+    the door, before any of the protocol is read) and, in 1.0, the version."""
+    return {"content-type": "application/json", **({} if legacy else {"A2A-Version": "1.0"})}
