@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import numpy.typing as npt
 
-from services.retrieval.query.judgements import Csr, Judgements, Located
+from services.retrieval.query.judgements import Csr, Judgements, Located, row_positions
 
 Vector = npt.NDArray[np.float64]
 
@@ -65,9 +65,7 @@ class CoRelevance:
         """Aᵀ · per_query from the rows of A whose weight is not zero (see :meth:`scores`)."""
         judging = np.flatnonzero(per_query)
         lengths = self._lengths[judging]
-        ends = np.cumsum(lengths)
-        positions = np.repeat(self._starts[judging] - (ends - lengths), lengths)
-        positions += np.arange(positions.size)
+        positions = row_positions(self._starts[judging], lengths)
         # A is binary: each term is 1.0 * per_query[q], which is per_query[q] exactly.
         terms = np.repeat(per_query[judging], lengths)
         return _sums(self._docs[positions], terms, len(self._judgements.doc_index))
@@ -83,9 +81,7 @@ def _row_entries(
 ) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.intp]]:
     """Column indices of the entries of ``rows`` (row by row, in storage order) and their rows."""
     starts, lengths = matrix.indptr[rows], np.diff(matrix.indptr)[rows]
-    before = np.cumsum(lengths) - lengths  # entries of the earlier rows
-    positions = np.repeat(starts - before, lengths) + np.arange(lengths.sum())
-    return matrix.indices[positions], np.repeat(rows, lengths)
+    return matrix.indices[row_positions(starts, lengths)], np.repeat(rows, lengths)
 
 
 def _ranks(values: Vector) -> npt.NDArray[np.int64]:

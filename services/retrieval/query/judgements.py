@@ -15,12 +15,21 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 Index = npt.NDArray[np.int32]
 Values = npt.NDArray[np.float64]
+
+
+def row_positions(starts: npt.NDArray[Any], lengths: npt.NDArray[Any]) -> npt.NDArray[Any]:
+    """Where the entries of rows starting at ``starts``, ``lengths`` long, are stored, in turn."""
+    before = np.cumsum(lengths) - lengths  # entries of the earlier rows
+    positions = np.repeat(starts - before, lengths)
+    positions += np.arange(positions.size)
+    return positions
 
 
 @dataclass(frozen=True)
@@ -66,8 +75,7 @@ class Csr:
         """The matrix of ``rows`` (in that order; one may come twice)."""
         rows = np.asarray(rows, dtype=np.int64)
         starts, lengths = self.indptr[rows], np.diff(self.indptr)[rows]
-        positions = np.repeat(starts - (np.cumsum(lengths) - lengths), lengths)
-        positions += np.arange(int(lengths.sum()))
+        positions = row_positions(starts, lengths)
         indptr = np.zeros(len(rows) + 1, dtype=np.int32)
         np.cumsum(lengths, out=indptr[1:])
         taken = (len(rows), self.shape[1])
