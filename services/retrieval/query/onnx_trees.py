@@ -234,7 +234,10 @@ def onnx_trees(booster: lgb.Booster) -> OnnxTrees | None:
 def scorer(booster: lgb.Booster) -> Scorer:
     """The fastest exact scorer of ``booster``: its trees in onnxruntime, else LightGBM itself."""
     trees = onnx_trees(booster)
-    if trees is not None:
-        return trees
+    return trees if trees is not None else lightgbm_scorer(booster)
+
+
+def lightgbm_scorer(booster: lgb.Booster) -> Scorer:
+    """``booster`` scored by LightGBM itself: the fallback for a model no graph scores exactly."""
     # Single-threaded: a request's few hundred rows are too few to share.
     return lambda rows: np.asarray(booster.predict(rows, num_threads=1), dtype=np.float64)

@@ -26,7 +26,7 @@ import numpy as np
 import numpy.typing as npt
 
 from services.retrieval.query.features import FEATURES
-from services.retrieval.query.onnx_trees import OnnxTrees, Scorer
+from services.retrieval.query.onnx_trees import OnnxTrees, lightgbm_scorer
 
 if TYPE_CHECKING:
     import lightgbm as lgb
@@ -45,12 +45,6 @@ def _booster(model: str) -> lgb.Booster:
     import lightgbm as lgb
 
     return lgb.Booster(model_str=model)
-
-
-def _lightgbm_scorer(model: str) -> Scorer:
-    booster = _booster(model)
-    # Single-threaded: a request's few hundred rows are too few to share.
-    return lambda rows: np.asarray(booster.predict(rows, num_threads=1), dtype=np.float64)
 
 
 class Ranker:
@@ -78,7 +72,7 @@ class Ranker:
         self.meta = dict(meta)
         # Each model's trees as onnxruntime walks them: LightGBM's scores to the bit, faster.
         self._scorers = [
-            OnnxTrees(g) if g is not None else _lightgbm_scorer(m)
+            OnnxTrees(g) if g is not None else lightgbm_scorer(_booster(m))
             for m, g in zip(self._models, self._graphs, strict=True)
         ]
 
