@@ -40,12 +40,12 @@ import os
 import re
 import subprocess
 import sys
-import tempfile
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 from harness.processes import REPO
+from services.common.files import atomic_write_text
 
 FIGURES = REPO / "docs" / "figures.json"
 PAGES = (
@@ -146,16 +146,6 @@ def _locked(folder: Path) -> Iterator[None]:
         os.close(fd)
 
 
-def _replace(path: Path, text: str) -> None:
-    """Write ``path`` whole: a temporary file beside it, renamed over it."""
-    with tempfile.NamedTemporaryFile(
-        "w", dir=path.parent, prefix=f".{path.name}.", delete=False
-    ) as f:
-        f.write(text)
-    os.chmod(f.name, path.stat().st_mode if path.exists() else 0o644)
-    os.replace(f.name, path)
-
-
 def record(
     section: str,
     values: Mapping[str, Any],
@@ -172,11 +162,11 @@ def record(
             "date": datetime.date.today().isoformat(),
             "commit": _commit(),
         }
-        _replace(path, json.dumps(figures, indent=2, sort_keys=True) + "\n")
+        atomic_write_text(path, json.dumps(figures, indent=2, sort_keys=True) + "\n")
         for page in pages:
             text = page.read_text()
             if (quoted := render(text, figures, strict=False)) != text:
-                _replace(page, quoted)
+                atomic_write_text(page, quoted)
 
 
 def _image(report: dict[str, Any]) -> dict[str, Any]:
