@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import tempfile
 from pathlib import Path
 
 #: The record of a compacted shard: file (relative to the shard) -> its size before compaction.
@@ -41,17 +42,27 @@ def data_end(path: Path) -> int:
 
 
 def compact(shard: Path) -> int:
-    """Trim the zero tails of the files of ``shard`` and record their sizes; bytes trimmed."""
+    """Trim the zero tails of the files of ``shard`` and record their sizes; bytes trimmed.
+
+    The record is written first, whole (a temporary file renamed into place), then the files are
+    trimmed: a compaction stopped half-way leaves files whose sizes the record still holds, and a
+    second run, seeing the record, leaves them as they are.
+    """
     if (shard / SIZES).exists():
         return 0  # already compacted: its files' tails are gone and their sizes recorded
     sizes: dict[str, int] = {}
+    ends: dict[str, int] = {}
     for path in sorted(p for p in shard.rglob("*") if p.is_file() and not p.is_symlink()):
         size, end = path.stat().st_size, data_end(path)
         if size - end >= MIN_TAIL:
-            os.truncate(path, end)
-            sizes[path.relative_to(shard).as_posix()] = size
-    (shard / SIZES).write_text(json.dumps(sizes, indent=0, sort_keys=True) + "\n")
-    return sum(sizes.values()) - sum((shard / name).stat().st_size for name in sizes)
+            name = path.relative_to(shard).as_posix()
+            sizes[name], ends[name] = size, end
+    with tempfile.NamedTemporaryFile("w", dir=shard, suffix=".tmp", delete=False) as tmp:
+        tmp.write(json.dumps(sizes, indent=0, sort_keys=True) + "\n")
+    os.replace(tmp.name, shard / SIZES)
+    for name, end in ends.items():
+        os.truncate(shard / name, end)
+    return sum(sizes[name] - end for name, end in ends.items())
 
 
 def is_compacted(shard: Path) -> bool:
