@@ -26,7 +26,7 @@ from a2a.utils.errors import (
 )
 from pydantic import ValidationError
 
-from services.common.guard import Refusal
+from services.common.guard.refusal import Refusal
 from services.common.validation import describe
 
 _V03_MODELS = JSONRPC03Adapter.METHOD_TO_MODEL

@@ -31,7 +31,9 @@ from pydantic import BaseModel, Field
 from starlette.authentication import AuthCredentials, SimpleUser
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from services.common.guard import EXEMPT_PATHS, METRICS_PATH
+from services.common import jsonrpc
+from services.common.header_values import header
+from services.common.paths import METRICS, PROBES
 
 MIN_TOKEN_CHARS = 16
 PLACEHOLDERS = ("changeme", "changethis", "secret", "token", "password", "example")
@@ -130,11 +132,11 @@ def authorization(token: str | None, path: Path | None) -> str | None:
 
 def bearer_token(scope: Scope) -> str | None:
     """The token of an ``Authorization: Bearer`` header, if the request has one."""
-    for name, value in scope["headers"]:
-        if name == b"authorization":
-            scheme, _, token = value.decode("latin-1").partition(" ")
-            return token.strip() if scheme.lower() == "bearer" and token.strip() else None
-    return None
+    value = header(scope, b"authorization")
+    if value is None:
+        return None
+    scheme, _, token = value.decode("latin-1").partition(" ")
+    return token.strip() if scheme.lower() == "bearer" and token.strip() else None
 
 
 def one_token_per_purpose(tokens: Mapping[str, str], metrics_tokens: Mapping[str, str]) -> None:
@@ -188,14 +190,14 @@ class BearerAuth:
             await self._app(scope, receive, send)
             return
         path, method = scope["path"], scope["method"]
-        if path == METRICS_PATH:
+        if path == METRICS:
             open_metrics = not self._tokens and not self._metrics_tokens
             if open_metrics or _match(bearer_token(scope), self._metrics_tokens) is not None:
                 await self._app(scope, receive, send)
             else:
                 await self._unauthorized(scope, send)
             return
-        public = path in EXEMPT_PATHS or (method in ("GET", "HEAD") and path in self._public_get)
+        public = path in PROBES or (method in ("GET", "HEAD") and path in self._public_get)
         if public or not self._tokens:  # no tokens: only a scrape token was set
             await self._app(scope, receive, send)
             return
@@ -208,7 +210,7 @@ class BearerAuth:
         await self._app(scope, receive, send)
 
     async def _unauthorized(self, scope: Scope, send: Send) -> None:
-        if scope["path"] == METRICS_PATH:
+        if scope["path"] == METRICS:
             # One answer whatever was sent: it tells nobody whether a token is a caller's.
             message = "authentication required: /metrics takes Authorization: Bearer <scrape token>"
         elif bearer_token(scope) is not None:
@@ -217,8 +219,7 @@ class BearerAuth:
             message = "authentication required: send Authorization: Bearer <token>"
         body: object = {"error": message}
         if scope["path"] in self._jsonrpc:
-            error = {"code": UNAUTHENTICATED, "message": message}
-            body = {"jsonrpc": "2.0", "id": None, "error": error}
+            body = jsonrpc.error_response(None, UNAUTHENTICATED, message)
         payload = json.dumps(body).encode()
         headers = [
             (b"content-type", b"application/json"),

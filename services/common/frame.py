@@ -5,8 +5,9 @@ A server hands over its own routes; the frame adds ``GET /healthz`` (the process
 ``GET /metrics`` (Prometheus; with authentication on, only for the scrape token) and, around
 every request, a latency sample by route and outcome (``<prefix>_http_request_duration_seconds``),
 a server span parented on the caller's W3C trace context, bearer-token authentication when the
-server has tokens (:mod:`services.common.auth`), the request guard (:mod:`services.common.guard`:
-overload, body size and time, JSON nesting and text) and, while the process drains,
+server has tokens (:mod:`services.common.auth`), the guards (:mod:`services.common.guard`: Host and
+Origin, methods, content type, body size and time, JSON nesting and text, the JSON-RPC envelope,
+overload) and, while the process drains,
 ``Connection: close`` on every answer
 (:mod:`services.common.server`, which runs the app), all of it reading header values trimmed as
 RFC 9110 defines them (:mod:`services.common.header_values`). Anything every server should do per request
@@ -31,9 +32,15 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
 
 from services.common.auth import BearerAuth, one_token_per_purpose
-from services.common.guard import BodyCheck, RequestGuard
+from services.common.guard.admission import Admission
+from services.common.guard.body import BoundedBody
+from services.common.guard.content_type import JsonContentType
+from services.common.guard.envelope import BodyCheck, JsonRpcEnvelope
+from services.common.guard.hosts import LOOPBACK_HOSTS, HostRules, TrustedHosts
+from services.common.guard.methods import AllowedMethods, route_methods
 from services.common.header_values import TrimmedHeaderValues
 from services.common.limits import ServerLimits
+from services.common.paths import FRAME_PATHS, HEALTHZ, METRICS, READYZ
 from services.common.server import CloseWhileDraining, draining
 from services.telemetry.http import RequestTelemetry
 from services.telemetry.metrics import http_request_histogram, metrics_endpoint
@@ -120,6 +127,8 @@ def service_app(
     public_get_paths: Collection[str] = (),
     metrics_tokens: Mapping[str, str] | None = None,
     json_paths: Collection[str] = (),
+    allowed_hosts: Collection[str] | None = None,
+    methods: Mapping[str, Collection[str]] | None = None,
 ) -> Starlette:
     """The server's routes inside the frame (see the module docstring).
 
@@ -128,7 +137,10 @@ def service_app(
     ``json_paths`` (as to ``jsonrpc_paths``) take only ``application/json``. With ``tokens``
     (token -> caller name) every request needs one, but for probes and GETs of
     ``public_get_paths``; ``/metrics`` needs one of ``metrics_tokens`` (the scrape token) when
-    either is given (:mod:`services.common.auth`).
+    either is given (:mod:`services.common.auth`). Requests must name one of ``allowed_hosts``
+    (default: the loopback names on any port) in ``Host`` and ``Origin``
+    (:mod:`services.common.guard.hosts`). ``methods`` names the methods of paths that a mounted
+    app serves (the routes' own methods are read from them): others get 405 before the mount.
 
     Raises:
         TokenError: a scrape token is also a caller's token.
@@ -139,23 +151,24 @@ def service_app(
         _log.warning("authentication is on and no scrape token is set: /metrics answers 401")
     setup_tracing(service.trace_name)
     frame: list[BaseRoute] = [
-        Route("/healthz", _healthz, methods=["GET"]),
-        Route("/metrics", metrics_endpoint, methods=["GET"]),
+        Route(HEALTHZ, _healthz, methods=["GET"]),
+        Route(METRICS, metrics_endpoint, methods=["GET"]),
     ]
     if readiness is not None:
-        frame.append(Route("/readyz", _readyz(readiness), methods=["GET"]))
+        frame.append(Route(READYZ, _readyz(readiness), methods=["GET"]))
     # The frame's routes first: a server may mount an app that catches every other path.
     every_route = [*frame, *routes]
     app = Starlette(routes=every_route, lifespan=lifespan)
-    # Added last, so outermost: refused requests are timed and traced like the others.
-    app.add_middleware(
-        RequestGuard,
-        limits=limits or ServerLimits(),
-        jsonrpc_paths=jsonrpc_paths,
-        body_checks=body_checks,
-        json_paths=json_paths,
-    )
-    # Outside the guard: a request without a token takes no slot and no body read.
+    limits = limits or ServerLimits()
+    # Added innermost first. Admission last of the guards: a request takes a place once its body
+    # is in and well-formed, so clients slow to send (or sending nonsense) turn nobody away.
+    app.add_middleware(Admission, limits=limits, jsonrpc_paths=jsonrpc_paths)
+    app.add_middleware(JsonRpcEnvelope, jsonrpc_paths=jsonrpc_paths, body_checks=body_checks)
+    app.add_middleware(BoundedBody, limits=limits, jsonrpc_paths=jsonrpc_paths)
+    app.add_middleware(JsonContentType, jsonrpc_paths=jsonrpc_paths, json_paths=json_paths)
+    served = route_methods(every_route) | {p: frozenset(m) for p, m in (methods or {}).items()}
+    app.add_middleware(AllowedMethods, methods=served, jsonrpc_paths=jsonrpc_paths)
+    # Outside the guards: a request without a token takes no slot and no body read.
     if tokens or metrics_tokens:
         app.add_middleware(
             BearerAuth,
@@ -164,10 +177,20 @@ def service_app(
             jsonrpc_paths=jsonrpc_paths,
             metrics_tokens=metrics_tokens,
         )
+    # Outside authentication: a page of another site learns nothing, not even that a token is
+    # needed.
+    app.add_middleware(
+        TrustedHosts,
+        rules=HostRules(allowed_hosts or LOOPBACK_HOSTS),
+        exempt_paths=FRAME_PATHS,
+        jsonrpc_paths=jsonrpc_paths,
+    )
+    # Outside the guards, so refused requests are timed and traced like the others.
     app.add_middleware(
         RequestTelemetry,
         histogram=http_request_histogram(service.metric_prefix),
         routes=route_paths(every_route),
+        quiet_paths=FRAME_PATHS,
     )
     app.add_middleware(CloseWhileDraining)  # refusals close too while draining
     # Outermost: every header is read as RFC 9110 defines its value, authentication included.

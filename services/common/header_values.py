@@ -31,3 +31,15 @@ class TrimmedHeaderValues:
         if scope["type"] == "http" and any(_untrimmed(v) for _, v in scope["headers"]):
             scope["headers"] = [(name, value.strip(_OWS)) for name, value in scope["headers"]]
         await self._app(scope, receive, send)
+
+
+def header(scope: Scope, name: bytes) -> bytes | None:
+    """The value of the request's first ``name`` header (a lower-case name), or None.
+
+    Every middleware of the frame reads a header through here: ASGI hands headers over as a list
+    of raw pairs, and a dictionary of them all would cost each request more than one look.
+    """
+    for key, value in scope["headers"]:
+        if key == name:
+            return bytes(value)
+    return None

@@ -9,11 +9,12 @@ from pydantic import Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from services.common.auth import AuthFields, authorization, load_tokens
+from services.common.guard.hosts import HostFields
 from services.green_agent.evaluation.egress import LOOPBACK, AllowedOrigins
 from services.nfcorpus.dataset import BEIR_NFCORPUS_MD5, BEIR_NFCORPUS_URL, DEFAULT_DATA_DIR
 
 
-class GreenSettings(BaseSettings, AuthFields):
+class GreenSettings(BaseSettings, AuthFields, HostFields):
     """Configuration of the evaluator, as a CLI or as an A2A server.
 
     ``GREEN_AUTH_TOKENS[_FILE]`` are the callers the A2A server accepts,

@@ -12,6 +12,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Mount, Route
 
 from services.common.frame import Readiness, ServiceId, service_app
+from services.common.limits import ServerLimits
 from services.mcp_server.cache import ResultCache
 from services.mcp_server.metrics import observe_store_call
 from services.mcp_server.routes import JSON_PATHS, rest_routes
@@ -32,16 +33,10 @@ INSTRUCTIONS = (
 )
 
 
-def transport_security(allowed_hosts: list[str]) -> TransportSecuritySettings:
-    """Host and Origin check of ``/mcp`` and the REST routes; ``*`` switches it off deliberately."""
-    if "*" in allowed_hosts:
-        return TransportSecuritySettings(enable_dns_rebinding_protection=False)
-    return TransportSecuritySettings(
-        enable_dns_rebinding_protection=True,
-        allowed_hosts=allowed_hosts,
-        allowed_origins=[f"http://{h}" for h in allowed_hosts]
-        + [f"https://{h}" for h in allowed_hosts],
-    )
+#: The MCP SDK's own Host and Origin check is off: the frame checks every route, ``/mcp`` included,
+#: against ``MCP_ALLOWED_HOSTS`` before anything reads the request (services.common.guard.hosts).
+#: Its body limit is the frame's, which reads the body first anyway.
+FRAME_CHECKS_HOSTS = TransportSecuritySettings(enable_dns_rebinding_protection=False)
 
 
 async def _no_stream(_: Request) -> Response:
@@ -81,12 +76,13 @@ def create_app(
         instructions=INSTRUCTIONS,
         middleware=[name_invalid_params],
     )
-    security = transport_security(settings.allowed_hosts)
+    limits = ServerLimits()
     mcp_app = mcp.streamable_http_app(
         streamable_http_path=MCP_PATH,
         stateless_http=True,
         json_response=True,
-        transport_security=security,
+        transport_security=FRAME_CHECKS_HOSTS,
+        max_request_body_size=limits.max_body_bytes,
     )
 
     @asynccontextmanager
@@ -102,7 +98,7 @@ def create_app(
         store.close()
 
     routes = [
-        *rest_routes(service, security),
+        *rest_routes(service),
         # Stateless JSON mode has no server-to-client stream to offer: without this, GET /mcp
         # opens an event stream that never closes.
         Route(MCP_PATH, _no_stream, methods=["GET"]),
@@ -116,6 +112,10 @@ def create_app(
         lifespan=lifespan,
         jsonrpc_paths=[MCP_PATH],
         json_paths=JSON_PATHS,
+        limits=limits,
+        allowed_hosts=settings.host_rules(),
+        # The SDK's mount takes any method at /mcp: a stateless server serves POST (GET: 405).
+        methods={MCP_PATH: ("POST", "GET", "HEAD")},
         tokens=settings.tokens(),
         metrics_tokens=settings.metrics_tokens(),
     )

@@ -1,16 +1,14 @@
 """Plain HTTP routes: REST search, the AgentBeats stats API and a self-description at ``/``.
 
-Each checks Host and Origin as ``/mcp`` does, with the same setting (:func:`rest_routes`). The
-frame adds health and metrics, unchecked: see :func:`rest_routes` for why.
+The frame checks Host and Origin, methods and bodies on each, as on ``/mcp``, and adds health and
+metrics.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable
 from typing import Any
 
-from mcp.server.transport_security import TransportSecurityMiddleware, TransportSecuritySettings
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
@@ -25,36 +23,6 @@ JSON_PATHS = (SEARCH_PATH,)
 
 def _invalid(detail: list[dict[str, str]]) -> JSONResponse:
     return JSONResponse({"error": "invalid request", "detail": detail}, status_code=422)
-
-
-Endpoint = Callable[[Request], Awaitable[Response]]
-#: What a route takes in, to answer the methods it does not serve itself.
-EVERY_METHOD = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
-
-
-def _route(
-    path: str, endpoint: Endpoint, methods: list[str], same_site: TransportSecurityMiddleware
-) -> Route:
-    """``endpoint`` at ``path`` for ``methods``; any other method gets 405 with ``Allow``.
-
-    A request of another site (its Host or Origin not allowed by ``same_site``) gets the MCP
-    SDK's own refusal first, whatever its method: 421 for the Host, 403 for the Origin.
-    A route limited to its methods would let the catch-all MCP mount answer the others with 404,
-    which tells a client the path does not exist.
-    """
-    allowed = [*methods, "HEAD"] if "GET" in methods else methods
-    allow = ", ".join(allowed)
-
-    async def dispatch(request: Request) -> Response:
-        refused = await same_site.validate_request(request)
-        if refused is not None:
-            return refused
-        if request.method in allowed:
-            return await endpoint(request)
-        message = f"{request.method} is not allowed on {path}: use {allow}"
-        return JSONResponse({"error": message}, status_code=405, headers={"allow": allow})
-
-    return Route(path, dispatch, methods=EVERY_METHOD)
 
 
 def _description() -> dict[str, Any]:
@@ -79,26 +47,17 @@ def _description() -> dict[str, Any]:
     }
 
 
-def rest_routes(service: SearchService, security: TransportSecuritySettings) -> list[BaseRoute]:
-    """Every non-MCP route of the server, each checking Host and Origin as ``/mcp`` does.
+def rest_routes(service: SearchService) -> list[BaseRoute]:
+    """Every non-MCP route of the server.
 
-    A page a visitor opens in a browser can reach a server the visitor can reach (on loopback,
-    behind a firewall): by a cross-site request, whose ``Origin`` names the page, or by DNS
-    rebinding, where the page's own name turns to the server's address and its requests carry
-    a foreign ``Host``. ``security`` is the setting ``/mcp`` is checked with
-    (``MCP_ALLOWED_HOSTS``); the MCP SDK's check refuses both on every route here, so a page
-    can neither search on the visitor's behalf, read the counters nor reset the evaluator's
-    count. ``POST /search_nfcorpus`` also takes only ``Content-Type: application/json`` (415
-    otherwise, from the request guard: :data:`JSON_PATHS`): a page's form or ``text/plain`` post
-    needs no CORS preflight, a JSON one does.
-
-    The frame's ``/healthz``, ``/readyz`` and ``/metrics`` are left unchecked on purpose: the
-    kubelet and Prometheus address a pod by its IP, which no allow-list can name ahead of time,
-    so a Host check would fail every probe and scrape; and they only read, holding no query or
-    document, so a page that reads them learns the server's health and counters at most. Nor
-    are ``GET /mcp`` (a fixed 405) and unknown paths (404): they answer nothing to read.
+    The frame checks Host and Origin on each, as on ``/mcp``, against ``MCP_ALLOWED_HOSTS``
+    (:mod:`services.common.guard.hosts`): a page a visitor opens can neither search on the
+    visitor's behalf, read the counters nor reset the evaluator's count. It answers a method a
+    route does not serve with 405 before the MCP mount could read a body
+    (:mod:`services.common.guard.methods`). ``POST /search_nfcorpus`` also takes only
+    ``Content-Type: application/json`` (415 otherwise: :data:`JSON_PATHS`): a page's form or
+    ``text/plain`` post needs no CORS preflight, a JSON one does.
     """
-    same_site = TransportSecurityMiddleware(security)
 
     async def search(request: Request) -> Response:
         try:
@@ -131,9 +90,9 @@ def rest_routes(service: SearchService, security: TransportSecuritySettings) -> 
         return JSONResponse(_description())
 
     return [
-        _route("/", describe, ["GET"], same_site),
-        _route(SEARCH_PATH, search, ["POST"], same_site),
-        _route("/health_check", health_check, ["POST", "GET"], same_site),
-        _route("/stats", stats, ["GET"], same_site),
-        _route("/stats/reset", stats_reset, ["POST"], same_site),
+        Route("/", describe, methods=["GET"]),
+        Route(SEARCH_PATH, search, methods=["POST"]),
+        Route("/health_check", health_check, methods=["POST", "GET"]),
+        Route("/stats", stats, methods=["GET"]),
+        Route("/stats/reset", stats_reset, methods=["POST"]),
     ]

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Annotated
-
-from pydantic import Field, field_validator
-from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from services.common.auth import AuthFields
+from services.common.guard.hosts import HostFields
 
 
-class McpServerSettings(BaseSettings, AuthFields):
+class McpServerSettings(BaseSettings, AuthFields, HostFields):
     """Where the server listens and which requests it accepts.
 
     ``MCP_AUTH_TOKENS[_FILE]``: its callers; ``MCP_METRICS_TOKEN[_FILE]``: its scraper.
@@ -20,12 +19,6 @@ class McpServerSettings(BaseSettings, AuthFields):
 
     host: str = Field(default="127.0.0.1", description="Interface to bind.")
     port: int = Field(default=8000, ge=1, le=65535, description="TCP port.")
-    allowed_hosts: Annotated[list[str], NoDecode] = Field(
-        default=["127.0.0.1:*", "localhost:*", "[::1]:*"],
-        description="Host headers /mcp and the REST routes accept, and the Origins (http or "
-        "https) they take (comma list; 'host:*' allows any port, '*' switches the check off). "
-        "Others get 421 (Host) or 403 (Origin).",
-    )
     search_threads: int = Field(
         default=2, ge=1, le=64, description="Searches run at once (each uses one core)."
     )
@@ -67,10 +60,3 @@ class McpServerSettings(BaseSettings, AuthFields):
     ready_cache_s: float = Field(
         default=2.0, ge=0.0, description="How long a readiness answer is reused."
     )
-
-    @field_validator("allowed_hosts", mode="before")
-    @classmethod
-    def _split(cls, value: object) -> object:
-        if isinstance(value, str):
-            return [h.strip() for h in value.split(",") if h.strip()]
-        return value

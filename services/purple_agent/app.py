@@ -83,4 +83,5 @@ def create_app(settings: PurpleSettings) -> Starlette:
         tokens=tokens,
         public_get_paths=CARD_PATHS,
         metrics_tokens=settings.metrics_tokens(),
+        allowed_hosts=settings.host_rules(settings.public_url),
     )

@@ -13,11 +13,12 @@ from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from services.common.auth import AuthFields, authorization
+from services.common.guard.hosts import HostFields
 from services.common.limits import HARD_DEADLINE_S, MAX_TOP_K
 from services.purple_agent.search import SearchProtocol
 
 
-class PurpleSettings(BaseSettings, AuthFields):
+class PurpleSettings(BaseSettings, AuthFields, HostFields):
     """Configuration of one purple agent process.
 
     ``PURPLE_AUTH_TOKENS[_FILE]``: its callers; ``PURPLE_METRICS_TOKEN[_FILE]``: its scraper.

@@ -44,9 +44,6 @@ def query_prefix(query: str) -> str:
     return query if len(query) <= QUERY_PREFIX_CHARS else query[:QUERY_PREFIX_CHARS] + "…"
 
 
-#: Probes and scrapes: asked every few seconds by design, so never refused (the guard) and not
-#: worth a log line each.
-PROBE_PATHS = frozenset({"/healthz", "/readyz", "/metrics"})
 #: The ``outcome`` label of a request: by status class, abandoned by its client, or ``failed``: a
 #: 2xx whose answer is a failure (an A2A task that failed, with the ``reason`` it annotated).
 OUTCOMES = ("ok", "failed", "client_error", "server_error", "abandoned")
@@ -57,9 +54,19 @@ ABANDONED = "nfcorpus.abandoned"
 class RequestTelemetry:
     """Times each HTTP request into ``histogram{route, outcome}`` and traces it."""
 
-    def __init__(self, app: ASGIApp, histogram: Histogram, routes: Collection[str]) -> None:
-        """Wrap ``app``; ``routes`` are the paths that get their own label."""
+    def __init__(
+        self,
+        app: ASGIApp,
+        histogram: Histogram,
+        routes: Collection[str],
+        quiet_paths: Collection[str] = (),
+    ) -> None:
+        """Wrap ``app``; ``routes`` get their own label, ``quiet_paths`` no log line.
+
+        ``quiet_paths``: the probes and scrapes, asked every few seconds by design.
+        """
         self._app = app
+        self._quiet = frozenset(quiet_paths)
         self._histogram = histogram
         self._routes = frozenset(routes)
         # Every series at 0 from the start, failures included: rate() misses a first failure
@@ -104,7 +111,7 @@ class RequestTelemetry:
                     elapsed = time.perf_counter() - started
                     outcome = _outcome(status, scope, fields)
                     exemplars.observe(self._histogram, elapsed, route=route, outcome=outcome)
-                    if path not in PROBE_PATHS:
+                    if path not in self._quiet:
                         log.log(
                             logging.INFO if outcome == "ok" else logging.WARNING,
                             "%s %s %d %s",

@@ -68,7 +68,7 @@ def test_a_silent_connection_is_closed_after_the_head_deadline(server: ServerPro
 
 def _served(sock: socket.socket) -> None:
     """One probe answered on ``sock``."""
-    sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+    sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
     answer = b""
     while b'{"status":"ok"}' not in answer:
         chunk = sock.recv(65536)
@@ -85,7 +85,7 @@ def test_a_slowloris_head_is_cut_off_though_bytes_keep_coming(
         if after_a_request:  # the clock starts again with the next head's first byte
             _served(sock)
             time.sleep(HEAD_TIMEOUT_S * 2)
-        sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n")
+        sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n")
         started = time.monotonic()
         while time.monotonic() - started < PATIENCE_S:
             try:
@@ -114,7 +114,7 @@ def test_a_100_mb_body_is_refused_before_it_is_read(server: ServerProcess, chunk
     piece = b"10000\r\n" + chunk + b"\r\n" if chunked else chunk
     sent = 0
     with _connect(server) as sock:
-        sock.sendall(b"POST / HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n")
+        sock.sendall(b"POST / HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n")
         sock.sendall(framing + b"\r\n\r\n")
         while sent < 100_000_000 and not select.select([sock], [], [], 0)[0]:
             try:

@@ -62,7 +62,7 @@ def _client(
         public_get_paths=["/card"],
         metrics_tokens=load_tokens(metrics_tokens, None),
     )
-    return httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://auth")
+    return httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://127.0.0.1")
 
 
 def _bearer(token: str) -> dict[str, str]:

@@ -36,7 +36,7 @@ def test_card_describes_skill_modes_and_both_interfaces() -> None:
 async def test_card_is_served_at_every_path_with_the_legacy_fields() -> None:
     settings = PurpleSettings(card_url="https://purple.example/")
     transport = httpx.ASGITransport(app=create_app(settings))
-    async with httpx.AsyncClient(transport=transport, base_url="http://purple") as client:
+    async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as client:
         cards = [(await client.get(path)).json() for path in CARD_PATHS]
     assert all(card == cards[0] for card in cards)
     card = cards[0]
@@ -90,8 +90,8 @@ async def test_the_card_is_what_the_sdk_serves_with_its_etag() -> None:
     sdk_routes = create_agent_card_routes(card, card_url="/", cache_control=CARD_CACHE_CONTROL)
     sdks = httpx.ASGITransport(app=Starlette(routes=sdk_routes))
     async with (
-        httpx.AsyncClient(transport=ours, base_url="http://purple") as client,
-        httpx.AsyncClient(transport=sdks, base_url="http://purple") as sdk,
+        httpx.AsyncClient(transport=ours, base_url="http://127.0.0.1") as client,
+        httpx.AsyncClient(transport=sdks, base_url="http://127.0.0.1") as sdk,
     ):
         expected = await sdk.get("/")
         for path in CARD_PATHS:

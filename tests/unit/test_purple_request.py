@@ -132,7 +132,7 @@ async def purple() -> AsyncIterator[httpx.AsyncClient]:
     with closed_url("/mcp") as nobody:
         app = create_app(PurpleSettings(mcp_url=nobody, deadline_s=5))
         transport = httpx.ASGITransport(app=app)
-        async with httpx.AsyncClient(transport=transport, base_url="http://purple") as client:
+        async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as client:
             yield client
 
 

@@ -15,13 +15,9 @@ from starlette.types import Message, Receive, Scope, Send
 
 from services.common.a2a_input import message_problem
 from services.common.frame import ServiceId, service_app
-from services.common.guard import (
-    METRICS_IN_FLIGHT,
-    Refusal,
-    RequestGuard,
-    check_json_body,
-    plainly_acceptable,
-)
+from services.common.guard.admission import METRICS_IN_FLIGHT, Admission
+from services.common.guard.body import decode_json, plainly_acceptable
+from services.common.guard.refusal import Refusal
 from services.common.limits import ServerLimits
 
 SERVICE = ServiceId(metric_prefix="guardtest", trace_name="guard-test")
@@ -51,6 +47,7 @@ def _app() -> httpx.AsyncClient:
         jsonrpc_paths=["/rpc"],
         body_checks={"/rpc": message_problem},
         limits=LIMITS,
+        allowed_hosts=["guard"],
     )
     return httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://guard")
 
@@ -166,8 +163,10 @@ async def test_over_capacity_is_refused_at_once_and_probes_still_answer(
     busy = await client.post("/echo", content=b"{}")
     assert busy.status_code == 503 and busy.headers["retry-after"] == "1"
     assert busy.json()["error"].startswith("overloaded: 1 requests in progress")
-    rpc = await client.post("/rpc", content=b"{}")
+    envelope = {"jsonrpc": "2.0", "id": 7, "method": "GetTask", "params": {}}
+    rpc = await client.post("/rpc", json=envelope)
     assert rpc.status_code == 503 and rpc.json()["error"]["code"] == -32000
+    assert rpc.json()["id"] == 7  # read from the body, which is in before a place is asked
     assert (await client.get("/healthz")).status_code == 200
     release.set()
     assert (await first).json() == {"done": True}
@@ -184,7 +183,7 @@ async def test_scrapes_have_a_small_bound_of_their_own() -> None:
         await send({"type": "http.response.start", "status": 200, "headers": []})
         await send({"type": "http.response.body", "body": b"ok"})
 
-    guard = RequestGuard(app, LIMITS)  # one request in flight at most
+    guard = Admission(app, LIMITS)  # one request in flight at most
     transport = httpx.ASGITransport(app=guard)
     async with httpx.AsyncClient(transport=transport, base_url="http://guard") as client:
         busy = asyncio.create_task(client.get("/slow"))
@@ -219,7 +218,7 @@ async def test_a_body_that_never_finishes_gets_408() -> None:
         "type": "http",
         "method": "POST",
         "path": "/echo",
-        "headers": [],
+        "headers": [(b"host", b"127.0.0.1:80")],
         "query_string": b"",
         "root_path": "",
         "scheme": "http",
@@ -236,7 +235,7 @@ async def test_a_body_that_never_finishes_gets_408() -> None:
 
 def test_nesting_past_the_decoder_stack_is_a_refusal_not_a_crash() -> None:
     with pytest.raises(Refusal, match="nested deeper than 32 levels"):
-        check_json_body(_nested(100_000), 32)
+        decode_json(_nested(100_000), 32)
 
 
 def test_the_text_scan_skips_the_walk_only_where_nothing_can_be_wrong() -> None:
@@ -245,4 +244,4 @@ def test_the_text_scan_skips_the_walk_only_where_nothing_can_be_wrong() -> None:
     assert not plainly_acceptable('{"q": "\\ud800"}', 8)  # an escape may decode to a surrogate
     assert not plainly_acceptable('{"q": "caf\u00e9"}', 8)  # non-ASCII text: walked
     # Many brackets at little depth fail the scan, and the walk accepts them.
-    check_json_body(("[" + ", ".join(["{}"] * 20) + "]").encode(), 8)
+    decode_json(("[" + ", ".join(["{}"] * 20) + "]").encode(), 8)

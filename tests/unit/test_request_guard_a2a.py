@@ -32,7 +32,7 @@ async def client() -> AsyncIterator[httpx.AsyncClient]:
         SERVICE, routes, jsonrpc_paths=["/rpc"], body_checks={"/rpc": message_problem}
     )
     transport = httpx.ASGITransport(app=app)
-    async with httpx.AsyncClient(transport=transport, base_url="http://guard") as c:
+    async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as c:
         yield c
 
 

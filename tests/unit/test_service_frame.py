@@ -43,7 +43,7 @@ async def test_health_readiness_metrics_and_route_labels() -> None:
     )
     before = _count("other", "client_error")
     transport = httpx.ASGITransport(app=app)
-    async with httpx.AsyncClient(transport=transport, base_url="http://frame") as client:
+    async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as client:
         assert (await client.get("/healthz")).json() == {"status": "ok"}
         first = await client.get("/readyz")
         again = await client.get("/readyz")
@@ -60,7 +60,7 @@ async def test_health_readiness_metrics_and_route_labels() -> None:
 
 async def test_no_readiness_route_without_a_check() -> None:
     transport = httpx.ASGITransport(app=service_app(SERVICE, []))
-    async with httpx.AsyncClient(transport=transport, base_url="http://frame") as client:
+    async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as client:
         assert (await client.get("/readyz")).status_code == 404
 
 
@@ -80,7 +80,7 @@ async def test_a_2xx_carrying_a_failure_is_counted_and_logged_as_failed(
     before = _count("/fails", "failed")
     transport = httpx.ASGITransport(app=app)
     with caplog.at_level(logging.INFO, logger="nfcorpus.request"):
-        async with httpx.AsyncClient(transport=transport, base_url="http://frame") as client:
+        async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as client:
             assert (await client.get("/fails")).status_code == 200
             assert (await client.get("/hello")).status_code == 200
     assert _count("/fails", "failed") == before + 1

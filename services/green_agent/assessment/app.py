@@ -62,6 +62,7 @@ def create_app(settings: GreenSettings) -> Starlette:
         tokens=tokens,
         public_get_paths=CARD_PATHS,
         metrics_tokens=settings.metrics_tokens(),
+        allowed_hosts=settings.host_rules(settings.public_url),
     )
     # Outermost: the result's counts leave as integers whichever protocol asked.
     app.add_middleware(WholeNumbers, paths=[A2A_RPC_PATH])

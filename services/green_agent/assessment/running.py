@@ -29,7 +29,7 @@ from a2a.auth.user import User
 from a2a.types import Message
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from services.common.guard import Refusal, send_refusal
+from services.common.guard.refusal import Refusal, send_refusal
 from services.green_agent.assessment.metrics import REFUSED
 from services.green_agent.assessment.metrics import RUNNING as RUNNING_GAUGE
 
@@ -156,7 +156,7 @@ class Admission:
             reason = f"{limit} assessments are running, the most {SETTING} allows: send again later"
             request_id = envelope.get("id")
             refusal = Refusal(503, reason, retry_after=RETRY_AFTER_S, request_id=request_id)
-            await send_refusal(send, refusal, jsonrpc=True)
+            await send_refusal(send, refusal, jsonrpc_path=True)
             return
         token = _PLACE.set(place)
         try:

@@ -26,7 +26,7 @@ from a2a.types import Artifact, Message
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 from pydantic_core import PydanticCustomError
 
-from services.common.guard import LONE_SURROGATE, has_lone_surrogate
+from services.common.guard.body import LONE_SURROGATE, has_lone_surrogate
 from services.common.limits import MAX_QUERY_CHARS, MAX_TOP_K
 from services.common.validation import problems
 from services.purple_agent.a2a.handler import Answer, Failed
