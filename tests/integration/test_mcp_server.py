@@ -258,7 +258,9 @@ def test_every_rest_route_refuses_another_sites_request_as_mcp_does(
     # A page of another site posting across sites: the browser names it in Origin.
     crossed = httpx.request(method, url, json=body, headers={"origin": "http://evil.example"})
     assert crossed.status_code == 403
-    assert crossed.json() == {"error": "requests from the Origin http://evil.example are not accepted"}
+    assert crossed.json() == {
+        "error": "requests from the Origin http://evil.example are not accepted"
+    }
     # A DNS-rebinding page: its own name resolves to this server, and its requests carry it.
     rebound = f"evil.example:{mcp_server.port}"
     renamed = httpx.request(method, url, json=body, headers={"host": rebound})
