@@ -23,6 +23,7 @@ class ThreadedServer:
         self.socket = socket.socket()
         self.socket.bind(("127.0.0.1", 0))
         port = self.socket.getsockname()[1]
+        self.port: int = port
         self.url = f"http://127.0.0.1:{port}"
         settings = settings.model_copy(update={"port": port})
         config = uvicorn.Config(create_app(settings), log_level="warning", lifespan="on")
