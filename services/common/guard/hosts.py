@@ -44,7 +44,7 @@ class HostFields(BaseModel):
     """The setting of the names a server answers to: ``<PREFIX>_ALLOWED_HOSTS``."""
 
     allowed_hosts: Annotated[list[str], NoDecode] = Field(
-        default=[],
+        default_factory=list,
         description="Host headers the server answers, and the Origins (http or https) it takes "
         "(comma list; 'host:*' allows any port, '*' switches the check off); empty: the "
         "loopback names on any port and the host of the server's own public URL. Others get "
