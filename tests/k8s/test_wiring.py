@@ -189,3 +189,18 @@ def test_dashboard_configmap_carries_the_sidecar_label() -> None:
     assert labels(cm)["grafana_dashboard"] == "1"
     assert list(cm["data"]) == ["nfcorpus-retrieval.json"]
     assert render("ci/default-values.yaml").component("ConfigMap", "dashboard") == []
+
+
+def test_each_server_answers_the_names_it_is_reached_by_and_no_other() -> None:
+    """``<PREFIX>_ALLOWED_HOSTS``: the Service's names, a port-forward, and the published names."""
+    full = render("ci/full-values.yaml", **{"purpleAgent.allowedHosts[0]": "agents.example:443"})
+    (purple,) = containers(full.component("Deployment", "purple-agent")[0])
+    hosts = env(purple)["PURPLE_ALLOWED_HOSTS"].split(",")
+    fqdn = "nfcorpus-retrieval-purple-agent.nfcorpus-retrieval.svc.cluster.local:9009"
+    assert {fqdn, "localhost:*", "127.0.0.1:*", "[::1]:*"} <= set(hosts)
+    assert "retrieval.example.com" in hosts  # the ingress host, which the card URL names too
+    assert "agents.example:443" in hosts  # a value's extra name
+    assert not any(h == "*" or h.startswith("*") for h in hosts)
+    default = render("ci/default-values.yaml")
+    (mcp,) = containers(default.component("Deployment", "mcp-server")[0])
+    assert "*" not in env(mcp)["MCP_ALLOWED_HOSTS"].split(",")
