@@ -21,7 +21,7 @@ class RpcError(Exception):
     """A JSON-RPC error a server answered: its code, message and data."""
 
     def __init__(self, code: int, message: str, data: Any = None) -> None:
-        super().__init__(f"JSON-RPC error {code}: {message}")
+        super().__init__(f"error {code}: {message}")
         self.code = code
         self.message = message
         self.data = data

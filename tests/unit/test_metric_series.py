@@ -9,6 +9,7 @@ import pytest
 
 from harness.processes import REPO
 from services.common.http_pool import ConnectFailed, ConnectionBroken
+from services.common.jsonrpc import RpcError
 from services.purple_agent.metrics import (
     FAILURE_REASONS,
     MCP_OUTCOMES,
@@ -19,7 +20,6 @@ from services.purple_agent.search.backend import (
     BadAnswer,
     McpCallError,
     NoBackend,
-    RpcError,
     ServerFailed,
     ServerRefused,
     ToolFailed,

@@ -28,9 +28,10 @@ import math
 import re
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Protocol
 
 from services.common.http_pool import ConnectFailed, ConnectionBroken
+from services.common.jsonrpc import RpcError
 from services.purple_agent.metrics import SEARCH_BACKENDS
 from services.purple_agent.ranking_policy import Candidate
 
@@ -189,16 +190,6 @@ class BackendGone(Exception):
 
 class ToolFailed(Exception):
     """The search itself failed: an MCP tool error, or ``{"error": ...}`` in a REST answer."""
-
-
-class RpcError(Exception):
-    """The server answered the request with a JSON-RPC error."""
-
-    def __init__(self, code: int, message: str, data: Any = None) -> None:
-        super().__init__(f"error {code}: {message}")
-        self.code = code
-        self.message = message
-        self.data = data
 
 
 def leaf_error(error: BaseException) -> BaseException:

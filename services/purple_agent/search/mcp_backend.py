@@ -37,6 +37,7 @@ from collections.abc import AsyncIterator, Callable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import urljoin
 
+from services.common import jsonrpc
 from services.common.http_pool import (
     ConnectFailed,
     ConnectionBroken,
@@ -47,7 +48,6 @@ from services.common.http_pool import (
 from services.purple_agent.search.backend import (
     BadAnswer,
     NotSpoken,
-    RpcError,
     SearchAnswer,
     ServerFailed,
     ToolFailed,
@@ -113,7 +113,7 @@ class McpWire:
         """POST one request, return its result.
 
         Raises:
-            RpcError: The server answered with a JSON-RPC error.
+            RpcError: The server answered with a JSON-RPC error (:mod:`services.common.jsonrpc`).
             BadAnswer: The answer is not the request's response.
             ServerRefused, ServerFailed: An HTTP status other than 200.
             ConnectFailed, ConnectionBroken: The connection could not be opened, or broke.
@@ -127,7 +127,7 @@ class McpWire:
         }
         trace = inject_headers()  # W3C trace context, in the headers and (SEP-414) in ``_meta``
         stamped = {**(params or {}), "_meta": {**meta, **trace}}
-        message = {"jsonrpc": "2.0", "id": request_id, "method": method, "params": stamped}
+        message = jsonrpc.request(method, stamped, request_id)
         headers = [*self._headers, (b"mcp-method", method.encode())]
         if method == "tools/call":
             headers.append((b"mcp-name", str(stamped["name"]).encode()))
@@ -152,7 +152,7 @@ class McpWire:
         """
         try:
             result = await self.request("server/discover")
-        except RpcError:
+        except jsonrpc.RpcError:
             return None
         supported = result.get("supportedVersions")
         return result if isinstance(supported, list) and PROTOCOL_VERSION in supported else None
@@ -184,24 +184,15 @@ def _response_to(data: str | bytes, request_id: int) -> dict[str, Any] | None:
         message = json.loads(data)
     except ValueError as e:  # UnicodeDecodeError and JSONDecodeError alike
         raise BadAnswer(f"the answer is not JSON ({e})") from e
-    if (
-        isinstance(message, dict)
-        and message.get("jsonrpc") == "2.0"
-        and message.get("id") == request_id
-        and ("result" in message) != ("error" in message)
-    ):
-        return message
-    return None
+    return jsonrpc.response_to(message, request_id)
 
 
 def _result_of(answer: dict[str, Any]) -> dict[str, Any]:
-    """The result of a response, or the :class:`RpcError` it holds."""
-    if "error" in answer:
-        error = answer["error"]
-        if not isinstance(error, dict) or not isinstance(error.get("code"), int):
-            raise BadAnswer("the answer holds a malformed JSON-RPC error")
-        raise RpcError(error["code"], str(error.get("message", "")), error.get("data"))
-    result = answer["result"]
+    """The result of a response, or the :class:`~services.common.jsonrpc.RpcError` it holds."""
+    try:
+        result = jsonrpc.result_or_error(answer)
+    except jsonrpc.MalformedResponse as e:
+        raise BadAnswer(str(e)) from None
     if not isinstance(result, dict):
         raise BadAnswer("the answer's result is not an object")
     return result

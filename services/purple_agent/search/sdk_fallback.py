@@ -27,7 +27,8 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
 from services.common.http_pool import ConnectFailed, ConnectionBroken
-from services.purple_agent.search.backend import RpcError, http_failure, leaf_error, refused
+from services.common.jsonrpc import RpcError
+from services.purple_agent.search.backend import http_failure, leaf_error, refused
 from services.telemetry.tracing import inject_headers
 
 
