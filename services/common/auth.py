@@ -14,17 +14,16 @@ With client tokens and no scrape token, ``/metrics`` answers 401 to everyone: a 
 requires callers to authenticate never publishes its figures by default. With no client tokens
 (local runs) ``/metrics`` is open, unless a scrape token is set: then it needs that.
 
-Tokens come from a file (one per line, ``#`` comments; the chart mounts a Secret there) and/or
-an environment variable (comma-separated). Short tokens and placeholders are refused at start,
-and so is a scrape token that is also a caller's.
+Tokens are read, checked and read again on change by :mod:`services.common.tokens`; a server
+takes the tokens of a changed file on its next request, unless they mix purposes.
 """
 
 from __future__ import annotations
 
-import hashlib
 import hmac
 import json
-from collections.abc import Collection, Mapping
+import logging
+from collections.abc import Collection, Iterable, Mapping
 from pathlib import Path
 
 from pydantic import BaseModel, Field
@@ -34,49 +33,16 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from services.common import jsonrpc
 from services.common.header_values import header
 from services.common.paths import METRICS, PROBES
+from services.common.tokens import TokenError, TokenSet, distinct_purposes, one_token_per_purpose
 
-MIN_TOKEN_CHARS = 16
-PLACEHOLDERS = ("changeme", "changethis", "secret", "token", "password", "example")
+__all__ = ["UNAUTHENTICATED", "AuthFields", "BearerAuth", "bearer_token", "one_token_per_purpose"]
+
 #: The JSON-RPC code of a 401 on a JSON-RPC path. JSON-RPC leaves -32000..-32099 to servers; A2A
 #: numbers its own errors from -32001 up (1.0: -32001 task not found .. -32009) and MCP its
 #: spec's from -32020 up, keeping -32000..-32019 for implementations. The far end of that band is
 #: no error of either protocol now and the last A2A would reach.
 UNAUTHENTICATED = -32019
-
-
-class TokenError(ValueError):
-    """A configured token is unusable; the message never shows the token."""
-
-
-def _caller(line: str, where: str) -> tuple[str, str]:
-    name, _, token = line.rpartition(":")
-    token = token.strip()
-    if len(token) < MIN_TOKEN_CHARS:
-        raise TokenError(f"a token in {where} is shorter than {MIN_TOKEN_CHARS} characters")
-    if token.lower() in PLACEHOLDERS or token.lower().startswith(("changeme", "changethis")):
-        raise TokenError(f"a token in {where} is a placeholder: generate a random one")
-    digest = hashlib.sha256(token.encode()).hexdigest()[:12]
-    return token, name.strip() or f"client-{digest}"
-
-
-def load_tokens(inline: str | None, path: Path | None) -> dict[str, str]:
-    """Token -> caller name, from ``inline`` (comma-separated) and the lines of ``path``."""
-    tokens: dict[str, str] = {}
-    sources: list[tuple[str, list[str]]] = []
-    if inline:
-        sources.append(("the token variable", inline.split(",")))
-    if path is not None:
-        try:
-            text = path.read_text(encoding="utf-8")
-        except OSError as e:
-            raise TokenError(f"cannot read the token file {path}: {e.strerror}") from None
-        sources.append((str(path), text.splitlines()))
-    for where, lines in sources:
-        for line in lines:
-            if line.strip() and not line.lstrip().startswith("#"):
-                token, name = _caller(line.strip(), where)
-                tokens[token] = name
-    return tokens
+_log = logging.getLogger(__name__)
 
 
 class AuthFields(BaseModel):
@@ -101,33 +67,25 @@ class AuthFields(BaseModel):
         default=None, description="File of the scrape token, one per line (a mounted Secret)."
     )
 
-    def tokens(self) -> dict[str, str]:
-        """Token -> caller name; empty: authentication is off."""
-        return load_tokens(self.auth_tokens, self.auth_tokens_file)
+    def tokens(self) -> TokenSet:
+        """Token -> caller name (its file read again on change); empty: authentication is off."""
+        return TokenSet(self.auth_tokens, self.auth_tokens_file)
 
-    def metrics_tokens(self) -> dict[str, str]:
+    def metrics_tokens(self) -> TokenSet:
         """The scrape tokens ``/metrics`` accepts (token -> name); empty: none set."""
-        return load_tokens(self.metrics_token, self.metrics_token_file)
+        return TokenSet(self.metrics_token, self.metrics_token_file)
 
+    def token_purposes(self) -> dict[str, Iterable[str]]:
+        """The tokens of each purpose, by the settings that give them (see a server's own)."""
+        prefix = str(self.model_config.get("env_prefix", ""))
+        return {
+            f"{prefix}AUTH_TOKENS[_FILE]": self.tokens(),
+            f"{prefix}METRICS_TOKEN[_FILE]": self.metrics_tokens(),
+        }
 
-def authorization(token: str | None, path: Path | None) -> str | None:
-    """The ``Authorization`` header a client sends: the file's token, else ``token``, else none.
-
-    The file may be a bare token or a server's token file (the chart's client-tokens Secret):
-    its first token is sent, without its ``name:`` prefix, as the helm test pod does.
-    """
-    if path is not None:
-        try:
-            lines = path.read_text(encoding="utf-8").splitlines()
-        except OSError as e:
-            raise TokenError(f"cannot read {path}: {e.strerror}") from None
-        listed = [
-            line.strip() for line in lines if line.strip() and not line.lstrip().startswith("#")
-        ]
-        if not listed:
-            raise TokenError(f"the token file {path} holds no token")
-        token = listed[0].rpartition(":")[2].strip()
-    return f"Bearer {token}" if token else None
+    def check_token_purposes(self) -> None:
+        """Refuse one token value in two purposes (:func:`distinct_purposes`), at start."""
+        distinct_purposes(self.token_purposes())
 
 
 def bearer_token(scope: Scope) -> str | None:
@@ -139,10 +97,8 @@ def bearer_token(scope: Scope) -> str | None:
     return token.strip() if scheme.lower() == "bearer" and token.strip() else None
 
 
-def one_token_per_purpose(tokens: Mapping[str, str], metrics_tokens: Mapping[str, str]) -> None:
-    """Refuse a scrape token that is also a caller's token (:class:`TokenError`)."""
-    if tokens.keys() & metrics_tokens.keys():
-        raise TokenError("a scrape token is also a caller's token: give /metrics its own")
+def _known(tokens: Mapping[str, str]) -> list[tuple[bytes, str]]:
+    return [(token.encode(), name) for token, name in tokens.items()]
 
 
 def _match(token: str | None, known: list[tuple[bytes, str]]) -> str | None:
@@ -179,16 +135,35 @@ class BearerAuth:
         metrics_tokens = metrics_tokens or {}
         one_token_per_purpose(tokens, metrics_tokens)
         self._app = app
-        self._tokens = [(token.encode(), name) for token, name in tokens.items()]
-        self._metrics_tokens = [(token.encode(), name) for token, name in metrics_tokens.items()]
+        self._sources = (tokens, metrics_tokens)
+        self._tokens = _known(tokens)
+        self._metrics_tokens = _known(metrics_tokens)
         self._public_get = frozenset(public_get_paths)
         self._jsonrpc = frozenset(jsonrpc_paths)
+
+    def _reload(self) -> None:
+        """Take the tokens of a changed file (:class:`TokenSet`), unless they mix purposes."""
+        changed = False
+        for source in self._sources:
+            if isinstance(source, TokenSet) and source.refresh():
+                changed = True
+        if not changed:
+            return
+        tokens, metrics_tokens = self._sources
+        try:
+            one_token_per_purpose(tokens, metrics_tokens)
+        except TokenError as e:
+            _log.error("%s: the tokens read before stay in use", e)
+            return
+        self._tokens = _known(tokens)
+        self._metrics_tokens = _known(metrics_tokens)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Let public requests through; authenticate the others."""
         if scope["type"] != "http":
             await self._app(scope, receive, send)
             return
+        self._reload()
         path, method = scope["path"], scope["method"]
         if path == METRICS:
             open_metrics = not self._tokens and not self._metrics_tokens

@@ -4,9 +4,13 @@ The SDK's ``InMemoryTaskStore`` keeps every task, with the whole request message
 for the life of the process: an agent answering thousands of queries an hour grows without limit,
 and a task can be read back with the caller's text (the green agent's: participant URLs, and any
 ``user:pass@`` in them). Tasks here are kept without their history (the answer is the artifact),
-at most ``max_tasks`` of them, at most ``max_bytes`` in all, and for ``ttl_s`` after their last
-update, oldest dropped first. The SDK scopes them by caller: each authenticated caller reads its
-own. With ``keep_finished`` off (no authentication: no caller to read a task back), a task
+for ``ttl_s`` after their last update, oldest dropped first, and within two bounds of count and
+bytes. Each caller (the authenticated user; anonymous callers are one) has its own,
+``max_tasks_per_caller`` and ``max_bytes_per_caller``: a caller past its own drops its own oldest
+task, so no caller can push out another's. The whole store has ``max_tasks`` and ``max_bytes``,
+which hold the memory whatever the number of callers: past them, the oldest task of the caller
+holding the most goes, never one of a caller holding fewer than another. The SDK scopes tasks by
+caller: each authenticated caller reads its own. With ``keep_finished`` off (no authentication: no caller to read a task back), a task
 leaves the store as soon as it ends; the SDK holds a running one here while it works on it.
 
 Without authentication every caller is the same anonymous one, so neither agent lets anyone read
@@ -26,6 +30,7 @@ from dataclasses import dataclass
 from typing import NoReturn
 
 from a2a.server.context import ServerCallContext
+from a2a.server.owner_resolver import resolve_user_scope
 from a2a.server.tasks import InMemoryTaskStore
 from a2a.types import (
     GetTaskRequest,
@@ -53,8 +58,17 @@ TERMINAL = frozenset(
 @dataclass(frozen=True, slots=True)
 class _Entry:
     context: ServerCallContext
+    owner: str
     size: int
     saved_at: float
+
+
+@dataclass(slots=True)
+class _Holding:
+    """One caller's tasks, oldest first, and their bytes."""
+
+    tasks: OrderedDict[str, None]
+    size: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,12 +89,18 @@ class BoundedTaskStore(InMemoryTaskStore):
         ttl_s: float = 600.0,
         clock: Callable[[], float] = time.monotonic,
         *,
+        max_tasks_per_caller: int | None = None,
+        max_bytes_per_caller: int | None = None,
         keep_finished: bool = True,
         gauges: StoreGauges | None = None,
     ) -> None:
-        super().__init__()
+        """Bound the store (see the module docstring); a caller's bounds default to the store's."""
+        super().__init__(owner_resolver=resolve_user_scope)
         self._max_tasks = max_tasks
         self._max_bytes = max_bytes
+        self._caller_tasks = max_tasks_per_caller or max_tasks
+        self._caller_bytes = max_bytes_per_caller or max_bytes
+        self._callers: dict[str, _Holding] = {}
         self._ttl_s = ttl_s
         self._clock = clock
         self._keep_finished = keep_finished
@@ -104,9 +124,14 @@ class BoundedTaskStore(InMemoryTaskStore):
         kept.ClearField("history")
         await super().save(kept, context)
         self._forget(task.id)
-        self._entries[task.id] = _Entry(context, kept.ByteSize(), self._clock())
-        self._bytes += self._entries[task.id].size
-        await self._evict()
+        owner = resolve_user_scope(context)
+        entry = _Entry(context, owner, kept.ByteSize(), self._clock())
+        self._entries[task.id] = entry
+        self._bytes += entry.size
+        holding = self._callers.setdefault(owner, _Holding(OrderedDict()))
+        holding.tasks[task.id] = None
+        holding.size += entry.size
+        await self._evict(holding)
         self._publish()
 
     async def get(self, task_id: str, context: ServerCallContext) -> Task | None:
@@ -133,15 +158,36 @@ class BoundedTaskStore(InMemoryTaskStore):
         entry = self._entries.pop(task_id, None)
         if entry is not None:
             self._bytes -= entry.size
+            holding = self._callers[entry.owner]
+            del holding.tasks[task_id]
+            holding.size -= entry.size
+            if not holding.tasks:
+                del self._callers[entry.owner]
 
-    async def _evict(self) -> None:
+    async def _drop_oldest(self, holding: _Holding) -> None:
+        task_id = next(iter(holding.tasks))
+        await self.delete(task_id, self._entries[task_id].context)
+
+    async def _evict(self, saver: _Holding) -> None:
+        """Expired tasks, then the saver's beyond its bounds, then the biggest holder's."""
         now = self._clock()
-        while self._entries:
+        while self._entries:  # every task is saved at the end: the oldest come first
             task_id, oldest = next(iter(self._entries.items()))
-            over = len(self._entries) > self._max_tasks or self._bytes > self._max_bytes
-            if not over and now - oldest.saved_at <= self._ttl_s:
-                return
+            if now - oldest.saved_at <= self._ttl_s:
+                break
             await self.delete(task_id, oldest.context)
+        while saver.tasks and (
+            len(saver.tasks) > self._caller_tasks or saver.size > self._caller_bytes
+        ):
+            await self._drop_oldest(saver)
+        while len(self._entries) > self._max_tasks or self._bytes > self._max_bytes:
+            # The caller holding the most, in what is over; on a tie the saver, then the first.
+            by_count = len(self._entries) > self._max_tasks
+            biggest = max(
+                self._callers.values(),
+                key=lambda h: (len(h.tasks) if by_count else h.size, h is saver),
+            )
+            await self._drop_oldest(biggest)
 
 
 #: Why a send that asks to return at once is refused without authentication.

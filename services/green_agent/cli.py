@@ -378,7 +378,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "serve":
             app = create_app(settings)  # reads the tokens: an unusable one stops the start
         elif args.command == "load-collect":
-            tokens = settings.load_collector_tokens()  # an unusable one stops the start
+            settings.check_token_purposes()  # an unusable token, or one in two purposes
+            tokens = settings.load_collector_tokens()  # stops the start
             collector = Collector(args.workers, args.run, args.out, args.html)
             app = create_collector_app(collector, tokens, settings.metrics_tokens())
             settings = load_settings(host=args.host, port=args.port)

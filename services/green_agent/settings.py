@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-from services.common.auth import AuthFields, authorization, load_tokens
+from services.common.auth import AuthFields
 from services.common.guard.hosts import HostFields
+from services.common.tokens import ClientToken, TokenSet, authorization
 from services.green_agent.evaluation.egress import LOOPBACK, AllowedOrigins
 from services.nfcorpus.dataset import BEIR_NFCORPUS_MD5, BEIR_NFCORPUS_URL, DEFAULT_DATA_DIR
 
@@ -71,6 +73,14 @@ class GreenSettings(BaseSettings, AuthFields, HostFields):
     max_task_bytes: int = Field(
         default=16 << 20, ge=1 << 16, description="Memory the kept tasks may take, in bytes."
     )
+    max_tasks_per_caller: int = Field(
+        default=250,
+        ge=1,
+        description="Tasks kept of one caller (its oldest dropped first: never another's).",
+    )
+    max_task_bytes_per_caller: int = Field(
+        default=4 << 20, ge=1 << 16, description="Memory one caller's kept tasks may take."
+    )
     task_ttl_s: float = Field(
         default=3600.0, gt=0, description="How long a task is kept after its last update."
     )
@@ -98,9 +108,22 @@ class GreenSettings(BaseSettings, AuthFields, HostFields):
         """The ``Authorization`` header value for the evaluated agent, if a token is set."""
         return authorization(self.agent_token, self.agent_token_file)
 
-    def load_collector_tokens(self) -> dict[str, str]:
+    def agent_token_source(self) -> ClientToken:
+        """The evaluated agent's ``Authorization``, for a server: its file read on change."""
+        return ClientToken(self.agent_token, self.agent_token_file)
+
+    def load_collector_tokens(self) -> TokenSet:
         """The token a load collector requires (token -> caller name); empty: none required."""
-        return load_tokens(self.load_collector_token, self.load_collector_token_file)
+        return TokenSet(self.load_collector_token, self.load_collector_token_file)
+
+    def token_purposes(self) -> dict[str, Iterable[str]]:
+        """Its callers', its scraper's, the evaluated agent's and the load collector's."""
+        sent = self.agent_token_source().token
+        return {
+            **super().token_purposes(),
+            "GREEN_AGENT_TOKEN[_FILE]": [sent] if sent else [],
+            "GREEN_LOAD_COLLECTOR_TOKEN[_FILE]": self.load_collector_tokens(),
+        }
 
     def load_collector_authorization(self) -> str | None:
         """The ``Authorization`` header value a worker hands its report in with, if any."""

@@ -54,6 +54,7 @@ def create_app(
     ``encoder`` is a model loaded before a fork (:mod:`services.mcp_server.asgi`).
     """
     settings = settings or McpServerSettings()
+    settings.check_token_purposes()  # before the store and the model: a refusal is quick
     retrieval = retrieval or RetrievalSettings()
     store = CountingStore(open_store(retrieval.store), observe=observe_store_call)
     encoder = encoder or OnnxMiniLM(threads=retrieval.encode_threads)

@@ -1,7 +1,8 @@
 """The purple agent's logic: a query and a top_k answered from the MCP tool, ranked, in time.
 
 The answer is at most ``top_k`` unique valid corpus ids, best first, within one deadline; every
-failure is an :class:`AgentFailure` whose message says what went wrong. Reading the request from
+failure is an :class:`AgentFailure` whose message says what went wrong, in words for the caller
+(the search service's address and answers stay in its ``detail``, which the logs get). Reading the request from
 an A2A message and writing the answer back is the A2A adapter's (:mod:`services.purple_agent.a2a`).
 """
 
@@ -16,11 +17,15 @@ from services.purple_agent.search import McpCallError
 
 
 class AgentFailure(Exception):
-    """The request cannot be answered; ``reason`` labels the metric, the message is for the user."""
+    """The request cannot be answered; ``reason`` labels the metric, the message is for the user.
 
-    def __init__(self, reason: str, message: str) -> None:
+    ``detail`` (the message, unless given) is for the logs: it may name internal addresses.
+    """
+
+    def __init__(self, reason: str, message: str, detail: str | None = None) -> None:
         super().__init__(message)
         self.reason = reason
+        self.detail = detail or message
 
 
 class Searcher(Protocol):
@@ -65,10 +70,14 @@ class RetrievalAgent:
             )
         except McpCallError as e:
             failure = e
-        if failure.reason == "mcp_tool_error":
-            raise AgentFailure(failure.reason, f"retrieval failed: {failure}")
-        if failure.reason == "deadline" or time.monotonic() >= deadline - 0.05:
+        if failure.reason != "mcp_tool_error" and (
+            failure.reason == "deadline" or time.monotonic() >= deadline - 0.05
+        ):
             raise AgentFailure(
-                "deadline", f"deadline of {self._deadline_s:g} s exceeded: {failure}"
+                "deadline",
+                f"deadline of {self._deadline_s:g} s exceeded: {failure.public}",
+                f"deadline of {self._deadline_s:g} s exceeded: {failure}",
             )
-        raise AgentFailure(failure.reason, f"retrieval failed: {failure}")
+        raise AgentFailure(
+            failure.reason, f"retrieval failed: {failure.public}", f"retrieval failed: {failure}"
+        )

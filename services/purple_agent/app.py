@@ -33,7 +33,13 @@ READINESS_CACHE_S = 1.0
 
 
 def create_app(settings: PurpleSettings) -> Starlette:
-    """Build the app from settings; the MCP connection pool opens on first use."""
+    """Build the app from settings; the MCP connection pool opens on first use.
+
+    Raises:
+        TokenError: a token is unusable, or given to two purposes.
+
+    """
+    settings.check_token_purposes()
     mcp = SearchClient(
         settings.mcp_url,
         protocol=settings.search_protocol,
@@ -53,6 +59,8 @@ def create_app(settings: PurpleSettings) -> Starlette:
             settings.max_tasks,
             settings.max_task_bytes,
             settings.task_ttl_s,
+            max_tasks_per_caller=settings.max_tasks_per_caller,
+            max_bytes_per_caller=settings.max_task_bytes_per_caller,
             gauges=StoreGauges(TASKS_STORED, TASK_STORE_BYTES),
         )
         if tokens

@@ -7,14 +7,16 @@ command line and passes the one instance down.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 
 from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from services.common.auth import AuthFields, authorization
+from services.common.auth import AuthFields
 from services.common.guard.hosts import HostFields
 from services.common.limits import HARD_DEADLINE_S, MAX_TOP_K
+from services.common.tokens import ClientToken
 from services.purple_agent.search import SearchProtocol
 
 
@@ -79,6 +81,14 @@ class PurpleSettings(BaseSettings, AuthFields, HostFields):
     max_task_bytes: int = Field(
         default=16 << 20, ge=1 << 16, description="Memory the kept tasks may take, in bytes."
     )
+    max_tasks_per_caller: int = Field(
+        default=2_500,
+        ge=1,
+        description="Tasks kept of one caller (its oldest dropped first: never another's).",
+    )
+    max_task_bytes_per_caller: int = Field(
+        default=4 << 20, ge=1 << 16, description="Memory one caller's kept tasks may take."
+    )
     task_ttl_s: float = Field(
         default=600.0, gt=0, description="How long a task is kept after its last update."
     )
@@ -94,9 +104,14 @@ class PurpleSettings(BaseSettings, AuthFields, HostFields):
             )
         return self
 
-    def mcp_authorization(self) -> str | None:
-        """The ``Authorization`` header value for MCP calls, if a token is configured."""
-        return authorization(self.mcp_token, self.mcp_token_file)
+    def mcp_authorization(self) -> ClientToken:
+        """The ``Authorization`` of MCP calls (none without a token), its file read on change."""
+        return ClientToken(self.mcp_token, self.mcp_token_file)
+
+    def token_purposes(self) -> dict[str, Iterable[str]]:
+        """Its callers', its scraper's and the one it sends to the MCP server."""
+        sent = self.mcp_authorization().token
+        return {**super().token_purposes(), "PURPLE_MCP_TOKEN[_FILE]": [sent] if sent else []}
 
     @property
     def public_url(self) -> str:

@@ -188,7 +188,9 @@ async def test_the_evaluator_sends_its_token(
         await without.aclose()
 
 
-async def test_a_wrong_mcp_token_fails_the_task_saying_401(secured_mcp: ServerProcess) -> None:
+async def test_a_wrong_mcp_token_fails_the_task_saying_401(
+    secured_mcp: ServerProcess, caplog: pytest.LogCaptureFixture
+) -> None:
     settings = PurpleSettings(
         mcp_url=secured_mcp.base_url + "/mcp", mcp_token="wrong-token-0123456789"
     )
@@ -198,10 +200,14 @@ async def test_a_wrong_mcp_token_fails_the_task_saying_401(secured_mcp: ServerPr
             task = (await http.post(purple.url + "/", json=body)).json()["result"]
     assert task["status"]["state"] == "failed"
     (part,) = task["status"]["message"]["parts"]
-    assert part["text"].startswith(
-        f"retrieval failed: MCP server at {secured_mcp.base_url}/mcp answered HTTP 401"
-    )
-    assert "authentication failed" in part["text"]
+    assert part["text"] == "retrieval failed: the search service answered HTTP 401"
+    # What the MCP server said, and where it is, go to the agent's log only.
+    logged = [r.getMessage() for r in caplog.records if r.name.startswith("services.purple")]
+    assert any(
+        f"MCP server at {secured_mcp.base_url}/mcp answered HTTP 401" in line
+        and "authentication failed" in line
+        for line in logged
+    ), logged
 
 
 async def test_a_caller_sees_only_its_own_tasks(secured_purple: ThreadedServer) -> None:

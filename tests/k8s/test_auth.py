@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from services.common.auth import authorization, load_tokens
+from services.common.tokens import authorization, load_tokens
 from tests.k8s.rendering import (
     Doc,
     Rendered,

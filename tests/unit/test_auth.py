@@ -15,14 +15,9 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from services.common.auth import (
-    UNAUTHENTICATED,
-    AuthFields,
-    TokenError,
-    authorization,
-    load_tokens,
-)
+from services.common.auth import UNAUTHENTICATED, AuthFields
 from services.common.frame import Readiness, ServiceId, service_app
+from services.common.tokens import TokenError, authorization, load_tokens
 from services.green_agent.settings import GreenSettings
 from services.mcp_server.settings import McpServerSettings
 from services.purple_agent.settings import PurpleSettings

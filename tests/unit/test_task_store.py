@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from a2a.auth.user import UnauthenticatedUser
 from a2a.server.context import ServerCallContext
 from a2a.types import Message, Part, Role, Task, TaskState, TaskStatus
 
@@ -80,3 +81,35 @@ async def test_without_keep_finished_a_task_leaves_the_store_when_it_ends() -> N
         assert await store.get("t1", context) is None and store.stored_bytes == 0
     await store.save(_task("t2"), context)  # finished when first saved: never kept
     assert await store.get("t2", context) is None
+
+
+def _caller(name: str) -> ServerCallContext:
+    return ServerCallContext(user=_User(name))
+
+
+class _User(UnauthenticatedUser):
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    @property
+    def is_authenticated(self) -> bool:
+        return True
+
+    @property
+    def user_name(self) -> str:
+        return self._name
+
+
+async def test_a_caller_past_its_bound_drops_its_own_oldest_never_another_s() -> None:
+    store = BoundedTaskStore(max_tasks=5, max_tasks_per_caller=3)
+    alice, bob, carol = _caller("alice"), _caller("bob"), _caller("carol")
+    await store.save(_task("a1"), alice)
+    for n in range(5):
+        await store.save(_task(f"b{n}"), bob)
+    assert await store.get("a1", alice) is not None
+    assert [await store.get(f"b{n}", bob) is not None for n in range(5)] == [False] * 2 + [True] * 3
+    # Past the store's bound, the biggest holder's oldest goes: Bob's, not Alice's nor Carol's.
+    for n in range(2):
+        await store.save(_task(f"c{n}"), carol)
+    assert await store.get("a1", alice) is not None and await store.get("c0", carol) is not None
+    assert await store.get("b2", bob) is None and await store.get("b3", bob) is not None

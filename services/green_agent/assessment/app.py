@@ -40,6 +40,7 @@ def create_app(settings: GreenSettings) -> Starlette:
         ValueError: a token is unusable (:class:`~services.common.auth.TokenError`).
 
     """
+    settings.check_token_purposes()
     tokens = settings.tokens()
     if settings.origins().any:
         _log.warning(
@@ -48,7 +49,13 @@ def create_app(settings: GreenSettings) -> Starlette:
     card = build_card(settings.public_url, authenticated=bool(tokens))
     s = settings
     tasks = BoundedTaskStore(
-        s.max_tasks, s.max_task_bytes, s.task_ttl_s, keep_finished=bool(tokens), gauges=TASK_STORE
+        s.max_tasks,
+        s.max_task_bytes,
+        s.task_ttl_s,
+        max_tasks_per_caller=s.max_tasks_per_caller,
+        max_bytes_per_caller=s.max_task_bytes_per_caller,
+        keep_finished=bool(tokens),
+        gauges=TASK_STORE,
     )
     running = Running(s.max_running)
     executor = AssessmentExecutor(settings, running)

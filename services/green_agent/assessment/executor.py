@@ -68,6 +68,8 @@ class AssessmentExecutor(AgentExecutor):
         self._settings = settings
         self._allowed = settings.origins()
         self._running = running
+        # Read at start (an unusable file stops it), again when the file changes.
+        self._agent_token = settings.agent_token_source()
 
     @cache  # noqa: B019 - one executor per process; the test set is read once
     def _test_set(self) -> TestSet:
@@ -115,7 +117,7 @@ class AssessmentExecutor(AgentExecutor):
             a.agent,
             a.protocol,
             settings.timeout_s,
-            authorization=settings.agent_authorization(),
+            authorization=self._agent_token.header(),
             allowed=self._allowed,
         )
         done = 0

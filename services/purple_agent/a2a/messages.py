@@ -161,6 +161,7 @@ def answer_with(agent: RetrievalAgent) -> Answer:
 
     async def answer(message: Message) -> Artifact | Failed:
         started = time.perf_counter()
+        task_id = message.task_id
         IN_FLIGHT.inc()
         try:
             request = parse_message(message)
@@ -170,15 +171,26 @@ def answer_with(agent: RetrievalAgent) -> Answer:
             failure = (
                 e
                 if isinstance(e, AgentFailure)
-                else AgentFailure("internal", f"internal error: {e!r}")
+                else AgentFailure(
+                    "internal",
+                    f"internal error: the agent failed ({type(e).__name__}); its log has the cause",
+                    f"internal error: {e!r}",
+                )
             )
             FAILURES.labels(failure.reason).inc()
             exemplars.observe(REQUEST_SECONDS, time.perf_counter() - started, outcome="failed")
             annotate(reason=failure.reason)
             if failure is not e:
-                log.exception("unexpected error while answering")
+                log.exception("unexpected error while answering", extra={"task_id": task_id})
             elif failure.reason != "invalid_request":  # the caller's mistake is not an incident
-                log.warning("request failed (%s): %s", failure.reason, failure)
+                # The detail names what the caller's answer leaves out (the search service's
+                # address, what it said): the task id ties it to the task the caller holds.
+                log.warning(
+                    "request failed (%s): %s",
+                    failure.reason,
+                    failure.detail,
+                    extra={"task_id": task_id},
+                )
             return Failed(str(failure))
         finally:
             IN_FLIGHT.dec()

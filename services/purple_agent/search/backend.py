@@ -14,7 +14,9 @@ NFCorpus id, a duplicate: dropped and counted) and is a failure with the reason 
 (no results list, an error, nothing usable at all).
 
 **The failures.** Every failed call becomes an :class:`McpCallError` (:func:`classify`): a
-label, a message for the user, and whether to try again. The labels keep the ``mcp_`` prefix
+label, a message for the logs (it names the server's URL and what it said), a message for the
+caller (:attr:`McpCallError.public`: what failed, in words that name nothing internal), and
+whether to try again. The labels keep the ``mcp_`` prefix
 whatever the backend (MCP or the seed's REST wire): they name the hop to the search server, and
 dashboards and alerts read them. A retry is worth it only when the server did no work on the
 attempt (it refused, was unreachable, or went away mid-way): another attempt, perhaps on another
@@ -142,18 +144,37 @@ def read_answer(answer: object) -> SearchAnswer:
     return hits
 
 
+#: What a caller reads of each failure: the search service's internal address, and what it
+#: said, are for the logs only (they reach the caller of the agent, outside the cluster).
+PUBLIC = {
+    "mcp_tool_error": "the search service could not search",
+    "mcp_overloaded": "the search service is overloaded",
+    "mcp_unavailable": "the search service is unreachable",
+    "mcp_timeout": "the search service did not answer in time",
+    "mcp_error": "the search service failed",
+    "mcp_bad_response": "the search service sent a malformed answer",
+    "deadline": "the search service did not answer",
+}
+
+
 class McpCallError(Exception):
     """An MCP call failed; ``reason`` is a short label, the message says what happened.
+
+    The message names the server and what it said, for the logs; ``public`` says what failed
+    without either, for the caller of the agent.
 
     ``retryable``: the server did no work on this attempt (it refused, was unreachable, or went
     away), so another attempt, perhaps on another replica, duplicates nothing. A timeout is not
     retryable: the server may still be searching, and a retry would search twice.
     """
 
-    def __init__(self, reason: str, message: str, *, retryable: bool) -> None:
+    def __init__(
+        self, reason: str, message: str, *, retryable: bool, public: str | None = None
+    ) -> None:
         super().__init__(message)
         self.reason = reason
         self.retryable = retryable
+        self.public = public or PUBLIC.get(reason, PUBLIC["mcp_error"])
 
 
 class ServerRefused(Exception):
@@ -212,10 +233,18 @@ def classify(error: BaseException, url: str) -> McpCallError:
         return McpCallError("mcp_error", f"no search backend: {leaf}", retryable=False)
     if isinstance(leaf, ServerRefused):
         return McpCallError(
-            "mcp_overloaded", f"MCP server at {url} refused the call ({leaf})", retryable=True
+            "mcp_overloaded",
+            f"MCP server at {url} refused the call ({leaf})",
+            retryable=True,
+            public=f"the search service refused the call (HTTP {leaf.status})",
         )
     if isinstance(leaf, ServerFailed):
-        return McpCallError("mcp_error", f"MCP server at {url} answered {leaf}", retryable=False)
+        return McpCallError(
+            "mcp_error",
+            f"MCP server at {url} answered {leaf}",
+            retryable=False,
+            public=f"the search service answered HTTP {leaf.status}",
+        )
     if isinstance(leaf, ConnectFailed):
         return McpCallError(
             "mcp_unavailable",
@@ -237,6 +266,7 @@ def classify(error: BaseException, url: str) -> McpCallError:
             "mcp_error",
             f"MCP server at {url} answered error {leaf.code}: {leaf.message}",
             retryable=False,
+            public=f"the search service answered error {leaf.code}",
         )
     if isinstance(leaf, BadAnswer):
         return McpCallError(

@@ -13,6 +13,10 @@ pods start in any order, and each probe tries again), and found again after any 
 not the search's own, or a failed probe, in case the server was replaced by another version.
 Each call then is a single request from the caller's own task over keep-alive connections
 (:mod:`services.common.http_pool`): a failed call takes nothing down with it.
+
+The token sent may come from a file read again when it changes
+(:class:`~services.common.tokens.ClientToken`): a changed token is found again as a changed
+server is, the next call discovering the backend with it.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from urllib.parse import urlsplit, urlunsplit
 from opentelemetry.trace import SpanKind, StatusCode
 
 from services.common.http_pool import OriginPool
+from services.common.tokens import ClientToken
 from services.purple_agent.metrics import BACKEND, MCP_CALL_SECONDS, MCP_RETRIES, REPAIRS
 from services.purple_agent.ranking_policy import Candidate
 from services.purple_agent.search.backend import (
@@ -118,7 +123,7 @@ class SearchClient:
         retries: int,
         backoff_s: float,
         max_connections: int,
-        authorization: str | None = None,
+        authorization: str | ClientToken | None = None,
     ) -> None:
         self.url = url
         parsed = urlsplit(url)
@@ -127,7 +132,13 @@ class SearchClient:
             parsed.port or (443 if parsed.scheme == "https" else 80),
         )
         self._protocol = protocol
-        self._headers = {"authorization": authorization} if authorization else {}
+        self._token: ClientToken | None = None
+        if isinstance(authorization, ClientToken):
+            self._token = authorization
+            sent = authorization.header()
+        else:
+            sent = authorization
+        self._headers: dict[str, str] = {"authorization": sent} if sent else {}
         self._timeout_s = timeout_s
         self._retries = retries
         self._backoff_s = backoff_s
@@ -135,6 +146,7 @@ class SearchClient:
         self._pool: OriginPool | None = None
         self._backend: Backend | None = None  # None: not discovered (again) yet
         self._fallback: SdkFallback | None = None  # made for the first server that needs it
+        self._retired: list[SdkFallback] = []  # replaced ones: calls may still be in flight
         self._discover_lock = asyncio.Lock()
 
     @property
@@ -152,9 +164,9 @@ class SearchClient:
     async def aclose(self) -> None:
         """Close the connection pools."""
         self._forget()
-        if self._fallback is not None:
-            await self._fallback.aclose()
-            self._fallback = None
+        for fallback in [*self._retired, *([self._fallback] if self._fallback else [])]:
+            await fallback.aclose()
+        self._fallback, self._retired = None, []
         if self._pool is not None:
             await self._pool.aclose()
         self._pool = None
@@ -164,8 +176,17 @@ class SearchClient:
         for kind in KINDS:
             BACKEND.labels(kind).set(0)
 
+    def _token_changed(self) -> None:
+        """Take a changed token: the backends hold their headers, so they are found again."""
+        sent = self._token.header() if self._token is not None else None
+        if self._token is None or sent == self._headers.get("authorization"):
+            return
+        self._headers = {"authorization": sent} if sent else {}
+        self._forget()
+
     async def _current(self) -> Backend:
-        """The backend, discovered on first use (and again after a failure)."""
+        """The backend, discovered on first use (and again after a failure or a new token)."""
+        self._token_changed()
         backend = self._backend
         if backend is None:
             async with self._discover_lock:
@@ -180,10 +201,15 @@ class SearchClient:
 
     def _sdk_fallback(self, url: str) -> SdkFallback:
         """The SDK's route, one per client (kept across discoveries: calls may be in flight)."""
-        if self._fallback is None or self._fallback.url != url:
+        if self._fallback is None or (self._fallback.url, self._fallback.headers) != (
+            url,
+            self._headers,
+        ):
             # Only a server the plain client does not speak to loads the SDK.
             from services.purple_agent.search.sdk_fallback import SdkFallback
 
+            if self._fallback is not None:
+                self._retired.append(self._fallback)
             self._fallback = SdkFallback(
                 url, self._headers, timeout_s=self._timeout_s, max_connections=self._max_connections
             )

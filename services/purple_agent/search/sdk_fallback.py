@@ -71,6 +71,7 @@ class SdkFallback:
         self, url: str, headers: Mapping[str, str], *, timeout_s: float, max_connections: int
     ) -> None:
         self.url = url
+        self.headers = dict(headers)
         self._http = httpx2.AsyncClient(
             timeout=httpx2.Timeout(timeout_s),
             limits=httpx2.Limits(
