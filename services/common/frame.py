@@ -34,6 +34,7 @@ from services.common.auth import BearerAuth, one_token_per_purpose
 from services.common.guard import BodyCheck, RequestGuard
 from services.common.header_values import TrimmedHeaderValues
 from services.common.limits import ServerLimits
+from services.common.metrics_port import MetricsPort
 from services.common.server import CloseWhileDraining, draining
 from services.telemetry.http import RequestTelemetry
 from services.telemetry.metrics import http_request_histogram, metrics_endpoint
@@ -170,6 +171,7 @@ def service_app(
         routes=route_paths(every_route),
     )
     app.add_middleware(CloseWhileDraining)  # refusals close too while draining
+    app.add_middleware(MetricsPort, limits=limits)  # a wrong port is 404 before anything else
     # Outermost: every header is read as RFC 9110 defines its value, authentication included.
     app.add_middleware(TrimmedHeaderValues)
     return app
