@@ -477,6 +477,7 @@ API port (/mcp, /stats/reset, the A2A endpoint). The probes stay on the API port
 {{/* Checks across values that the JSON schema cannot express. */}}
 {{- define "nfcorpus.validate" -}}
 {{- include "nfcorpus.validatePublishedServices" . }}
+{{- include "nfcorpus.validateOneTokenPerPurpose" . }}
 {{- /* A published route reaches the agent from outside the cluster: no anonymous callers and no
 plain HTTP unless a value named for exactly that says so (the chart cannot see the TLS of a
 Gateway's listeners, so an HTTPRoute states it). */}}
@@ -623,3 +624,40 @@ metrics port is on a ClusterIP Service of its own, so a published Service never 
 {{- end }}
 {{- end }}
 
+{{/* One token value per purpose: the same value given for two (a caller's and the MCP token, the
+scrape token and Qdrant's key, ...) would let whoever holds it for one use it for the other, and
+revoking it for one would close both. Refused naming the two values, never the token. The
+generated tokens are random, each its own. */}}
+{{- define "nfcorpus.validateOneTokenPerPurpose" -}}
+{{- $given := list }}
+{{- range $line := splitList "\n" .Values.auth.clientTokens.value }}
+{{- $line = trim $line }}
+{{- if and $line (not (hasPrefix "#" $line)) }}
+{{- $given = append $given (list "auth.clientTokens.value" (trim (last (splitList ":" $line)))) }}
+{{- end }}
+{{- end }}
+{{- range $part := list "loadGeneratorToken" "helmTestToken" "mcpToken" "scrapeToken" }}
+{{- with (index $.Values.auth $part | default dict).value }}
+{{- $given = append $given (list (printf "auth.%s.value" $part) .) }}
+{{- end }}
+{{- end }}
+{{- with .Values.loadTest.collector.token.value }}
+{{- $given = append $given (list "loadTest.collector.token.value" .) }}
+{{- end }}
+{{- with .Values.qdrant.apiKey.value }}
+{{- $given = append $given (list "qdrant.apiKey.value" .) }}
+{{- end }}
+{{- with .Values.qdrant.apiKey.readOnly.value }}
+{{- $given = append $given (list "qdrant.apiKey.readOnly.value" .) }}
+{{- end }}
+{{- $seen := dict }}
+{{- range $pair := $given }}
+{{- $purpose := index $pair 0 }}
+{{- $token := index $pair 1 }}
+{{- $first := get $seen $token }}
+{{- if and $first (ne $first $purpose) }}
+{{- fail (printf "%s and %s give the same token: give each purpose a token of its own, so that a token that leaks or is revoked opens or closes one door only" $first $purpose) }}
+{{- end }}
+{{- $_ := set $seen $token $purpose }}
+{{- end }}
+{{- end }}
