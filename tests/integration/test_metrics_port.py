@@ -1,8 +1,8 @@
 """``SERVER_METRICS_PORT``: ``/metrics`` on a port of its own, so a rule that lets Prometheus in
 opens that port alone (issue 52, input 7). The MCP server under uvicorn and under gunicorn, as
-the chart runs it: the metrics port serves ``/metrics`` and nothing else (not ``/mcp``, not
-``/stats/reset``, not the probes), the API port serves everything but ``/metrics``, and the
-scrape token is still needed there."""
+the chart runs it, and the purple agent: the metrics port serves ``/metrics`` and nothing else
+(not ``/mcp``, not ``/stats/reset``, not A2A, not the probes), the API port serves everything but
+``/metrics``, and the scrape token is still needed there."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from harness.processes import REPO, ServerProcess, free_port
+from harness.processes import REPO, McpServer, ServerProcess, free_port
 from tests.support.small_index import SmallIndex
 
 SCRAPE = "scrape-token-0123456789"
@@ -124,3 +124,21 @@ def test_a_metrics_port_that_is_the_api_port_is_refused_at_start(
     with pytest.raises(RuntimeError, match="server exited"):
         server.start(timeout_s=60)
     assert "SERVER_METRICS_PORT" in server.log() and "port of its own" in server.log()
+
+
+def test_the_purple_agent_serves_a2a_on_its_port_and_metrics_on_the_other(
+    mcp_server: McpServer, tmp_path: Path
+) -> None:
+    metrics_port = free_port()
+    env = {"PURPLE_MCP_URL": mcp_server.mcp_url, "SERVER_METRICS_PORT": str(metrics_port)}
+    log = tmp_path / "purple.log"
+    with ServerProcess.module("services.purple_agent", env=env, log_path=log) as purple:
+        metrics_base = f"http://127.0.0.1:{metrics_port}"
+        card = "/.well-known/agent-card.json"
+        assert httpx.get(f"{purple.base_url}{card}").status_code == 200
+        assert httpx.get(f"{purple.base_url}/metrics").status_code == 404
+        scrape = httpx.get(f"{metrics_base}/metrics")
+        assert scrape.status_code == 200 and "purple_" in scrape.text
+        assert httpx.get(f"{metrics_base}{card}").status_code == 404
+        send = {"jsonrpc": "2.0", "id": 1, "method": "message/send", "params": {}}
+        assert httpx.post(f"{metrics_base}/", json=send).status_code == 404
