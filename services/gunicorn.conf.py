@@ -1,9 +1,10 @@
 """gunicorn settings of the image's web services (installed as /etc/nfcorpus/gunicorn.conf.py).
 
-Bind address and worker count come from the command line (the Helm chart sets them); this file
-holds what every deployment shares: uvicorn workers, timeouts that fit the 60 s A2A deadline, a
-scratch directory on the writable /tmp volume, and Prometheus multi-process mode so that /metrics
-adds up every worker of the pod instead of answering for whichever worker got the scrape.
+Bind address and worker count come from the command line (the Helm chart sets them), the metrics
+port from SERVER_METRICS_PORT (on_starting adds its bind); this file holds what every deployment
+shares: uvicorn workers, timeouts that fit the 60 s A2A deadline, a scratch directory on the
+writable /tmp volume, and Prometheus multi-process mode so that /metrics adds up every worker of
+the pod instead of answering for whichever worker got the scrape.
 """
 
 from __future__ import annotations
@@ -59,6 +60,19 @@ logconfig_dict = {
 metrics_dir = Path(os.environ.setdefault("PROMETHEUS_MULTIPROC_DIR", "/tmp/prometheus-multiproc"))
 shutil.rmtree(metrics_dir, ignore_errors=True)
 metrics_dir.mkdir(parents=True)
+
+
+def on_starting(server: Any) -> None:
+    """With SERVER_METRICS_PORT, listen on it too, beside each bind of the command line.
+
+    The metrics port is the server's own setting (services.common.metrics_port routes /metrics
+    there), not a second --bind the chart must remember; the hook runs before gunicorn binds.
+    """
+    from services.common.limits import ServerLimits
+    from services.common.metrics_port import with_metrics_binds
+
+    binds = with_metrics_binds(server.cfg.bind, ServerLimits().metrics_port)
+    server.cfg.set("bind", binds)
 
 
 def child_exit(server: Any, worker: Any) -> None:

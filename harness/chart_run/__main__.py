@@ -66,11 +66,26 @@ def render(helm: Path, values: Path, release: str, namespace: str, image: str, *
 
 
 def service_url(release: Release, component: str) -> str:
-    """The in-cluster URL of the Service of ``component`` (its fully qualified name)."""
+    """The in-cluster URL of the API's Service of ``component`` (its fully qualified name).
+
+    The API's: the one whose port targets ``http``, not the metrics port's Service.
+    """
     for service in release.services:
         if service.selector.get("app.kubernetes.io/component") == component:
-            return f"http://{service.names[-1]}:{next(iter(service.ports))}/"
+            for port, target in service.ports.items():
+                if target == "http":
+                    return f"http://{service.names[-1]}:{port}/"
     raise SystemExit(f"chart-run: the render has no Service for {component}")
+
+
+def scrape_port(spec: PodSpec) -> int:
+    """The pod's port the ServiceMonitors scrape: its metrics port (``SERVER_METRICS_PORT``).
+
+    That port serves /metrics alone, and the API port answers /metrics with 404.
+    """
+    if "metrics" not in spec.ports:
+        raise SystemExit(f"chart-run: {spec.name} declares no metrics port to scrape")
+    return spec.ports["metrics"]
 
 
 def scrape_headers(spec: PodSpec) -> dict[str, str]:
@@ -93,7 +108,7 @@ async def answered(pods: list[Pod]) -> float:
     prefix = 'purple_request_duration_seconds_count{outcome="completed"} '
     async with httpx.AsyncClient(timeout=5) as http:
         for pod in pods:
-            url = f"http://{pod.ip}:{pod.spec.ports['http']}/metrics"
+            url = f"http://{pod.ip}:{scrape_port(pod.spec)}/metrics"
             scrape = await http.get(url, headers=scrape_headers(pod.spec))
             if scrape.status_code == 401:  # a refused scrape fails the run, never counts zero
                 raise SystemExit(f"chart-run: {pod.name} refused the scrape: {scrape.text}")

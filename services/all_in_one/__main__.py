@@ -40,7 +40,10 @@ def children(args: argparse.Namespace, agent_args: list[str]) -> list[Child]:
             "--port",
             mcp_port,
         ]
-        servers.append(Child("mcp-server", mcp, env))
+        # The metrics port is the agent's, the container's server: the MCP server inside it
+        # keeps /metrics on its loopback port (two processes cannot bind one port).
+        mcp_env = {k: v for k, v in env.items() if k != "SERVER_METRICS_PORT"}
+        servers.append(Child("mcp-server", mcp, mcp_env))
         mcp_url = f"http://127.0.0.1:{mcp_port}"
     agent = [
         sys.executable,

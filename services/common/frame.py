@@ -40,6 +40,7 @@ from services.common.guard.hosts import LOOPBACK_HOSTS, HostRules, TrustedHosts
 from services.common.guard.methods import AllowedMethods, route_methods
 from services.common.header_values import TrimmedHeaderValues
 from services.common.limits import ServerLimits
+from services.common.metrics_port import MetricsPort
 from services.common.paths import FRAME_PATHS, HEALTHZ, METRICS, READYZ
 from services.common.server import CloseWhileDraining, draining
 from services.telemetry.http import RequestTelemetry
@@ -193,6 +194,7 @@ def service_app(
         quiet_paths=FRAME_PATHS,
     )
     app.add_middleware(CloseWhileDraining)  # refusals close too while draining
+    app.add_middleware(MetricsPort, limits=limits)  # a wrong port is 404 before anything else
     # Outermost: every header is read as RFC 9110 defines its value, authentication included.
     app.add_middleware(TrimmedHeaderValues)
     return app

@@ -62,3 +62,12 @@ class ServerLimits(BaseSettings):
     retry_after_s: int = Field(
         default=1, ge=1, description="Retry-After a refused (overloaded) request is given."
     )
+    # A NetworkPolicy opens ports, not paths: while /metrics shares the API port, letting
+    # Prometheus scrape it lets Prometheus call every route (services.common.metrics_port).
+    metrics_port: int | None = Field(
+        default=None,
+        ge=1,
+        le=65535,
+        description="A second port the server listens on, for /metrics alone (anything else "
+        "there is 404, and /metrics on the API port is 404); unset: /metrics on the API port.",
+    )

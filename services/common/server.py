@@ -37,8 +37,10 @@ start-up.
 from __future__ import annotations
 
 import asyncio
+import copy
 import gc
 import signal
+import socket
 import sys
 import threading
 from collections.abc import Callable
@@ -191,10 +193,28 @@ class DrainingServer(uvicorn.Server):
 
 
 def serve(app: Any, host: str, port: int, limits: ServerLimits | None = None) -> None:
-    """Run ``app`` with uvicorn, the shared options and the SIGTERM drain."""
+    """Run ``app`` with uvicorn, the shared options and the SIGTERM drain.
+
+    With ``limits.metrics_port`` the server also listens on that port of ``host``, for
+    ``/metrics`` alone (:mod:`services.common.metrics_port`).
+    """
     limits = limits or ServerLimits()
     config = uvicorn.Config(app, host=host, port=port, **uvicorn_options(limits))
-    DrainingServer(config, limits.drain_s).run()
+    DrainingServer(config, limits.drain_s).run(sockets=_listening_sockets(config, limits))
+
+
+def _listening_sockets(config: uvicorn.Config, limits: ServerLimits) -> list[socket.socket] | None:
+    """The API's socket and the metrics port's, bound; None (uvicorn binds) without one."""
+    if limits.metrics_port is None:
+        return None
+    if limits.metrics_port == config.port:
+        raise SystemExit(
+            f"SERVER_METRICS_PORT={limits.metrics_port} is the API's port: "
+            "the metrics port must be a port of its own"
+        )
+    metrics = copy.copy(config)
+    metrics.port = limits.metrics_port
+    return [config.bind_socket(), metrics.bind_socket()]
 
 
 class Worker(UvicornWorker):  # type: ignore[misc]  # untyped base

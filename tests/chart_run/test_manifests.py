@@ -62,7 +62,7 @@ def test_secrets_probes_and_lifecycle_are_resolved() -> None:
     assert token.read_only and token.mount_path == "/var/run/secrets/nfcorpus/mcp-token"
     (tmp,) = [v for v in mcp.volumes if v.name == "tmp"]
     assert (tmp.files, tmp.size_limit, tmp.read_only) == (None, "256Mi", False)
-    assert mcp.ports == {"http": 8000}
+    assert mcp.ports == {"http": 8000, "metrics": 9090}  # the probes stay on http
     assert mcp.startup is not None and mcp.readiness is not None and mcp.liveness is not None
     assert (mcp.startup.path, mcp.startup.port, mcp.startup.period_s) == ("/healthz", 8000, 2.0)
     assert mcp.startup.failure_threshold == 90

@@ -58,6 +58,16 @@ class Rendered:
             if labels(d).get("app.kubernetes.io/component") == component
         ]
 
+    def api_service(self, component: str) -> Doc:
+        """The Service of a component's API: not its metrics port's, not Qdrant's headless one."""
+        (service,) = [
+            s
+            for s in self.component("Service", component)
+            if "clusterIP" not in s["spec"]
+            and "metrics" not in {p["name"] for p in s["spec"]["ports"]}
+        ]
+        return service
+
     def workloads(self) -> list[Doc]:
         return [d for d in self.docs if d["kind"] in WORKLOAD_KINDS]
 

@@ -63,7 +63,7 @@ def test_http_route_sends_the_published_paths_to_the_purple_service() -> None:
     (rule,) = spec["rules"]
     # Exact paths only: the card and JSON-RPC (tests/k8s/test_published_routes.py).
     assert {m["path"]["type"] for m in rule["matches"]} == {"Exact"}
-    (service,) = r.component("Service", "purple-agent")
+    service = r.api_service("purple-agent")
     assert rule["backendRefs"] == [{"name": service["metadata"]["name"], "port": 9009}]
     assert render("ci/default-values.yaml").of_kind("HTTPRoute") == []
 

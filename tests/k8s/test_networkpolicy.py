@@ -15,7 +15,17 @@ from typing import Any
 
 import pytest
 
-from tests.k8s.rendering import NAMESPACE, Rendered, labels, matches, pod_labels, render
+from tests.k8s.rendering import (
+    NAMESPACE,
+    Rendered,
+    RenderError,
+    containers,
+    env,
+    labels,
+    matches,
+    pod_labels,
+    render,
+)
 
 Edge = tuple[str, str, int]
 
@@ -97,7 +107,7 @@ PROMETHEUS = Pod("prometheus", "monitoring", "10.244.3.1", {"app": "prometheus"}
 INGRESS = Pod("ingress", "ingress-nginx", "10.244.4.1", {"app": "ingress-nginx"})
 VECTOR_DB = Pod("external-qdrant", "vector-db", "10.244.5.1", {"app": "qdrant"})
 INTERNET = Pod("internet", "", "151.101.1.1")
-PORTS = (9009, 8000, 6333, 6334, 6335, 443, 4317, 8080)
+PORTS = (9009, 8000, 6333, 6334, 6335, 443, 4317, 8080, 9090)
 
 
 def in_release_edges(rendered: Rendered) -> set[Edge]:
@@ -190,7 +200,9 @@ def test_monitoring_and_ingress_peers_get_exactly_their_ports() -> None:
         for port in PORTS
         if cluster.allows(PROMETHEUS, pod, port)
     }
-    assert scraped == {("purple-agent", 9009), ("mcp-server", 8000), ("qdrant", 6333)}
+    # The metrics port of our servers, never their API ports (/mcp, /stats/reset, A2A); Qdrant's
+    # API port because the scenario says so by name (qdrant.scrapeApiPort).
+    assert scraped == {("purple-agent", 9090), ("mcp-server", 9090), ("qdrant", 6333)}
     entered = {
         (name, port)
         for name, pod in pods.items()
@@ -227,3 +239,42 @@ def test_policies_can_be_switched_off() -> None:
         labels(p)["app.kubernetes.io/instance"]
         for p in render("ci/default-values.yaml").of_kind("NetworkPolicy")
     )
+
+
+def test_prometheus_reaches_the_metrics_port_alone_never_the_api_ports() -> None:
+    # Issue 52, input 7: metricsFrom opened the whole API port (/mcp, /stats/reset) where
+    # /metrics alone is needed. The servers serve /metrics on SERVER_METRICS_PORT and answer it
+    # nowhere else (services/common/metrics_port.py): that port, and it alone, is opened.
+    full = render("ci/full-values.yaml")
+    cluster = Cluster(full)
+    for component in ("purple-agent", "mcp-server"):
+        (deployment,) = full.component("Deployment", component)
+        (container,) = containers(deployment)
+        ports = {p["name"]: p["containerPort"] for p in container["ports"]}
+        assert env(container)["SERVER_METRICS_PORT"] == str(ports["metrics"])
+        (pod,) = [p for p in release_pods(full) if p.name == component]
+        assert cluster.allows(PROMETHEUS, pod, ports["metrics"])
+        assert not cluster.allows(PROMETHEUS, pod, ports["http"])
+
+
+def test_qdrant_s_api_port_is_opened_to_prometheus_only_when_a_value_says_so() -> None:
+    # Qdrant serves /metrics on its API port, beside its whole REST API: without
+    # qdrant.scrapeApiPort no rule lets Prometheus reach it, and no ServiceMonitor scrapes it.
+    closed = render("ci/full-values.yaml", qdrant__scrapeApiPort=False)
+    cluster = Cluster(closed)
+    scraped = {
+        (pod.name, port)
+        for pod in release_pods(closed)
+        for port in PORTS
+        if cluster.allows(PROMETHEUS, pod, port)
+    }
+    assert scraped == {("purple-agent", 9090), ("mcp-server", 9090)}
+    monitored = {labels(m)["app.kubernetes.io/component"] for m in closed.of_kind("ServiceMonitor")}
+    assert monitored == {"purple-agent", "mcp-server"}
+
+
+def test_qdrant_s_api_port_is_never_opened_without_its_api_key() -> None:
+    with pytest.raises(RenderError) as refused:
+        render("ci/full-values.yaml", qdrant__apiKey__enabled=False)
+    assert "qdrant.apiKey.enabled=true" in str(refused.value)
+    assert "qdrant.scrapeApiPort" in str(refused.value)

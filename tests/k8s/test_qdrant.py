@@ -98,7 +98,9 @@ def test_api_keys_come_from_one_secret_and_readers_get_the_read_only_one() -> No
     assert _key_ref(indexer, "RETRIEVAL_QDRANT_API_KEY") == {"name": name, "key": "api-key"}
     (mcp,) = r.component("Deployment", "mcp-server")
     assert _key_ref(mcp, "RETRIEVAL_QDRANT_API_KEY") == read_only
-    monitored = render("ci/default-values.yaml", serviceMonitor__enabled=True)
+    monitored = render(
+        "ci/default-values.yaml", serviceMonitor__enabled=True, qdrant__scrapeApiPort=True
+    )
     (monitor,) = monitored.component("ServiceMonitor", "qdrant")
     assert monitor["spec"]["endpoints"][0]["authorization"]["credentials"] == read_only
     # Two generated keys (base64), different from each other.

@@ -21,7 +21,7 @@ from tests.k8s.rendering import (
 def test_purple_agent_reaches_mcp_through_its_service_and_allowed_host(rendered: Rendered) -> None:
     (purple,) = containers(rendered.component("Deployment", "purple-agent")[0])
     (mcp,) = containers(rendered.component("Deployment", "mcp-server")[0])
-    (mcp_service,) = rendered.component("Service", "mcp-server")
+    mcp_service = rendered.api_service("mcp-server")
     url = env(purple)["PURPLE_MCP_URL"]
     host = url.removeprefix("http://").split("/")[0]
     assert host == f"{mcp_service['metadata']['name']}:{mcp_service['spec']['ports'][0]['port']}"
@@ -172,10 +172,17 @@ def test_service_monitors_select_the_services_and_their_ports() -> None:
     for monitor in monitors:
         assert labels(monitor)["release"] == "kube-prometheus-stack"
         component = labels(monitor)["app.kubernetes.io/component"]
-        (service,) = [s for s in r.component("Service", component) if "clusterIP" not in s["spec"]]
+        # The Service of the port the endpoint names: our servers' metrics port (never the API
+        # port, which answers /metrics with 404), Qdrant's API port.
+        (endpoint,) = monitor["spec"]["endpoints"]
+        assert endpoint["port"] == ("http" if component == "qdrant" else "metrics")
+        (service,) = [
+            s
+            for s in r.component("Service", component)
+            if "clusterIP" not in s["spec"]
+            and endpoint["port"] in {p["name"] for p in s["spec"]["ports"]}
+        ]
         assert matches(monitor["spec"]["selector"]["matchLabels"], labels(service))
-        port_names = {p["name"] for p in service["spec"]["ports"]}
-        assert {e["port"] for e in monitor["spec"]["endpoints"]} <= port_names
     qdrant = next(m for m in monitors if labels(m)["app.kubernetes.io/component"] == "qdrant")
     assert (
         qdrant["spec"]["endpoints"][0]["authorization"]["credentials"]["name"]

@@ -18,8 +18,8 @@ from tests.k8s.rendering import (
 SCENARIOS = scenarios()
 # Container port each long-running component listens on, by port name.
 PORTS = {
-    "purple-agent": {"http": 9009},
-    "mcp-server": {"http": 8000},
+    "purple-agent": {"http": 9009, "metrics": 9090},
+    "mcp-server": {"http": 8000, "metrics": 9090},
     "qdrant": {"http": 6333, "grpc": 6334, "p2p": 6335},
     "load-collector": {"http": 8080},
 }
@@ -44,7 +44,8 @@ def test_every_scenario_renders_the_core_components() -> None:
         r = render(scenario)
         for component in ("purple-agent", "mcp-server"):
             assert len(r.component("Deployment", component)) == 1, (scenario, component)
-            assert len(r.component("Service", component)) == 1, (scenario, component)
+            # The API's Service and the metrics port's.
+            assert len(r.component("Service", component)) == 2, (scenario, component)
         # The embedded index is built into the image: no indexer fills a store.
         indexers = 0 if store_backend(scenario) == "embedded" else 1
         assert len(r.component("Job", "indexer")) == indexers, scenario

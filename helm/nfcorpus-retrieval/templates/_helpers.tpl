@@ -467,8 +467,17 @@ URL) and /metrics stay inside the cluster. */}}
 - /.well-known/agent.json
 {{- end }}
 
+{{/* The port our servers serve /metrics on, and nothing else (SERVER_METRICS_PORT): a
+NetworkPolicy opens ports, not paths, so Prometheus is let in on this port alone, never on the
+API port (/mcp, /stats/reset, the A2A endpoint). The probes stay on the API port. */}}
+{{- define "nfcorpus.metricsPort" -}}
+9090
+{{- end }}
+
 {{/* Checks across values that the JSON schema cannot express. */}}
 {{- define "nfcorpus.validate" -}}
+{{- include "nfcorpus.validatePublishedServices" . }}
+{{- include "nfcorpus.validateOneTokenPerPurpose" . }}
 {{- /* A published route reaches the agent from outside the cluster: no anonymous callers and no
 plain HTTP unless a value named for exactly that says so (the chart cannot see the TLS of a
 Gateway's listeners, so an HTTPRoute states it). */}}
@@ -576,5 +585,79 @@ value, rather than ignored while store.backend's default picks another store. */
 {{- end }}
 {{- end }}
 {{- end }}
+{{- end }}
+{{- end }}
+
+
+{{/* A Service of type NodePort or LoadBalancer publishes every port and path of its pods outside
+the cluster, over plain HTTP: the probes (/readyz names the internal MCP URL), and on the MCP
+server /mcp and /stats/reset. Like a published route, refused unless a value named for exactly
+that says so; the purple agent then needs authentication as a route does, and the MCP server and
+Qdrant, which only the release's own pods need, both authentication and the named value. The
+metrics port is on a ClusterIP Service of its own, so a published Service never carries it. */}}
+{{- define "nfcorpus.validatePublishedServices" -}}
+{{- with .Values.purpleAgent.service }}
+{{- if ne .type "ClusterIP" }}
+{{- if not .allowPublish }}
+{{- fail (printf "purpleAgent.service.type=%s publishes every path of the purple agent (its probes included) outside the cluster over plain HTTP: keep ClusterIP and publish through purpleAgent.ingress or purpleAgent.httpRoute (the agent card and JSON-RPC only, with TLS), or set purpleAgent.service.allowPublish=true to publish the Service on purpose" .type) }}
+{{- end }}
+{{- if and (not $.Values.auth.enabled) (not .allowUnauthenticated) }}
+{{- fail (printf "purpleAgent.service.type=%s publishes the purple agent, and with auth.enabled=false anyone who reaches it may call it: set auth.enabled=true (callers then send a bearer token), or purpleAgent.service.allowUnauthenticated=true to publish an open agent on purpose" .type) }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- with .Values.mcpServer.service }}
+{{- if and (ne .type "ClusterIP") (not (and .allowPublish $.Values.auth.enabled)) }}
+{{- fail (printf "mcpServer.service.type=%s publishes the MCP server outside the cluster over plain HTTP (/mcp, /search_nfcorpus, and /stats/reset, which resets the count an evaluator reports); only the purple agent calls it: keep ClusterIP, or set both auth.enabled=true and mcpServer.service.allowPublish=true to publish it on purpose" .type) }}
+{{- end }}
+{{- end }}
+{{- if include "nfcorpus.qdrantInRelease" . }}
+{{- with .Values.qdrant.service }}
+{{- if and (ne .type "ClusterIP") (not (and .allowPublish $.Values.qdrant.apiKey.enabled)) }}
+{{- fail (printf "qdrant.service.type=%s publishes Qdrant's API outside the cluster over plain HTTP (whoever holds a key may read, write or drop the collection); only the MCP server and the indexer call it: keep ClusterIP, or set both qdrant.apiKey.enabled=true and qdrant.service.allowPublish=true to publish it on purpose" .type) }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- /* Qdrant serves /metrics on its API port: letting Prometheus scrape it opens the whole API. */}}
+{{- if and .Values.qdrant.scrapeApiPort (not .Values.qdrant.apiKey.enabled) }}
+{{- fail "qdrant.scrapeApiPort opens Qdrant's API port (where Qdrant serves /metrics) to networkPolicy.metricsFrom, and with qdrant.apiKey.enabled=false anyone there may write or drop the collection: set qdrant.apiKey.enabled=true, or leave qdrant.scrapeApiPort off" }}
+{{- end }}
+{{- end }}
+
+{{/* One token value per purpose: the same value given for two (a caller's and the MCP token, the
+scrape token and Qdrant's key, ...) would let whoever holds it for one use it for the other, and
+revoking it for one would close both. Refused naming the two values, never the token. The
+generated tokens are random, each its own. */}}
+{{- define "nfcorpus.validateOneTokenPerPurpose" -}}
+{{- $given := list }}
+{{- range $line := splitList "\n" .Values.auth.clientTokens.value }}
+{{- $line = trim $line }}
+{{- if and $line (not (hasPrefix "#" $line)) }}
+{{- $given = append $given (list "auth.clientTokens.value" (trim (last (splitList ":" $line)))) }}
+{{- end }}
+{{- end }}
+{{- range $part := list "loadGeneratorToken" "helmTestToken" "mcpToken" "scrapeToken" }}
+{{- with (index $.Values.auth $part | default dict).value }}
+{{- $given = append $given (list (printf "auth.%s.value" $part) .) }}
+{{- end }}
+{{- end }}
+{{- with .Values.loadTest.collector.token.value }}
+{{- $given = append $given (list "loadTest.collector.token.value" .) }}
+{{- end }}
+{{- with .Values.qdrant.apiKey.value }}
+{{- $given = append $given (list "qdrant.apiKey.value" .) }}
+{{- end }}
+{{- with .Values.qdrant.apiKey.readOnly.value }}
+{{- $given = append $given (list "qdrant.apiKey.readOnly.value" .) }}
+{{- end }}
+{{- $seen := dict }}
+{{- range $pair := $given }}
+{{- $purpose := index $pair 0 }}
+{{- $token := index $pair 1 }}
+{{- $first := get $seen $token }}
+{{- if and $first (ne $first $purpose) }}
+{{- fail (printf "%s and %s give the same token: give each purpose a token of its own, so that a token that leaks or is revoked opens or closes one door only" $first $purpose) }}
+{{- end }}
+{{- $_ := set $seen $token $purpose }}
 {{- end }}
 {{- end }}

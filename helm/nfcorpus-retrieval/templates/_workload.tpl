@@ -1,6 +1,7 @@
 {{/*
 The stateless HTTP services (purple agent, MCP server) share one shape: a gunicorn Deployment with
-probes on /healthz and /readyz, a Service, an optional HPA and PDB. Each template below takes
+probes on /healthz and /readyz, a Service, a ClusterIP Service of the metrics port (/metrics
+alone), an optional HPA and PDB. Each template below takes
   (dict "root" $ "component" "mcp-server" "values" .Values.mcpServer
         "app" "services.mcp_server.asgi:app" "containerPort" 8000
         "env" <rendered EnvVar list> "volumes" <list of volumes> ["annotations" <dict>])
@@ -70,10 +71,16 @@ spec:
             - name: http
               containerPort: {{ .containerPort }}
               protocol: TCP
+            # /metrics alone (and no /metrics on http): what Prometheus may reach.
+            - name: metrics
+              containerPort: {{ include "nfcorpus.metricsPort" .root }}
+              protocol: TCP
           env:
             {{- include "nfcorpus.commonEnv" . | trim | nindent 12 }}
             - name: SERVER_DRAIN_S
               value: {{ $v.drainSeconds | quote }}
+            - name: SERVER_METRICS_PORT
+              value: {{ include "nfcorpus.metricsPort" .root | quote }}
             {{- .env | trim | nindent 12 }}
             {{- with $v.extraEnv }}
             {{- toYaml . | nindent 12 }}
@@ -133,6 +140,27 @@ spec:
     - name: http
       port: {{ .values.service.port }}
       targetPort: http
+      protocol: TCP
+{{- end }}
+
+{{/* The metrics port's Service, ClusterIP whatever service.type says: the ServiceMonitor scrapes
+it, and publishing the API's Service (allowPublish) never publishes /metrics. */}}
+{{- define "nfcorpus.web.metricsService" -}}
+apiVersion: v1
+kind: Service
+metadata:
+  name: {{ printf "%s-metrics" (include "nfcorpus.componentName" .) | trunc 63 | trimSuffix "-" }}
+  namespace: {{ .root.Release.Namespace }}
+  labels:
+    {{- include "nfcorpus.labels" . | nindent 4 }}
+spec:
+  type: ClusterIP
+  selector:
+    {{- include "nfcorpus.selectorLabels" . | nindent 4 }}
+  ports:
+    - name: metrics
+      port: {{ include "nfcorpus.metricsPort" .root }}
+      targetPort: metrics
       protocol: TCP
 {{- end }}
 
@@ -199,11 +227,14 @@ spec:
 {{- end }}
 {{- end }}
 
-{{/* Deployment, Service, HPA and PDB of one web component, as one YAML stream. */}}
+{{/* Deployment, Services (the API's, the metrics port's), HPA and PDB of one web component, as
+one YAML stream. */}}
 {{- define "nfcorpus.web" -}}
 {{ include "nfcorpus.web.deployment" . }}
 ---
 {{ include "nfcorpus.web.service" . }}
+---
+{{ include "nfcorpus.web.metricsService" . }}
 {{- with include "nfcorpus.web.hpa" . | trim }}
 ---
 {{ . }}
