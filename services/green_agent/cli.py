@@ -56,7 +56,7 @@ from services.green_agent.evaluation.mcp_counters import cache_effect, cache_loo
 from services.green_agent.evaluation.report import build_report, eval_tables
 from services.green_agent.evaluation.rest import evaluate_rest, splits_argument, table
 from services.green_agent.load.client import connect_lean
-from services.green_agent.load.collector import Collector, create_collector_app
+from services.green_agent.load.collector import Collector, create_collector_app, tokens_to_serve
 from services.green_agent.load.options import (
     LOAD_HELP,
     add_pace_options,
@@ -378,7 +378,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "serve":
             app = create_app(settings)  # reads the tokens: an unusable one stops the start
         elif args.command == "load-collect":
-            tokens = settings.load_collector_tokens()  # an unusable one stops the start
+            tokens = tokens_to_serve(args.host, settings.load_collector_tokens())
             collector = Collector(args.workers, args.run, args.out, args.html)
             app = create_collector_app(collector, tokens, settings.metrics_tokens())
             settings = load_settings(host=args.host, port=args.port)

@@ -1,6 +1,6 @@
 """What keeps one input from breaking the load collector: a report whose figures do not hold is
-refused before anything is stored, and a kept file that would not merge or render is set aside
-at start.
+refused before anything is stored, a kept file that would not merge or render is set aside at
+start, and without a token the collector serves on a loopback address only.
 
 The collector is the real server (``load-collect``) on a loopback port, started as a cluster
 starts it; the reports are built here and broken as an attacker would break them."""
@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -16,11 +19,13 @@ from typing import Any
 import httpx
 import pytest
 
-from harness.processes import ServerProcess
+from harness.processes import REPO, ServerProcess, free_port, port_in_use
 from services.green_agent.load.report import LoadReport, merge_load_reports
 from services.green_agent.load.workers import hand_in
 from tests.support.load_collector import (
     BEARER,
+    RUN,
+    TOKEN,
     WORKERS,
     collector_process,
     post_report,
@@ -167,3 +172,43 @@ def test_a_restarted_collector_sets_aside_a_kept_report_that_would_break_it(
         assert httpx.get(server.base_url + "/report.html").status_code == 200
     finally:
         server.stop()
+
+
+def _load_collect(*args: str) -> list[str]:
+    return [sys.executable, "-m", "services.green_agent", "load-collect", *args]
+
+
+@pytest.mark.parametrize("host", ["0.0.0.0", "::"])
+def test_without_a_token_the_collector_refuses_to_serve_beyond_loopback(host: str) -> None:
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GREEN_LOAD_COLLECTOR_")}
+    start = subprocess.run(
+        _load_collect("--workers", "1", "--host", host, "--port", str(port)),
+        cwd=REPO,
+        env={**env, "PYTHONPATH": str(REPO)},
+        capture_output=True,
+        text=True,
+        timeout=EXIT_TIMEOUT_S,  # the code before this check served on: it never exited
+    )
+    assert start.returncode == 2, start.stderr
+    assert f"would serve POST /reports on {host}, beyond this machine, without a token" in (
+        start.stderr
+    )
+    assert "Set GREEN_LOAD_COLLECTOR_TOKEN or GREEN_LOAD_COLLECTOR_TOKEN_FILE" in start.stderr
+    assert not port_in_use(port)
+
+
+def test_with_a_token_the_collector_serves_on_every_address(tmp_path: Path) -> None:
+    # As the chart runs it: on 0.0.0.0 in its pod, with the token of its Secret.
+    port = free_port()
+    server = ServerProcess(
+        _load_collect("--workers", "1", "--run", RUN, "--host", "0.0.0.0", "--port", str(port)),
+        port,
+        env={"GREEN_LOAD_COLLECTOR_TOKEN": TOKEN},
+        ready_path="/healthz",
+        log_path=tmp_path / "collector.log",
+    )
+    with server:
+        report = worker_report(0).model_dump(mode="json")
+        assert post_report(server, report, token=None).status_code == 401
+        assert post_report(server, report).status_code == 200

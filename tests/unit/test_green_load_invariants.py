@@ -1,5 +1,5 @@
-"""What a load report's figures must hold together: the checks on their own, over reports built
-as a run builds them, and a collector's merge of reports that hold."""
+"""What a load report's figures must hold together, and where a collector without a token may
+serve: the checks on their own, over reports built as a run builds them."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pydantic import ValidationError
 
 from services.green_agent.evaluation.evaluator import QueryOutcome
 from services.green_agent.evaluation.mcp_counters import CacheEffect
-from services.green_agent.load.collector import Collector, Refusal
+from services.green_agent.load.collector import Collector, Refusal, loopback, tokens_to_serve
 from services.green_agent.load.invariants import figures_problems
 from services.green_agent.load.report import LoadReport, build_load_report, merge_load_reports
 
@@ -63,6 +63,34 @@ def test_every_problem_is_named_by_its_path() -> None:
     assert "dropped is -1: a figure is not negative" in problems
     assert "cpu_s is nan: a figure is a finite number" in problems
     assert any(p.startswith("the timeline counts 9 answered and ") for p in problems)
+
+
+@pytest.mark.parametrize(
+    ("host", "local"),
+    [
+        ("127.0.0.1", True),
+        ("127.3.2.1", True),
+        ("::1", True),
+        ("[::1]", True),
+        ("localhost", True),
+        ("LOCALHOST", True),
+        ("0.0.0.0", False),
+        ("::", False),
+        ("10.0.0.7", False),
+        ("collector.example", False),
+        ("", False),
+    ],
+)
+def test_loopback_is_this_machine_only(host: str, local: bool) -> None:
+    assert loopback(host) is local
+
+
+def test_without_a_token_the_collector_serves_loopback_only() -> None:
+    tokens = {"a-token-of-sixteen-chars": "worker"}
+    assert tokens_to_serve("0.0.0.0", tokens) == tokens
+    assert tokens_to_serve("127.0.0.1", {}) == {}
+    with pytest.raises(ValueError, match="Set GREEN_LOAD_COLLECTOR_TOKEN or GREEN_LOAD_COLLEC"):
+        tokens_to_serve("0.0.0.0", {})
 
 
 def test_reports_that_hold_but_whose_sum_does_not_are_refused_and_nothing_is_held() -> None:

@@ -16,7 +16,9 @@ is stored stays, and the published merge is never replaced once complete. A work
 again before then (a retried pod) replaces its own.
 
 With a token (``GREEN_LOAD_COLLECTOR_TOKEN[_FILE]``) ``POST /reports`` needs ``Authorization:
-Bearer <token>`` (401 otherwise); the reads stay open.
+Bearer <token>`` (401 otherwise); the reads stay open. Without one it serves on a loopback
+address only (:func:`tokens_to_serve`): a collector that anyone who reaches it can hand reports
+to stays on this machine.
 
 With ``--out`` each accepted report is also kept beside the merged one (``load.worker-I.json``
 for ``load.json``), and a collector that starts where such files are takes back those of its
@@ -31,6 +33,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ipaddress
 import logging
 import os
 from collections.abc import Mapping
@@ -273,6 +276,36 @@ class Collector:
             if merged.generator_bound
             else "",
         )
+
+
+def loopback(host: str) -> bool:
+    """Whether serving on ``host`` reaches this machine only (``localhost``, 127.0.0.0/8, ::1)."""
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:  # a name: what it resolves to is not this process's to know
+        return False
+
+
+def tokens_to_serve(host: str, tokens: Mapping[str, str]) -> Mapping[str, str]:
+    """``tokens``, once they allow serving on ``host``: without a token, loopback only.
+
+    Without a token whoever reaches the collector hands in the run's reports: on loopback that is
+    this machine alone, on any other address every host or pod that reaches it.
+
+    Raises:
+        ValueError: ``host`` is not a loopback address and there is no token; says what to set.
+
+    """
+    if tokens or loopback(host):
+        return tokens
+    raise ValueError(
+        f"load-collect would serve POST /reports on {host}, beyond this machine, without a "
+        "token: whoever reaches it could hand in the run's reports. Set "
+        "GREEN_LOAD_COLLECTOR_TOKEN or GREEN_LOAD_COLLECTOR_TOKEN_FILE (16+ characters; the "
+        "workers send it too), or serve on a loopback address (--host 127.0.0.1)"
+    )
 
 
 def create_collector_app(
