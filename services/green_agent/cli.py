@@ -6,19 +6,18 @@ can gate a pipeline; ``load`` gates one with budgets (``--threshold 'p99<2s,erro
 one (the report names it), else 0 whatever the error count; SIGTERM or Ctrl-C ends a load early
 with its report. Every command exits 2 on a bad setting or an unreachable agent.
 
-``load --html PATH`` also writes the report as one self-contained HTML page (throughput and
-latency over time, latency histogram, failures), e.g. ``load --agent URL --duration 30
---concurrency 4 --html load.html``, and ``--csv PREFIX`` Locust's three CSV files of the run
+``load --html PATH`` also writes the report as one self-contained HTML page (throughput and latency
+over time, latency histogram, failures), e.g. ``load --agent URL --duration 30 --concurrency 4
+--html load.html``, and ``--csv PREFIX`` Locust's three CSV files of the run
 (:mod:`services.green_agent.load.csv_files`); ``load --stages`` runs a load shape instead (steps
 and ramps, ``--warmup`` first: :mod:`services.green_agent.load.options`) and a progress line goes
-to stderr every ``--progress`` seconds. ``load --workers N`` runs N generator processes sharing
-the pace and the queries, and merges their reports into one
-(:mod:`services.green_agent.load.workers`); ``load --worker I --workers N`` runs worker I only
-(a pod of an Indexed Job; ``--report-to URL`` hands its report to a ``load-collect`` server, which
-merges the run's reports as they come; given budgets, the worker then judges them on the
-collector's complete merge: :mod:`services.green_agent.load.verdict`), and ``load-merge`` merges
-workers' reports. ``rest`` scores an MCP server's ``POST /search_nfcorpus`` directly, on whole
-splits.
+to stderr every ``--progress`` seconds. ``load --workers N`` runs N generator processes sharing the
+pace and the queries, and merges their reports into one (:mod:`services.green_agent.load.workers`);
+``load --worker I --workers N`` runs worker I only (a pod of an Indexed Job; ``--report-to URL``
+hands its report to a ``load-collect`` server, which merges the run's reports as they come; given
+budgets, the worker then judges them on the collector's complete merge:
+:mod:`services.green_agent.load.verdict`), and ``load-merge`` merges workers' reports. ``rest``
+scores an MCP server's ``POST /search_nfcorpus`` directly, on whole splits.
 
 ``eval``, ``load`` and ``rest`` call the URLs a person typed on the command line: they send the
 token to that agent and follow the URL its card names, unchecked, since that person chose the
@@ -56,7 +55,7 @@ from services.green_agent.evaluation.mcp_counters import cache_effect, cache_loo
 from services.green_agent.evaluation.report import build_report, eval_tables
 from services.green_agent.evaluation.rest import evaluate_rest, splits_argument, table
 from services.green_agent.load.client import connect_lean
-from services.green_agent.load.collector import Collector, create_collector_app
+from services.green_agent.load.collector import Collector, create_collector_app, tokens_to_serve
 from services.green_agent.load.options import (
     LOAD_HELP,
     add_pace_options,
@@ -379,9 +378,10 @@ def main(argv: list[str] | None = None) -> int:
             app = create_app(settings)  # reads the tokens: an unusable one stops the start
         elif args.command == "load-collect":
             settings.check_token_purposes()  # an unusable token, or one in two purposes
-            tokens = settings.load_collector_tokens()  # stops the start
+            tokens = tokens_to_serve(args.host, settings.load_collector_tokens())
             collector = Collector(args.workers, args.run, args.out, args.html)
-            app = create_collector_app(collector, tokens, settings.metrics_tokens())
+            hosts = settings.host_rules()  # the names it answers (GREEN_ALLOWED_HOSTS)
+            app = create_collector_app(collector, tokens, settings.metrics_tokens(), hosts)
             settings = load_settings(host=args.host, port=args.port)
         else:
             if args.command == "load":

@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import random
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -20,35 +19,24 @@ import httpx
 import pytest
 
 from harness.processes import REPO, ServerProcess
-from services.green_agent.evaluation.evaluator import QueryOutcome
 from services.green_agent.load.histogram import MAX_BUCKET
-from services.green_agent.load.report import LoadReport, build_load_report, merge_load_reports
+from services.green_agent.load.report import LoadReport, merge_load_reports
 from services.green_agent.load.workers import hand_in
 from tests.support.green import CLI_TIMEOUT_S
-
-WORKERS = 2
-RUN = "release-r1"
-TOKEN = "load-collector-test-token-0123456789"
-BEARER = f"Bearer {TOKEN}"
-
-
-def _collector(tmp_path: Path) -> tuple[ServerProcess, Path]:
-    out = tmp_path / "merged.json"
-    args = ["load-collect", "--workers", str(WORKERS), "--run", RUN, "--out", str(out)]
-    args += ["--html", str(tmp_path / "merged.html")]
-    server = ServerProcess.module(
-        "services.green_agent",
-        args,
-        env={"GREEN_LOAD_COLLECTOR_TOKEN": TOKEN},
-        ready_path="/healthz",
-        log_path=tmp_path / "collector.log",
-    )
-    return server, out
+from tests.support.load_collector import (
+    BEARER,
+    RUN,
+    TOKEN,
+    WORKERS,
+    collector_process,
+    post_report,
+    worker_report,
+)
 
 
 @pytest.fixture
 def collector(tmp_path: Path) -> Iterator[tuple[ServerProcess, Path]]:
-    server, out = _collector(tmp_path)
+    server, out = collector_process(tmp_path)
     server.start(timeout_s=30)
     try:
         yield server, out
@@ -65,33 +53,6 @@ def _worker(index: int, agent: str, collector: str, out: Path) -> subprocess.Pop
     # The token as the chart gives it to the generators: hand_in sends it.
     env = {**os.environ, "PYTHONPATH": str(REPO), "GREEN_LOAD_COLLECTOR_TOKEN": TOKEN}
     return subprocess.Popen([*command, "--report-to", collector], cwd=REPO, env=env)
-
-
-def _report(worker: int, run: str = RUN, seed: int = 0) -> LoadReport:
-    """Worker ``worker``'s report of a run of 2 s at 20/s, built here: no agent needed."""
-    rng = random.Random(worker * 100 + seed)
-    outcomes = [
-        QueryOutcome(f"q{worker}-{i}", rng.uniform(0.005, 0.05), ["MED-1"], started_s=i / 20)
-        for i in range(40)
-    ]
-    return build_load_report(
-        outcomes,
-        dropped=0,
-        wall_s=2.0,
-        agent="http://agent",
-        protocol="1.0",
-        duration_s=2.0,
-        concurrency=None,
-        rate=20.0 * WORKERS,
-        worker=worker,
-        split=True,
-        run=run,
-    )
-
-
-def _post(server: ServerProcess, body: Any, token: str | None = TOKEN) -> httpx.Response:
-    headers = {} if token is None else {"authorization": f"Bearer {token}"}
-    return httpx.post(server.base_url + "/reports", json=body, headers=headers)
 
 
 def _hand_in(report: LoadReport, server: ServerProcess) -> None:
@@ -172,7 +133,7 @@ def test_the_first_report_is_served_at_once_marked_incomplete(
 ) -> None:
     server, merged_file = collector
     assert httpx.get(server.base_url + "/report.html").status_code == 404
-    first = _report(1)
+    first = worker_report(1)
     _hand_in(first, server)
     partial = LoadReport.model_validate_json(httpx.get(server.base_url + "/report").content)
     assert (partial.complete, partial.waiting_for) == (False, [0])
@@ -181,24 +142,24 @@ def test_the_first_report_is_served_at_once_marked_incomplete(
     assert "Incomplete: waiting for workers 0." in page and "(incomplete)</title>" in page
     # The files show the same partial merge, replaced by the whole one when it comes.
     assert LoadReport.model_validate_json(merged_file.read_text()) == partial
-    _hand_in(_report(0), server)
+    _hand_in(worker_report(0), server)
     whole = LoadReport.model_validate_json(httpx.get(server.base_url + "/report").content)
     assert (whole.complete, whole.waiting_for) == (True, [])
-    assert whole == merge_load_reports([_report(0), first])
+    assert whole == merge_load_reports([worker_report(0), first])
     assert LoadReport.model_validate_json(merged_file.read_text()) == whole
     assert "Incomplete" not in (tmp_path / "merged.html").read_text()
 
 
 def test_a_collector_restarted_on_a_torn_report_still_completes_its_run(tmp_path: Path) -> None:
-    server, merged_file = _collector(tmp_path)
+    server, merged_file = collector_process(tmp_path)
     server.start(timeout_s=30)
     try:
-        _hand_in(_report(0), server)
+        _hand_in(worker_report(0), server)
         server.stop()
         # Killed while it wrote worker 1's report (as a plain write_text could be): half a file,
         # and a temporary file of an interrupted write beside the merged one.
         torn = merged_file.with_name("merged.worker-1.json")
-        text = _report(1).model_dump_json()
+        text = worker_report(1).model_dump_json()
         torn.write_text(text[: len(text) // 2])
         leftover = merged_file.with_name(".merged.json.x1y2z3.tmp")
         leftover.write_text('{"agent": ')
@@ -210,11 +171,13 @@ def test_a_collector_restarted_on_a_torn_report_still_completes_its_run(tmp_path
         assert not leftover.exists()
         assert f"kept report {torn} does not read (not a load report: " in server.log()
         # The worker's hand-in, retried once the collector is back, completes the run.
-        _hand_in(_report(1), server)
+        _hand_in(worker_report(1), server)
         merged = LoadReport.model_validate_json(httpx.get(server.base_url + "/report").content)
-        assert merged.complete and merged == merge_load_reports([_report(0), _report(1)])
+        assert merged.complete and merged == merge_load_reports(
+            [worker_report(0), worker_report(1)]
+        )
         assert LoadReport.model_validate_json(merged_file.read_text()) == merged
-        assert LoadReport.model_validate_json(torn.read_text()) == _report(1)
+        assert LoadReport.model_validate_json(torn.read_text()) == worker_report(1)
     finally:
         server.stop()
     assert not list(tmp_path.glob(".*.tmp"))  # every write renamed into place
@@ -225,14 +188,14 @@ def test_a_report_for_a_complete_run_is_refused_and_the_merge_stays(
 ) -> None:
     server, merged_file = collector
     for worker in range(WORKERS):
-        _hand_in(_report(worker), server)
+        _hand_in(worker_report(worker), server)
     published = httpx.get(server.base_url + "/report").content
     files = {p: p.read_bytes() for p in merged_file.parent.glob("merged*")}
-    again = _post(server, _report(0, seed=1).model_dump(mode="json"))
+    again = post_report(server, worker_report(0, seed=1).model_dump(mode="json"))
     assert again.status_code == 409
     assert "run 'release-r1' is complete" in again.json()["error"]
     with pytest.raises(RuntimeError, match="is complete"):
-        _hand_in(_report(1, seed=1), server)
+        _hand_in(worker_report(1, seed=1), server)
     assert httpx.get(server.base_url + "/report").content == published
     assert {p: p.read_bytes() for p in merged_file.parent.glob("merged*")} == files
 
@@ -241,18 +204,18 @@ def test_reports_need_the_token_and_a_refused_one_changes_nothing(
     collector: tuple[ServerProcess, Path],
 ) -> None:
     server, merged_file = collector
-    body = _report(0).model_dump(mode="json")
+    body = worker_report(0).model_dump(mode="json")
     for token in (None, "not-the-token-but-long-enough", TOKEN + "x"):
-        refused = _post(server, body, token)
+        refused = post_report(server, body, token)
         assert refused.status_code == 401, token
         assert refused.headers["www-authenticate"].startswith("Bearer")
     with pytest.raises(RuntimeError, match="authentication required"):
-        asyncio.run(hand_in(_report(0), server.base_url))
+        asyncio.run(hand_in(worker_report(0), server.base_url))
     # Nothing was taken: no report served, no file written. The reads need no token.
     waiting = httpx.get(server.base_url + "/report")
     assert waiting.status_code == 404 and waiting.json()["waiting_for"] == [0, 1]
     assert not list(merged_file.parent.glob("merged*"))
-    assert _post(server, body).status_code == 200
+    assert post_report(server, body).status_code == 200
     assert httpx.get(server.base_url + "/report").json()["waiting_for"] == [1]
 
 
@@ -283,32 +246,19 @@ def test_a_histogram_out_of_bounds_is_a_422_and_changes_nothing(
     collector: tuple[ServerProcess, Path], how: str, problem: str
 ) -> None:
     server, _ = collector
-    _hand_in(_report(0), server)
+    _hand_in(worker_report(0), server)
     before = httpx.get(server.base_url + "/report").content
-    refused = _post(server, _histogram_broken(_report(1).model_dump(mode="json"), how))
+    refused = post_report(server, _histogram_broken(worker_report(1).model_dump(mode="json"), how))
     assert refused.status_code == 422
     assert problem in refused.json()["error"] and "not a load report" in refused.json()["error"]
     assert httpx.get(server.base_url + "/report").content == before
-
-
-def test_figures_that_do_not_merge_are_a_422_not_a_500(
-    collector: tuple[ServerProcess, Path],
-) -> None:
-    server, _ = collector
-    body = _report(0).model_dump(mode="json")
-    for point in body["timeline"]:
-        point["span_s"] = 0.0  # valid to the schema; its rates divide by it
-    refused = _post(server, body)
-    assert refused.status_code == 422
-    assert "the report's figures do not merge: ZeroDivisionError" in refused.json()["error"]
-    assert httpx.get(server.base_url + "/report").status_code == 404
 
 
 def test_a_report_posted_as_anything_but_json_is_a_415_and_changes_nothing(
     collector: tuple[ServerProcess, Path],
 ) -> None:
     server, merged_file = collector
-    body = _report(0).model_dump_json()
+    body = worker_report(0).model_dump_json()
     auth = {"authorization": f"Bearer {TOKEN}"}
     for kind in ("text/plain", "application/x-www-form-urlencoded", None):
         headers = auth if kind is None else {**auth, "content-type": kind}

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import base64
 
+from services.common.tokens import MIN_TOKEN_CHARS
+from services.green_agent.load.collector import loopback
 from tests.k8s.rendering import Doc, Rendered, containers, env, pod_spec, render, token_source
 
 SECRET = "nfcorpus-retrieval-load-collector-token"
@@ -62,3 +64,23 @@ def test_a_given_token_is_the_secrets_and_an_existing_secret_is_mounted_as_is() 
 def test_without_the_load_test_there_is_no_token() -> None:
     r = render("ci/embedded-values.yaml", loadTest__enabled=False)
     assert SECRET not in [s["metadata"]["name"] for s in r.of_kind("Secret")]
+
+
+def test_the_collector_serves_beyond_loopback_so_every_way_of_setting_it_gives_it_a_token() -> None:
+    # load-collect refuses a non-loopback address without a token: the chart always mounts one.
+    for sets in (
+        {"auth__enabled": False},
+        {"auth__enabled": True},
+        {"loadTest__collector__token__value": "g" * 24},
+        {"loadTest__collector__token__existingSecret": "ops-load-token"},
+    ):
+        r = render("ci/embedded-values.yaml", **sets)
+        (collector,) = r.component("Deployment", "load-collector")
+        (container,) = containers(collector)
+        command = container["command"]
+        assert not loopback(command[command.index("--host") + 1]), sets
+        secret, key = token_source(collector, VARIABLE)
+        if secret == SECRET:
+            assert len(_token(r)) >= MIN_TOKEN_CHARS, sets
+        else:
+            assert (secret, key) == ("ops-load-token", "token"), sets

@@ -7,25 +7,33 @@ merge where it was told and serves it at ``GET /report`` and ``GET /report.html`
 incomplete (``complete`` false, ``waiting_for`` the workers still to come) until every worker
 of the run has reported; then it logs the run's headline. Before any report both answer 404.
 
-A report that is not one, or whose figures are out of bounds (a histogram bucket past a day, a
-negative count), is a 422 with what is wrong; one from a worker outside the run, of another
-run, or for a run already complete is a 409; what is stored stays, and the published merge is
-never replaced once complete. A worker that reports again before then (a retried pod) replaces
-its own. With a token (``GREEN_LOAD_COLLECTOR_TOKEN[_FILE]``) ``POST /reports`` needs
-``Authorization: Bearer <token>`` (401 otherwise); the reads stay open.
+A report that is not one, or whose figures are out of bounds or do not hold together (a
+histogram bucket past a day, a negative count, failures by reason that do not add up to the
+failures: :mod:`~services.green_agent.load.invariants`), is a 422 with what is wrong; so is one
+whose merge does not render, since the merge and its page are made before anything is stored.
+One from a worker outside the run, of another run, or for a run already complete is a 409; what
+is stored stays, and the published merge is never replaced once complete. A worker that reports
+again before then (a retried pod) replaces its own.
+
+With a token (``GREEN_LOAD_COLLECTOR_TOKEN[_FILE]``) ``POST /reports`` needs ``Authorization:
+Bearer <token>`` (401 otherwise); the reads stay open. Without one it serves on a loopback
+address only (:func:`tokens_to_serve`): a collector that anyone who reaches it can hand reports
+to stays on this machine.
 
 With ``--out`` each accepted report is also kept beside the merged one (``load.worker-I.json``
 for ``load.json``), and a collector that starts where such files are takes back those of its
 run: a restarted collector container (its volume kept) still completes the run. Every file is
 written whole or not at all (:func:`~services.common.files.atomic_write_text`); a kept file that
 does not read all the same (written by an older collector, or damaged) is set aside as
-``load.worker-I.json.unreadable`` with a warning, and that worker's report is awaited again.
+``load.worker-I.json.unreadable`` with a warning, and that worker's report is awaited again. So
+is one whose figures do not hold or whose merge does not render: nothing kept stops a start.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import ipaddress
 import logging
 import os
 from collections.abc import Mapping
@@ -42,7 +50,7 @@ from services.common.files import atomic_write_text, leftover_temporaries
 from services.common.frame import ServiceId, service_app
 from services.common.limits import ServerLimits
 from services.common.validation import describe
-from services.green_agent.load.html_page import render_load_html, write_load_html
+from services.green_agent.load.html_page import render_load_html
 from services.green_agent.load.report import LoadReport, merge_load_reports
 
 _log = logging.getLogger(__name__)
@@ -65,6 +73,15 @@ class Refusal:
     reason: str
 
 
+@dataclass(frozen=True, slots=True)
+class Published:
+    """A merge as it is served and written: the report, its JSON text and its HTML page."""
+
+    report: LoadReport
+    json: str
+    page: str
+
+
 class Collector:
     """The reports of one run's ``workers``, and the merge of those that have come."""
 
@@ -81,9 +98,15 @@ class Collector:
         self.run = run
         self._out, self._html = out, html
         self.reports: dict[int, LoadReport] = {}
-        #: The merge of the reports so far (``complete`` once every worker's is in); None before.
-        self.merged: LoadReport | None = None
+        #: The merge of the reports so far, rendered (``complete`` once every worker's is in);
+        #: None before.
+        self.published: Published | None = None
         self._take_back()
+
+    @property
+    def merged(self) -> LoadReport | None:
+        """The merge of the reports so far (None before the first)."""
+        return self.published.report if self.published is not None else None
 
     @property
     def complete(self) -> bool:
@@ -170,8 +193,12 @@ class Collector:
         self._publish()
         return None
 
-    def _merge_with(self, report: LoadReport) -> LoadReport | Refusal:
-        """The merge of the reports held and ``report``, or why it does not belong."""
+    def _merge_with(self, report: LoadReport) -> Published | Refusal:
+        """The merge of the reports held and ``report``, rendered, or why it does not belong.
+
+        A merge that does not render is refused too: a page that fails once would fail on
+        every read and at every start after the report was kept.
+        """
         if self.complete:
             return Refusal(
                 409,
@@ -194,26 +221,38 @@ class Collector:
         reports = {**self.reports, report.worker: report}
         try:
             # In worker order: the merge of the same reports is the same whatever their order.
-            return merge_load_reports([reports[i] for i in sorted(reports)])
+            merged = merge_load_reports([reports[i] for i in sorted(reports)])
+        except ValidationError as e:
+            # Reports that hold whose sum does not (rates adding up past a float's range).
+            return Refusal(422, f"the merged figures do not hold: {describe(e)}")
         except ValueError as e:
             return Refusal(409, f"not the same run: {e}")
         except ArithmeticError as e:
-            # Figures that pass the schema but not arithmetic (a time bucket of no width).
+            # Figures the checks of a report missed and arithmetic does not (a bucket of no width).
             return Refusal(422, f"the report's figures do not merge: {type(e).__name__}: {e}")
+        waiting = [i for i in range(self.workers) if i not in reports]
+        merged = merged.model_copy(update={"complete": not waiting, "waiting_for": waiting})
+        try:
+            text = merged.model_dump_json(indent=2) + "\n"
+            return Published(merged, text, render_load_html(merged))
+        except Exception as e:  # whatever fails, the report is refused: nothing is stored
+            # Figures the checks of a report let through: ours to check for, so with the trace.
+            _log.warning("worker %d's report does not render", report.worker, exc_info=True)
+            return Refusal(422, f"the report's figures do not render: {type(e).__name__}: {e}")
 
-    def _hold(self, report: LoadReport, merged: LoadReport) -> None:
+    def _hold(self, report: LoadReport, merged: Published) -> None:
         self.reports = {**self.reports, report.worker: report}
-        waiting = self.waiting_for
-        self.merged = merged.model_copy(update={"complete": not waiting, "waiting_for": waiting})
+        self.published = merged
 
     def _publish(self) -> None:
-        merged = self.merged
-        assert merged is not None
+        published = self.published
+        assert published is not None
+        merged = published.report
         try:
             if self._out is not None:
-                atomic_write_text(self._out, merged.model_dump_json(indent=2) + "\n")
+                atomic_write_text(self._out, published.json)
             if self._html is not None:
-                write_load_html(merged, self._html)
+                atomic_write_text(self._html, published.page)
         except OSError as e:
             # The report is taken and served all the same: the files are copies of the merge.
             _log.error("could not write the merged report: %s", e)
@@ -239,14 +278,46 @@ class Collector:
         )
 
 
+def loopback(host: str) -> bool:
+    """Whether serving on ``host`` reaches this machine only (``localhost``, 127.0.0.0/8, ::1)."""
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:  # a name: what it resolves to is not this process's to know
+        return False
+
+
+def tokens_to_serve(host: str, tokens: Mapping[str, str]) -> Mapping[str, str]:
+    """``tokens``, once they allow serving on ``host``: without a token, loopback only.
+
+    Without a token whoever reaches the collector hands in the run's reports: on loopback that is
+    this machine alone, on any other address every host or pod that reaches it.
+
+    Raises:
+        ValueError: ``host`` is not a loopback address and there is no token; says what to set.
+
+    """
+    if tokens or loopback(host):
+        return tokens
+    raise ValueError(
+        f"load-collect would serve POST /reports on {host}, beyond this machine, without a "
+        "token: whoever reaches it could hand in the run's reports. Set "
+        "GREEN_LOAD_COLLECTOR_TOKEN or GREEN_LOAD_COLLECTOR_TOKEN_FILE (16+ characters; the "
+        "workers send it too), or serve on a loopback address (--host 127.0.0.1)"
+    )
+
+
 def create_collector_app(
     collector: Collector,
     tokens: Mapping[str, str] | None = None,
     metrics_tokens: Mapping[str, str] | None = None,
+    allowed_hosts: list[str] | None = None,
 ) -> Starlette:
     """The collector's routes in the service frame; ``tokens`` guard ``POST /reports``.
 
-    ``metrics_tokens`` (the scrape token) guard ``/metrics``, as on every server.
+    ``metrics_tokens`` (the scrape token) guard ``/metrics``, as on every server; ``allowed_hosts``
+    are the names it answers (``GREEN_ALLOWED_HOSTS``; default: the loopback names).
     """
     lock = asyncio.Lock()
 
@@ -263,15 +334,15 @@ def create_collector_app(
         return JSONResponse({**body, "complete": collector.complete})
 
     async def get_report(_: Request) -> Response:
-        if collector.merged is None:
+        if collector.published is None:
             body = {"error": "no worker has reported yet", "waiting_for": collector.waiting_for}
             return JSONResponse(body, status_code=404)
-        return Response(collector.merged.model_dump_json(), media_type="application/json")
+        return Response(collector.published.json, media_type="application/json")
 
     async def get_html(_: Request) -> Response:
-        if collector.merged is None:
+        if collector.published is None:
             return JSONResponse({"error": "no worker has reported yet"}, status_code=404)
-        return HTMLResponse(render_load_html(collector.merged))
+        return HTMLResponse(collector.published.page)
 
     routes = [
         Route("/reports", post_report, methods=["POST"]),
@@ -288,4 +359,5 @@ def create_collector_app(
         # A report is JSON: any other type is refused before it is read, as the other servers'
         # JSON endpoints refuse it (a web page can post text/plain anywhere unasked).
         json_paths=["/reports"],
+        allowed_hosts=allowed_hosts,
     )

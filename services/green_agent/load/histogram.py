@@ -9,7 +9,8 @@ A percentile is read as its bucket's upper edge (capped by the largest latency r
 most :data:`RESOLUTION` above the exact sample percentile (the "nearest rank" one), never below.
 
 Bucket indexes are bounded (:data:`MAX_BUCKET`, a day), and a histogram is checked as it is
-read: its counts are of buckets within the bound, none negative, and add up to ``count``. A
+read: its buckets are this module's, its counts of buckets within the bound, none negative, and
+they add up to ``count``. A
 worker's report brings its histograms over the network: an index of 100000 would otherwise
 overflow the float of its edge when a percentile is read.
 """
@@ -76,7 +77,13 @@ class LatencyHistogram(BaseModel):
 
     @model_validator(mode="after")
     def _consistent(self) -> LatencyHistogram:
-        """Refuse buckets outside ``0..MAX_BUCKET``, negative counts, and a ``count`` they miss."""
+        """Refuse other buckets than ours, negative counts, and a ``count`` they miss."""
+        if (self.resolution, self.floor_s) != (RESOLUTION, FLOOR_S):
+            # The edges are this module's whatever a histogram states: others' counts misread.
+            raise ValueError(
+                f"buckets of resolution {self.resolution} from {self.floor_s} s: "
+                f"a report's are of {RESOLUTION} from {FLOOR_S} s"
+            )
         outside = sorted(i for i in self.counts if not 0 <= i <= MAX_BUCKET)
         if outside:
             raise ValueError(

@@ -14,7 +14,9 @@ The report is JSON (``load --out``); its terminal tables are in
 :mod:`services.green_agent.load.outputs`, its HTML page in
 :mod:`services.green_agent.load.html_page`, its CSV files in
 :mod:`services.green_agent.load.csv_files`. It carries the run's budgets
-(:mod:`services.green_agent.load.thresholds`), judged on a whole run and by the merge.
+(:mod:`services.green_agent.load.thresholds`), judged on a whole run and by the merge. A report
+whose figures do not hold together is refused as it is read
+(:mod:`services.green_agent.load.invariants`).
 """
 
 from __future__ import annotations
@@ -24,12 +26,13 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
-from pydantic import BaseModel, computed_field
+from pydantic import BaseModel, computed_field, model_validator
 
 from services.green_agent.evaluation.evaluator import QueryOutcome
 from services.green_agent.evaluation.mcp_counters import CacheEffect
 from services.green_agent.evaluation.report import LatencyStats
 from services.green_agent.load.histogram import LatencyHistogram, merge_all
+from services.green_agent.load.invariants import check_figures
 from services.green_agent.load.stages import (
     StageFigures,
     WarmupFigures,
@@ -142,6 +145,12 @@ class LoadReport(BaseModel):
     # The budgets the run was given (``load --threshold``), each with its figure and verdict:
     # judged on a whole run, listed unjudged in a worker's report (its merge judges them).
     thresholds: list[Threshold] = []
+
+    @model_validator(mode="after")
+    def _figures_hold(self) -> LoadReport:
+        """Refuse figures that do not hold together (:mod:`~services.green_agent.load.invariants`)."""
+        check_figures(self)
+        return self
 
     @computed_field  # type: ignore[prop-decorator]  # pydantic's documented pattern
     @property

@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
-from pydantic import BaseModel
+from pydantic import BaseModel, field_validator
 from rich.table import Table
 
 from services.green_agent.load.histogram import LatencyHistogram
@@ -196,6 +196,13 @@ class Threshold(BaseModel):
     budget: str
     measured: float | None = None
     passed: bool | None = None
+
+    @field_validator("budget")
+    @classmethod
+    def _parses(cls, budget: str) -> str:
+        """Refuse a budget that does not parse: the merge judges it, the page shows it."""
+        parse_budget(budget)
+        return budget
 
     def line(self) -> str:
         """The budget and what the run measured, in the budget's terms."""
