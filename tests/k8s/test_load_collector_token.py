@@ -84,3 +84,18 @@ def test_the_collector_serves_beyond_loopback_so_every_way_of_setting_it_gives_i
             assert len(_token(r)) >= MIN_TOKEN_CHARS, sets
         else:
             assert (secret, key) == ("ops-load-token", "token"), sets
+
+
+def test_the_collector_answers_the_names_the_generators_post_to() -> None:
+    """GREEN_ALLOWED_HOSTS: its Service's names on its port, and loopback for a port-forward."""
+    r = render("ci/embedded-values.yaml", auth__enabled=False)
+    (collector,) = containers(_holders(r)["collector"])
+    hosts = env(collector)["GREEN_ALLOWED_HOSTS"].split(",")
+    (service,) = r.component("Service", "load-collector")
+    port = service["spec"]["ports"][0]["port"]
+    assert f"{service['metadata']['name']}:{port}" in hosts
+    assert "127.0.0.1:*" in hosts and "*" not in hosts
+    (generator,) = containers(_holders(r)["generators"], init=False)
+    report_to = generator["args"] if "args" in generator else generator["command"]
+    target = next(a for a in report_to if str(a).startswith("http://") and "/reports" in str(a))
+    assert target.removeprefix("http://").split("/")[0] in hosts
