@@ -25,6 +25,7 @@ import uuid
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
+from services.common import jsonrpc
 from services.common.http_pool import ConnectFailed, ConnectionBroken, OriginPool, request_target
 from services.green_agent.evaluation.answer_contract import Reply, ReplyPart
 from services.green_agent.evaluation.client import (
@@ -143,9 +144,12 @@ def _rpc_result(body: Any, reason: str) -> Any:
     """The ``result`` of a JSON-RPC answer; a JSON-RPC error is a failure labelled ``reason``."""
     if not isinstance(body, dict):
         raise TransportFailure("transport", "the answer is not a JSON-RPC object")
-    if "error" in body:
-        raise TransportFailure(reason, f"JSON-RPC error {body['error']}")
-    return body.get("result")
+    try:
+        return jsonrpc.result_or_error(body)
+    except jsonrpc.RpcError as e:
+        raise TransportFailure(reason, f"JSON-RPC {e}") from None
+    except jsonrpc.MalformedResponse as e:
+        raise TransportFailure(reason, f"{e}: {body['error']!r}"[:500]) from None
 
 
 class LeanAgentClient:
@@ -217,20 +221,14 @@ def _dump(payload: dict[str, Any]) -> bytes:
 
 
 def v10_request(query: str, top_k: int) -> bytes:
-    """The body of a 1.0 ``SendMessage``, as the a2a-sdk client writes it."""
+    """The body of a 1.0 ``SendMessage``, with what the a2a-sdk client writes in it."""
     message = {
         "messageId": uuid.uuid4().hex,
         "role": "ROLE_USER",
         "parts": [{"text": request_text(query, top_k)}],
     }
-    return _dump(
-        {
-            "method": "SendMessage",
-            "params": {"message": message, "configuration": {}},
-            "id": str(uuid.uuid4()),
-            "jsonrpc": "2.0",
-        }
-    )
+    params = {"message": message, "configuration": {}}
+    return _dump(jsonrpc.request("SendMessage", params, str(uuid.uuid4())))
 
 
 def _is_1_0(version: str) -> bool:
