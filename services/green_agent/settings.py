@@ -9,6 +9,7 @@ from pydantic import Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from services.common.auth import AuthFields, authorization, load_tokens
+from services.green_agent.evaluation.bounds import AnswerBounds
 from services.green_agent.evaluation.egress import LOOPBACK, AllowedOrigins
 from services.nfcorpus.dataset import BEIR_NFCORPUS_MD5, BEIR_NFCORPUS_URL, DEFAULT_DATA_DIR
 
@@ -31,6 +32,24 @@ class GreenSettings(BaseSettings, AuthFields):
     )
     timeout_s: float = Field(
         default=60.0, gt=0, description="Per-request timeout towards the evaluated agent."
+    )
+    max_answer_bytes: int = Field(
+        default=4 << 20,
+        ge=1 << 10,
+        description="Largest answer (card or reply) read from the evaluated agent, in bytes; "
+        "a larger one is stopped there and its query fails as too_large.",
+    )
+    query_deadline_s: float = Field(
+        default=120.0,
+        gt=0,
+        description="Longest one query may take in all (card, request, whole answer); "
+        "a slower one fails as timeout, however steadily its bytes come.",
+    )
+    assessment_deadline_s: float = Field(
+        default=3600.0,
+        gt=0,
+        description="Longest one assessment of the A2A server may run; then it is stopped "
+        "and its task fails.",
     )
     concurrency: int = Field(default=4, ge=1, le=256, description="Queries in flight at once.")
     protocol: Literal["1.0", "0.3"] = Field(
@@ -92,6 +111,10 @@ class GreenSettings(BaseSettings, AuthFields):
     def origins(self) -> AllowedOrigins:
         """The parsed allow-list of the A2A server."""
         return AllowedOrigins(self.allowed_origins)
+
+    def answer_bounds(self) -> AnswerBounds:
+        """What one answer of the evaluated agent may weigh, and one query take."""
+        return AnswerBounds(self.max_answer_bytes, self.query_deadline_s)
 
     def agent_authorization(self) -> str | None:
         """The ``Authorization`` header value for the evaluated agent, if a token is set."""
