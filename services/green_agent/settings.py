@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -108,6 +109,28 @@ class GreenSettings(BaseSettings, AuthFields):
             return [str(v).strip() for v in value if str(v).strip()]
         return value
 
+    def open_serving_problem(self, *, authenticated: bool) -> str | None:
+        """Why ``serve`` may not start as set, or None.
+
+        On a non-loopback address anyone who reaches the server may send it assessments, which
+        name the URLs it then calls: that takes callers' tokens (``authenticated``), or an allow
+        -list given explicitly with no wildcard (no ``*``, no ``:*`` port), so that the default
+        (loopback on any port) never becomes the reach of whoever finds the port.
+        """
+        if authenticated or _loopback(self.host):
+            return None
+        explicit = "allowed_origins" in self.model_fields_set
+        wildcards = [e for e in self.allowed_origins if e == "*" or e.endswith(":*")]
+        if explicit and not wildcards:
+            return None
+        listed = f"lists {', '.join(wildcards)}" if explicit else "is not set (loopback, any port)"
+        return (
+            f"serving on {self.host}, not a loopback address, lets whoever reaches it send "
+            f"assessments, and GREEN_ALLOWED_ORIGINS {listed}: set GREEN_AUTH_TOKENS (the "
+            "callers' tokens), or list in GREEN_ALLOWED_ORIGINS the exact origins an assessment "
+            "may name (host:port, no '*' nor ':*'), or serve on 127.0.0.1"
+        )
+
     def origins(self) -> AllowedOrigins:
         """The parsed allow-list of the A2A server."""
         return AllowedOrigins(self.allowed_origins)
@@ -132,6 +155,15 @@ class GreenSettings(BaseSettings, AuthFields):
     def public_url(self) -> str:
         """The URL the agent card announces."""
         return self.card_url or f"http://{self.host}:{self.port}/"
+
+
+def _loopback(host: str) -> bool:
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False  # a name: whatever it resolves to, not known to be loopback
 
 
 def load_settings(**overrides: Any) -> GreenSettings:

@@ -20,9 +20,10 @@ import httpx
 import pytest
 from a2a.server.request_handlers.response_helpers import agent_card_to_dict
 
-from harness.processes import McpServer, ServerProcess
+from harness.processes import McpServer, ServerProcess, free_port
 from services.green_agent.assessment.card import build_card
 from services.purple_agent.settings import PurpleSettings
+from tests.support.green import run_green
 from tests.support.purple import ThreadedServer, v03_body
 
 CALLER = "assessor-token-0123456789"  # what the green agent accepts from its callers
@@ -295,3 +296,24 @@ def test_a_card_naming_a_url_with_a_query_or_fragment_is_refused(
         (data,) = [p["data"] for p in task["artifacts"][0]["parts"] if p["kind"] == "data"]
         assert data["failures_by_reason"] == {"refused": 3}
         assert all(refused in f["message"] for f in data["failures"])
+
+
+@pytest.mark.parametrize(
+    ("allowed", "said"),
+    [
+        (None, "is not set (loopback, any port)"),
+        ("127.0.0.1:*,localhost:*", "lists 127.0.0.1:*, localhost:*"),
+        ("*", "lists *"),
+    ],
+)
+def test_serving_beyond_loopback_without_tokens_or_an_exact_list_is_refused_at_start(
+    allowed: str | None, said: str
+) -> None:
+    # Refused before it binds: no server ever listens on every interface here.
+    flags = ["--allowed-origins", allowed] if allowed is not None else []
+    done = run_green("serve", "--host", "0.0.0.0", "--port", str(free_port()), *flags)
+    assert done.returncode == 2, done.stderr
+    assert (
+        f"error: serving on 0.0.0.0, not a loopback address, lets whoever reaches it send "
+        f"assessments, and GREEN_ALLOWED_ORIGINS {said}: set GREEN_AUTH_TOKENS" in done.stderr
+    )
