@@ -107,6 +107,7 @@ async def _eval(args: argparse.Namespace, settings: GreenSettings) -> int:
         settings.timeout_s,
         args.concurrency,
         authorization=settings.agent_authorization(),
+        bounds=settings.answer_bounds(),
     )
     stderr = Console(stderr=True)
     columns = (TextColumn("queries"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -12,6 +13,7 @@ from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 from services.common.auth import AuthFields
 from services.common.guard.hosts import HostFields
 from services.common.tokens import ClientToken, TokenSet, authorization
+from services.green_agent.evaluation.bounds import AnswerBounds
 from services.green_agent.evaluation.egress import LOOPBACK, AllowedOrigins
 from services.nfcorpus.dataset import BEIR_NFCORPUS_MD5, BEIR_NFCORPUS_URL, DEFAULT_DATA_DIR
 
@@ -34,6 +36,24 @@ class GreenSettings(BaseSettings, AuthFields, HostFields):
     )
     timeout_s: float = Field(
         default=60.0, gt=0, description="Per-request timeout towards the evaluated agent."
+    )
+    max_answer_bytes: int = Field(
+        default=4 << 20,
+        ge=1 << 10,
+        description="Largest answer (card or reply) read from the evaluated agent, in bytes; "
+        "a larger one is stopped there and its query fails as too_large.",
+    )
+    query_deadline_s: float = Field(
+        default=120.0,
+        gt=0,
+        description="Longest one query may take in all (card, request, whole answer); "
+        "a slower one fails as timeout, however steadily its bytes come.",
+    )
+    assessment_deadline_s: float = Field(
+        default=3600.0,
+        gt=0,
+        description="Longest one assessment of the A2A server may run; then it is stopped "
+        "and its task fails.",
     )
     concurrency: int = Field(default=4, ge=1, le=256, description="Queries in flight at once.")
     protocol: Literal["1.0", "0.3"] = Field(
@@ -100,9 +120,35 @@ class GreenSettings(BaseSettings, AuthFields, HostFields):
             return [str(v).strip() for v in value if str(v).strip()]
         return value
 
+    def open_serving_problem(self, *, authenticated: bool) -> str | None:
+        """Why ``serve`` may not start as set, or None.
+
+        On a non-loopback address anyone who reaches the server may send it assessments, which
+        name the URLs it then calls: that takes callers' tokens (``authenticated``), or an allow
+        -list given explicitly with no wildcard (no ``*``, no ``:*`` port), so that the default
+        (loopback on any port) never becomes the reach of whoever finds the port.
+        """
+        if authenticated or _loopback(self.host):
+            return None
+        explicit = "allowed_origins" in self.model_fields_set
+        wildcards = [e for e in self.allowed_origins if e == "*" or e.endswith(":*")]
+        if explicit and not wildcards:
+            return None
+        listed = f"lists {', '.join(wildcards)}" if explicit else "is not set (loopback, any port)"
+        return (
+            f"serving on {self.host}, not a loopback address, lets whoever reaches it send "
+            f"assessments, and GREEN_ALLOWED_ORIGINS {listed}: set GREEN_AUTH_TOKENS (the "
+            "callers' tokens), or list in GREEN_ALLOWED_ORIGINS the exact origins an assessment "
+            "may name (host:port, no '*' nor ':*'), or serve on 127.0.0.1"
+        )
+
     def origins(self) -> AllowedOrigins:
         """The parsed allow-list of the A2A server."""
         return AllowedOrigins(self.allowed_origins)
+
+    def answer_bounds(self) -> AnswerBounds:
+        """What one answer of the evaluated agent may weigh, and one query take."""
+        return AnswerBounds(self.max_answer_bytes, self.query_deadline_s)
 
     def agent_authorization(self) -> str | None:
         """The ``Authorization`` header value for the evaluated agent, if a token is set."""
@@ -133,6 +179,15 @@ class GreenSettings(BaseSettings, AuthFields, HostFields):
     def public_url(self) -> str:
         """The URL the agent card announces."""
         return self.card_url or f"http://{self.host}:{self.port}/"
+
+
+def _loopback(host: str) -> bool:
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False  # a name: whatever it resolves to, not known to be loopback
 
 
 def load_settings(**overrides: Any) -> GreenSettings:

@@ -57,7 +57,13 @@ def service_urls(
 ) -> Iterator[dict[str, str]]:
     """The gateway's ``service_urls``: our green agent and our whole agent, by slot."""
     logs = tmp_path_factory.mktemp("gateway-run")
-    allowed = GREEN_ENV["GREEN_ALLOWED_ORIGINS"].replace("${slots.proxy.url}", PROXY_SLOT_URL)
+    # The stand-in's proxy listens on a free port, not the gateway's 8080; the green agent serves
+    # on loopback here, where a wildcard port is allowed.
+    allowed = (
+        GREEN_ENV["GREEN_ALLOWED_ORIGINS"]
+        .replace("${slots.proxy.url}", PROXY_SLOT_URL)
+        .replace(":8080", ":*")
+    )
     green_port, purple_port = free_port(), free_port()
     green = ServerProcess.module(
         "services.green_agent",

@@ -23,6 +23,7 @@ import yaml
 from harness.processes import REPO
 from services.green_agent.assessment.request import ROLE, AssessmentConfig
 from services.green_agent.evaluation.egress import AllowedOrigins
+from services.green_agent.settings import load_settings
 from tests.support.amber import amber_problems
 
 MANIFESTS = {
@@ -154,6 +155,21 @@ def test_the_green_manifest_allows_the_slot_and_the_gateways_proxy(slot_url: str
     env = _load("green")["program"]["env"]
     value = env["GREEN_ALLOWED_ORIGINS"].replace("${slots.proxy.url}", slot_url)
     allowed = AllowedOrigins(value.split(","))  # as Amber renders it for docker or Kubernetes
-    for url in (slot_url + "/", f"http://127.0.0.1:41234/{ROLE}"):
+    for url in (slot_url + "/", f"http://127.0.0.1:8080/{ROLE}"):
         assert allowed.refusal(url) is None, url
-    assert allowed.refusal("http://169.254.169.254/") is not None
+    for url in ("http://169.254.169.254/", "http://127.0.0.1:41234/"):
+        assert allowed.refusal(url) is not None, url
+    # It serves on 0.0.0.0 without callers' tokens: the list must be exact to start at all.
+    argv = shlex.split(_load("green")["program"]["entrypoint"])
+    host = argv[argv.index("--host") + 1]
+    settings = load_settings(host=host, allowed_origins=value)
+    assert settings.open_serving_problem(authenticated=False) is None
+
+
+def test_the_compose_green_agent_starts_on_every_interface() -> None:
+    services = yaml.safe_load((REPO / "agentbeats/compose.yaml").read_text())["services"]
+    green = services["green-agent"]
+    host = green["command"][green["command"].index("--host") + 1]
+    allowed = _compose_default(green["environment"]["GREEN_ALLOWED_ORIGINS"])
+    settings = load_settings(host=host, allowed_origins=allowed)
+    assert settings.open_serving_problem(authenticated=False) is None

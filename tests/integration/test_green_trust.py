@@ -20,9 +20,10 @@ import httpx
 import pytest
 from a2a.server.request_handlers.response_helpers import agent_card_to_dict
 
-from harness.processes import McpServer, ServerProcess
+from harness.processes import McpServer, ServerProcess, free_port
 from services.green_agent.assessment.card import build_card
 from services.purple_agent.settings import PurpleSettings
+from tests.support.green import run_green
 from tests.support.purple import ThreadedServer, v03_body
 
 CALLER = "assessor-token-0123456789"  # what the green agent accepts from its callers
@@ -229,7 +230,7 @@ def test_the_token_goes_to_the_participant_never_to_the_url_its_card_names(
     else:  # a 0.3 client reads the card before every query: every query fails on it
         (data,) = [p["data"] for p in task["artifacts"][0]["parts"] if p["kind"] == "data"]
         assert data["failed"] == 3 and data["failures_by_reason"] == {"refused": 3}
-        assert all(f"refused to call {trap.url}" in f["message"] for f in data["failures"])
+        assert all(refused in f["message"] for f in data["failures"])
     assert not trap.reached()
 
 
@@ -244,3 +245,75 @@ def test_a_redirect_is_not_followed(green: ServerProcess, recorder: Recorder, tr
     assert "307" in _status_text(task)
     assert [method for method, _, _ in recorder.seen] == ["GET"]
     assert not trap.reached()
+
+
+@pytest.mark.parametrize("path", ["quitquitquit#", "stats/reset#", "stats/reset?", "mcp?x="])
+def test_an_mcp_server_url_cannot_pick_the_path_the_evaluator_posts_to(
+    green: ServerProcess, purple: ThreadedServer, recorder: Recorder, path: str
+) -> None:
+    # The recorder's origin is allowed: only the URL's parts stand between it and a POST of
+    # /quitquitquit or /stats/reset, which "+ '/health_check'" used to turn into a fragment.
+    recorder.seen.clear()
+    task = _task(green, _request(purple.url + "/", mcp_server_url=recorder.url + path))
+    assert task["status"]["state"] == "failed"
+    text = _status_text(task)
+    assert text.startswith("invalid assessment request: config.mcp_server_url: ")
+    assert ("fragment" if "#" in path else "query") in text
+    assert recorder.seen == []
+
+
+def test_a_participant_url_with_a_query_is_refused_before_its_card_is_fetched(
+    green: ServerProcess, recorder: Recorder
+) -> None:
+    # "?x=" once made the card fetch a GET of the participant's own path, with the token.
+    recorder.seen.clear()
+    for trailer in ("?x=", "#", "?"):
+        task = _task(green, _request(recorder.url + trailer))
+        assert task["status"]["state"] == "failed"
+        assert "invalid assessment request: participants.retrieval_agent: " in _status_text(task)
+    userinfo = recorder.url.replace("http://", "http://someone@")
+    task = _task(green, _request(userinfo))
+    assert "user information" in _status_text(task)
+    assert recorder.seen == []
+
+
+@pytest.mark.parametrize("protocol", ["1.0", "0.3"])
+@pytest.mark.parametrize("trailer", ["?x=", "#"])
+def test_a_card_naming_a_url_with_a_query_or_fragment_is_refused(
+    green: ServerProcess, recorder: Recorder, protocol: str, trailer: str
+) -> None:
+    recorder.seen.clear()
+    recorder.redirect_to = None
+    recorder.card = agent_card_to_dict(build_card(recorder.url + trailer))
+    task = _task(green, _request(recorder.url, protocol=protocol))
+    assert recorder.seen and all(method == "GET" for method, _, _ in recorder.seen)
+    assert {path for _, path, _ in recorder.seen} == {"/.well-known/agent-card.json"}
+    refused = f"the agent card names {recorder.url}{trailer}: it has a"
+    if protocol == "1.0":
+        assert task["status"]["state"] == "failed"
+        assert refused in _status_text(task)
+    else:
+        (data,) = [p["data"] for p in task["artifacts"][0]["parts"] if p["kind"] == "data"]
+        assert data["failures_by_reason"] == {"refused": 3}
+        assert all(refused in f["message"] for f in data["failures"])
+
+
+@pytest.mark.parametrize(
+    ("allowed", "said"),
+    [
+        (None, "is not set (loopback, any port)"),
+        ("127.0.0.1:*,localhost:*", "lists 127.0.0.1:*, localhost:*"),
+        ("*", "lists *"),
+    ],
+)
+def test_serving_beyond_loopback_without_tokens_or_an_exact_list_is_refused_at_start(
+    allowed: str | None, said: str
+) -> None:
+    # Refused before it binds: no server ever listens on every interface here.
+    flags = ["--allowed-origins", allowed] if allowed is not None else []
+    done = run_green("serve", "--host", "0.0.0.0", "--port", str(free_port()), *flags)
+    assert done.returncode == 2, done.stderr
+    assert (
+        f"error: serving on 0.0.0.0, not a loopback address, lets whoever reaches it send "
+        f"assessments, and GREEN_ALLOWED_ORIGINS {said}: set GREEN_AUTH_TOKENS" in done.stderr
+    )

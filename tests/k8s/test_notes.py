@@ -58,28 +58,44 @@ def test_no_command_puts_a_token_in_a_pods_spec() -> None:
 def test_with_authentication_on_the_pods_read_the_token_from_a_secret_of_its_own() -> None:
     text = notes("auth.enabled=true")
     assert "--from-literal" not in text  # a literal would show in the shell's history
-    (create,) = [c for c in _commands(text) if "secret" in c and "create" in c]
+    (create,) = [c for c in _commands(text) if "--from-file=token=/dev/stdin" in c]
     secret = create[create.index("generic") + 1]
-    assert "--from-file=token=/dev/stdin" in create
     runs = _runs(text)
     assert set(runs) == {"nfcorpus-eval", "nfcorpus-green"}
     for pod, command in runs.items():
-        envs = [a.removeprefix("--env=").partition("=") for a in command if a.startswith("--env=")]
-        token_file = PurePosixPath({k: v for k, _, v in envs}["GREEN_AGENT_TOKEN_FILE"])
-        assert "--override-type=strategic" in command
-        (overrides,) = [a for a in command if a.startswith("--overrides=")]
-        spec = json.loads(overrides.removeprefix("--overrides="))["spec"]
-        (volume,) = spec["volumes"]
-        assert volume["secret"] == {"secretName": secret}
-        (container,) = spec["containers"]
-        assert container["name"] == pod  # strategic merge: kubectl run names the container so
-        (mount,) = container["volumeMounts"]
-        assert mount == {
-            "name": volume["name"],
-            "mountPath": str(token_file.parent),
-            "readOnly": True,
-        }
+        token_file = PurePosixPath(_envs(command)["GREEN_AGENT_TOKEN_FILE"])
+        _assert_mounted(command, pod, secret, token_file)
         assert token_file.name == "token"  # the key the Secret was created with
+
+
+def _envs(command: list[str]) -> dict[str, str]:
+    envs = [a.removeprefix("--env=").partition("=") for a in command if a.startswith("--env=")]
+    return {k: v for k, _, v in envs}
+
+
+def _assert_mounted(command: list[str], pod: str, secret: str, file: PurePosixPath) -> None:
+    """``file``'s folder is ``secret`` mounted, read-only, in ``pod``'s container."""
+    assert "--override-type=strategic" in command
+    (overrides,) = [a for a in command if a.startswith("--overrides=")]
+    spec = json.loads(overrides.removeprefix("--overrides="))["spec"]
+    (volume,) = [v for v in spec["volumes"] if v["secret"] == {"secretName": secret}]
+    (container,) = spec["containers"]
+    assert container["name"] == pod  # strategic merge: kubectl run names the container so
+    mount = {"name": volume["name"], "mountPath": str(file.parent), "readOnly": True}
+    assert mount in container["volumeMounts"]
+
+
+def test_the_served_green_agent_takes_a_token_of_its_own_from_its_callers() -> None:
+    # Its port-forward is on the operator's 127.0.0.1, where any page a browser shows may post.
+    for text in (notes(), notes("auth.enabled=true")):
+        (create,) = [c for c in _commands(text) if "--from-file=tokens=/dev/stdin" in c]
+        secret = create[create.index("generic") + 1]
+        green = _runs(text)["nfcorpus-green"]
+        tokens_file = PurePosixPath(_envs(green)["GREEN_AUTH_TOKENS_FILE"])
+        assert tokens_file.name == "tokens"  # the key the Secret was created with
+        _assert_mounted(green, "nfcorpus-green", secret, tokens_file)
+        assert "Authorization: Bearer $GREEN_TOKEN" in text
+        assert "GREEN_TOKEN" not in " ".join(green)  # read from the Secret, not the spec
 
 
 def test_with_the_load_test_on_the_notes_name_its_job_and_collector() -> None:

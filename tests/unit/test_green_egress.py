@@ -210,3 +210,23 @@ async def test_the_client_hook_stops_a_request_before_it_is_sent() -> None:
     wrapped = RuntimeError("wrapped")
     wrapped.__cause__ = error.value
     assert refused_in(wrapped) is error.value and refused_in(RuntimeError()) is None
+
+
+@pytest.mark.parametrize(
+    ("host", "settings", "allowed"),
+    [
+        ("127.0.0.1", {}, True),  # loopback: the default list is the reach of this machine
+        ("::1", {"allowed_origins": "*"}, True),
+        ("localhost", {}, True),
+        ("0.0.0.0", {"allowed_origins": "retrieval-agent:9009,http://mcp:8000"}, True),
+        ("0.0.0.0", {}, False),  # the default list, loopback on any port
+        ("0.0.0.0", {"allowed_origins": "retrieval-agent:*"}, False),
+        ("green.example", {"allowed_origins": "*"}, False),
+    ],
+)
+def test_serving_beyond_loopback_takes_tokens_or_an_exact_list(
+    host: str, settings: dict[str, str], allowed: bool
+) -> None:
+    green = load_settings(host=host, **settings)
+    assert (green.open_serving_problem(authenticated=False) is None) is allowed
+    assert green.open_serving_problem(authenticated=True) is None

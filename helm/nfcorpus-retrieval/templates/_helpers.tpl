@@ -274,6 +274,25 @@ pod would see it. Each line starts with a newline and ends with a continuation.
 {{ printf "       --override-type=strategic --overrides='%s' \\" (dict "spec" $spec | toJson) }}
 {{- end }}
 
+{{/* The flags of the notes' green agent A2A server: the callers' tokens of its own
+(GREEN_AUTH_TOKENS_FILE, Secret .callers) and, with .auth, the agent's token (Secret .secret under
+.dir), each mounted as files, never in the pod's spec. */}}
+{{- define "nfcorpus.notesGreenServeMounts" -}}
+{{- $callersDir := "/var/run/secrets/nfcorpus/green-callers" }}
+{{- $volumes := list (dict "name" "green-callers" "secret" (dict "secretName" .callers)) }}
+{{- $mounts := list (dict "name" "green-callers" "mountPath" $callersDir "readOnly" true) }}
+{{- if .auth }}
+{{- $volumes = append $volumes (dict "name" "agent-token" "secret" (dict "secretName" .secret)) }}
+{{- $mounts = append $mounts (dict "name" "agent-token" "mountPath" .dir "readOnly" true) }}
+{{- end }}
+{{- $spec := dict "volumes" $volumes "containers" (list (dict "name" .pod "volumeMounts" $mounts)) }}
+{{ printf "       --env=GREEN_AUTH_TOKENS_FILE=%s/tokens \\" $callersDir }}
+{{- if .auth }}
+{{ printf "       --env=GREEN_AGENT_TOKEN_FILE=%s/token \\" .dir }}
+{{- end }}
+{{ printf "       --override-type=strategic --overrides='%s' \\" (dict "spec" $spec | toJson) }}
+{{- end }}
+
 {{/* The scrape token: what /metrics of the purple agent and the MCP server accepts and their
 ServiceMonitors send (.Values.auth.scrapeToken), from its existingSecret or the chart's auth Secret.
 Its file, and its volume as nfcorpus.authVolume gives one; both only with auth.enabled. */}}

@@ -7,7 +7,8 @@ and each caller reads back only its own tasks; without, no task is kept once it 
 be read back. The tasks kept are bounded in count, bytes and age
 (:mod:`services.common.task_store`), the assessments running at once by ``GREEN_MAX_RUNNING``
 (:mod:`services.green_agent.assessment.running`). A result's counts leave as integers whichever
-protocol asked (:mod:`services.green_agent.assessment.json_numbers`).
+protocol asked (:mod:`services.green_agent.assessment.json_numbers`). On a non-loopback address it starts only
+with callers' tokens or an explicit allow-list without wildcards.
 """
 
 from __future__ import annotations
@@ -37,11 +38,15 @@ def create_app(settings: GreenSettings) -> Starlette:
     """Build the evaluator's app; the test set is read on the first assessment.
 
     Raises:
-        ValueError: a token is unusable (:class:`~services.common.auth.TokenError`).
+        ValueError: a token is unusable (:class:`~services.common.auth.TokenError`), or the
+            server would be open on a non-loopback address
+            (:meth:`~services.green_agent.settings.GreenSettings.open_serving_problem`).
 
     """
     settings.check_token_purposes()
     tokens = settings.tokens()
+    if (problem := settings.open_serving_problem(authenticated=bool(tokens))) is not None:
+        raise ValueError(problem)
     if settings.origins().any:
         _log.warning(
             "%s=*: an assessment may name any URL, and the evaluator's token goes there", SETTING

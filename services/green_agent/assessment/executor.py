@@ -3,6 +3,12 @@
 Each task takes one assessment request (:mod:`services.green_agent.assessment.request`), streams
 progress, and ends with one ``results`` artifact (a text summary and the report as data, with the
 public evaluator's leaderboard keys: :mod:`services.green_agent.assessment.leaderboard`).
+
+An assessment runs at most ``GREEN_ASSESSMENT_DEADLINE_S``, each of its queries at most
+``GREEN_QUERY_DEADLINE_S`` and each answer at most ``GREEN_MAX_ANSWER_BYTES``
+(:mod:`services.green_agent.evaluation.bounds`): a participant cannot hold a place for ever.
+``tasks/cancel`` (1.0 ``CancelTask``) stops it: the SDK cancels the execution once
+:meth:`AssessmentExecutor.cancel` returns, which gives its place back and sends no further query.
 """
 
 from __future__ import annotations
@@ -15,11 +21,11 @@ from a2a.server.agent_execution import AgentExecutor, RequestContext
 from a2a.server.events import EventQueue
 from a2a.server.tasks import TaskUpdater
 from a2a.types import Message, Task, TaskState, TaskStatus
-from a2a.utils.errors import UnsupportedOperationError
 
 from services.green_agent.assessment.leaderboard import leaderboard_keys
 from services.green_agent.assessment.request import Assessment, check_destinations, parse_assessment
 from services.green_agent.assessment.running import Running
+from services.green_agent.evaluation.bounds import clip
 from services.green_agent.evaluation.client import TransportFailure, connect
 from services.green_agent.evaluation.dataset import TestSet, fetch_test_set
 from services.green_agent.evaluation.evaluator import QueryOutcome, evaluate
@@ -92,10 +98,16 @@ class AssessmentExecutor(AgentExecutor):
         )
         server = assessment.config.mcp_server_url
         calls_before = await qdrant_calls_total(server, self._allowed)
+        deadline_s = self._settings.assessment_deadline_s
         try:
-            outcomes, wall_s = await self._run(assessment, updater)
+            async with asyncio.timeout(deadline_s):
+                outcomes, wall_s = await self._run(assessment, updater)
         except TransportFailure as e:
-            await updater.failed(_say(updater, f"cannot reach {agent}: {e}"))
+            await updater.failed(_say(updater, f"cannot reach {agent}: {clip(str(e))}"))
+            return
+        except TimeoutError:
+            stopped = f"stopped after {deadline_s:g} s, the most GREEN_ASSESSMENT_DEADLINE_S allows"
+            await updater.failed(_say(updater, f"the assessment of {agent} was {stopped}"))
             return
         calls = calls_between(calls_before, await qdrant_calls_total(server, self._allowed))
         await self._report(assessment, outcomes, wall_s, calls, updater)
@@ -119,6 +131,7 @@ class AssessmentExecutor(AgentExecutor):
             settings.timeout_s,
             authorization=self._agent_token.header(),
             allowed=self._allowed,
+            bounds=settings.answer_bounds(),
         )
         done = 0
         step = max(1, len(a.query_ids) // 10)
@@ -171,5 +184,8 @@ class AssessmentExecutor(AgentExecutor):
         await updater.complete()
 
     async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
-        """Refuse: an evaluation runs to its end."""
-        raise UnsupportedOperationError(message="cancel is not supported")
+        """Let the SDK stop the execution: it cancels it once this returns.
+
+        Nothing is written here: the execution may still be writing progress, and the SDK
+        records the task ``canceled`` itself once the execution has stopped.
+        """

@@ -8,8 +8,10 @@ Request (message text or data part)::
 ``config`` may also set ``concurrency``, ``protocol`` (``"1.0"`` or ``"0.3"``), the public
 evaluator's ``mcp_server_url`` (its vector search calls are counted over the run:
 :mod:`services.green_agent.evaluation.mcp_counters`) and a shard of a sharded run. Every URL of
-the request must be on an allowed origin (:mod:`services.green_agent.evaluation.egress`), or the
-task fails saying which and why before any request goes out.
+the request must be on an allowed origin (:mod:`services.green_agent.evaluation.egress`) and
+carry no user information, query or fragment (:mod:`services.green_agent.evaluation.urls`: the
+paths the evaluator calls are joined to it), or the task fails saying which and why before any
+request goes out.
 
 Shards: an AgentBeats leaderboard that shards a run sends every green agent instance the same
 request with ``shard_index`` and ``num_shards`` in its config, or in an ``assessment_config``
@@ -34,6 +36,7 @@ from a2a.types import Message
 from pydantic import (
     AfterValidator,
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     HttpUrl,
@@ -42,6 +45,7 @@ from pydantic import (
 )
 
 from services.common.validation import problems
+from services.green_agent.evaluation import urls
 from services.green_agent.evaluation.client import A2AVersion
 from services.green_agent.evaluation.dataset import TestSet, sample_query_ids
 from services.green_agent.evaluation.egress import AllowedOrigins
@@ -108,10 +112,18 @@ def shard_fields(payload: Any) -> dict[str, Any]:
     return fields
 
 
+def _plain(value: object) -> object:
+    # Read as written, before HttpUrl parses it (it may drop an empty "?" or "#").
+    if isinstance(value, str) and (reason := urls.refusal(value)) is not None:
+        raise ValueError(reason)
+    return value
+
+
 def _a_url(value: str) -> str:
     # Checked with the request, as participants are: httpx would raise on "http://[::1/" or
     # port 99999 only when the run asks the server, and the task end in an internal error.
     if value:  # "" names no server, as None does
+        _plain(value)
         HttpUrl(value)
     return value
 
@@ -132,7 +144,7 @@ class AssessmentConfig(BaseModel):
 class AssessmentRequest(BaseModel):
     """An AgentBeats assessment request."""
 
-    participants: dict[str, HttpUrl]
+    participants: dict[str, Annotated[HttpUrl, BeforeValidator(_plain)]]
     config: AssessmentConfig = Field(default_factory=AssessmentConfig)
     shard: Shard = Field(default_factory=Shard)  # read from config and assessment_config
 

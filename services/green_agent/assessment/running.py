@@ -15,13 +15,17 @@ The SDK runs the executor in a task of its own, which goes on when the request t
 is cancelled (its client hung up: :mod:`services.common.disconnect`). The handler cancels it
 through this registry instead, so an agent stops calling its own backends for nobody. The
 caller's name is part of the key: one caller cannot cancel another's request by reusing its
-message id.
+message id. A streamed assessment (``message/stream``, ``SendStreamingMessage``) is stopped by
+its :class:`Admission`, which sees the caller hang up before the stream ends (the disconnect, or
+the request cancelled) and cancels the execution that took its place over: the SDK's stream
+swallows the cancellation and would leave the assessment running for nobody.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import MutableMapping
 from contextvars import ContextVar
 from typing import Any
 
@@ -49,6 +53,12 @@ class Place:
         self._running = running
         self.taken_over = False  # by the execution, which then gives it back when it ends
         self._given_back = False
+        self._execution: asyncio.Task[Any] | None = None
+
+    def stop(self) -> None:
+        """Cancel the execution that took this place over, if it still runs (its caller left)."""
+        if self._execution is not None and not self._execution.done():
+            self._execution.cancel()
 
     def give_back(self) -> None:
         """Free the place (a second call does nothing)."""
@@ -103,6 +113,7 @@ class Running:
         place = _PLACE.get()
         if place is not None and not place.taken_over:
             place.taken_over = True
+            place._execution = task
             task.add_done_callback(lambda _: place.give_back())
         if key[1]:
             self._tasks[key] = task
@@ -158,9 +169,27 @@ class Admission:
             refusal = Refusal(503, reason, retry_after=RETRY_AFTER_S, request_id=request_id)
             await send_refusal(send, refusal, jsonrpc_path=True)
             return
+        answered = False
+
+        async def answering(message: MutableMapping[str, Any]) -> None:
+            nonlocal answered
+            if message["type"] == "http.response.body" and not message.get("more_body", False):
+                answered = True
+            await send(message)
+
+        async def watched() -> MutableMapping[str, Any]:
+            message = await replay()
+            if message["type"] == "http.disconnect" and not answered:
+                place.stop()  # the caller left before the answer was whole
+            return message
+
         token = _PLACE.set(place)
         try:
-            await self._app(scope, replay, send)
+            await self._app(scope, watched, answering)
+        except asyncio.CancelledError:
+            if not answered:  # cancelled as its client hung up (services.common.disconnect)
+                place.stop()
+            raise
         finally:
             _PLACE.reset(token)
             if not place.taken_over:  # nothing started: the place was never the execution's

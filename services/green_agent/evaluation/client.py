@@ -5,6 +5,11 @@
 ``message/send`` (no ``A2A-Version`` header) to the card's ``url``, read the task from the JSON-RPC
 result. (That agent also builds a new HTTP client per query; here the connection is pooled, so
 latency measures the agent rather than TLS-context set-up on the evaluator's side.)
+
+Every answer is bounded in bytes and every query in total time
+(:mod:`services.green_agent.evaluation.bounds`); the card's URL is the agent's URL with the card's
+path joined to it, and a URL a card names with a query, a fragment or user information is refused
+before any request goes there (:mod:`services.green_agent.evaluation.urls`).
 """
 
 from __future__ import annotations
@@ -21,13 +26,25 @@ from a2a.client.client import Client
 from a2a.helpers import get_data_parts
 from a2a.types import Message, Part, Role, SendMessageRequest, Task, TaskState
 
+from services.green_agent.evaluation import urls
 from services.green_agent.evaluation.answer_contract import Reply, ReplyPart
+from services.green_agent.evaluation.bounds import (
+    DEADLINE_SETTING,
+    AnswerBounds,
+    AnswerEncoded,
+    AnswerTooLarge,
+    CappedTransport,
+    found_in,
+)
 from services.green_agent.evaluation.egress import AllowedOrigins, refused_in
 from services.telemetry.tracing import inject_headers
 
 #: A version of the A2A protocol the evaluator can speak to an agent (the two clients below).
 A2AVersion = Literal["1.0", "0.3"]
 CARD_PATH = "/.well-known/agent-card.json"
+#: What an answer may weigh and a query take when the caller names no bounds (the CLI's
+#: ``eval``): the defaults of ``GREEN_MAX_ANSWER_BYTES`` and ``GREEN_QUERY_DEADLINE_S``.
+DEFAULT_BOUNDS = AnswerBounds(max_bytes=4 << 20, deadline_s=120.0)
 
 
 class TransportFailure(Exception):
@@ -82,13 +99,15 @@ def _http_client(
     max_connections: int,
     authorization: str | None,
     allowed: AllowedOrigins | None,
+    bounds: AnswerBounds,
 ) -> httpx.AsyncClient:
     # With ``allowed``, a request to another origin (the URL a card names) is refused before it
     # leaves, with the token it would carry. Redirects are not followed: a 3xx is an answer.
     hooks = [allowed.guard] if allowed is not None else []
+    limits = httpx.Limits(max_connections=max_connections)
     return httpx.AsyncClient(
         timeout=timeout_s,
-        limits=httpx.Limits(max_connections=max_connections),
+        transport=CappedTransport(bounds.max_bytes, limits),
         headers={"authorization": authorization} if authorization else None,
         event_hooks={"request": [*hooks, _inject_trace]},
         follow_redirects=False,
@@ -100,6 +119,10 @@ def _failure(error: Exception) -> TransportFailure:
         return error
     if (refused := refused_in(error)) is not None:
         return TransportFailure("refused", str(refused))
+    if (large := found_in(error, AnswerTooLarge)) is not None:
+        return TransportFailure("too_large", str(large))
+    if (encoded := found_in(error, AnswerEncoded)) is not None:
+        return TransportFailure("transport", str(encoded))
     text = str(error) or type(error).__name__
     timed_out = (
         isinstance(error, httpx.TimeoutException) or "timeout" in type(error).__name__.lower()
@@ -110,6 +133,19 @@ def _failure(error: Exception) -> TransportFailure:
     if status in (429, 503) or "HTTP Error 503" in text:  # the SDK client keeps only the text
         return TransportFailure("overloaded", f"the agent refused the request ({text})")
     return TransportFailure("transport", f"{type(error).__name__}: {text}")
+
+
+def _over_time(bounds: AnswerBounds) -> TransportFailure:
+    return TransportFailure(
+        "timeout", f"no whole answer within {bounds.deadline_s:g} s ({DEADLINE_SETTING})"
+    )
+
+
+def _card_named(url: str, allowed: AllowedOrigins | None) -> str | None:
+    """Why the evaluator will not call ``url``, which an agent card names, or None."""
+    if (reason := urls.refusal(url)) is not None:
+        return f"{url}: {reason}"
+    return allowed.first_refusal([url]) if allowed is not None else None
 
 
 def _proto_parts(parts: Any) -> list[ReplyPart]:
@@ -151,9 +187,10 @@ def reply_from_v03_result(result: dict[str, Any]) -> Reply:
 class SdkAgentClient:
     """Protocol 1.0 through the a2a-sdk client."""
 
-    def __init__(self, http: httpx.AsyncClient, client: Client) -> None:
+    def __init__(self, http: httpx.AsyncClient, client: Client, bounds: AnswerBounds) -> None:
         self._http = http
         self._client = client
+        self._bounds = bounds
 
     @classmethod
     async def connect(
@@ -163,33 +200,43 @@ class SdkAgentClient:
         max_connections: int,
         authorization: str | None = None,
         allowed: AllowedOrigins | None = None,
+        bounds: AnswerBounds = DEFAULT_BOUNDS,
     ) -> SdkAgentClient:
         """Resolve the agent card once and build a client over a pooled connection."""
-        http = _http_client(timeout_s, max_connections, authorization, allowed)
+        http = _http_client(timeout_s, max_connections, authorization, allowed, bounds)
         try:
-            card = await A2ACardResolver(http, url).get_agent_card()
-            urls = [i.url for i in card.supported_interfaces]  # refused before any request there
-            if allowed is not None and (refused := allowed.first_refusal(urls)):
-                raise TransportFailure("refused", f"the agent card names {refused}")
+            card_url = str(_card_url(url))
+            async with asyncio.timeout(bounds.deadline_s):
+                # The whole URL as the base, no path: the resolver appends a path as text.
+                card = await A2ACardResolver(http, card_url, "").get_agent_card()
+            for named in (i.url for i in card.supported_interfaces):  # before any request there
+                if (refused := _card_named(named, allowed)) is not None:
+                    raise TransportFailure("refused", f"the agent card names {refused}")
             client = await create_client(card, ClientConfig(httpx_client=http, streaming=False))
+        except TimeoutError:
+            await http.aclose()
+            raise _over_time(bounds) from None
         except Exception as e:
             await http.aclose()
             raise _failure(e) from e
-        return cls(http, client)
+        return cls(http, client, bounds)
 
     async def ask(self, query: str, top_k: int) -> Reply:
-        """Send one request with ``SendMessage``."""
+        """Send one request with ``SendMessage``, within the query's deadline."""
         message = Message(
             role=Role.ROLE_USER,
             message_id=uuid.uuid4().hex,
             parts=[Part(text=request_text(query, top_k))],
         )
         try:
-            async for event in self._client.send_message(SendMessageRequest(message=message)):
-                if event.HasField("task"):
-                    return reply_from_task(event.task)
-                if event.HasField("message"):
-                    return Reply("message", _proto_parts(event.message.parts))
+            async with asyncio.timeout(self._bounds.deadline_s):
+                async for event in self._client.send_message(SendMessageRequest(message=message)):
+                    if event.HasField("task"):
+                        return reply_from_task(event.task)
+                    if event.HasField("message"):
+                        return Reply("message", _proto_parts(event.message.parts))
+        except TimeoutError:
+            raise _over_time(self._bounds) from None
         except Exception as e:
             raise _failure(e) from e
         raise TransportFailure("transport", "the agent sent no task")
@@ -210,28 +257,53 @@ class LegacyAgentClient:
         max_connections: int,
         authorization: str | None = None,
         allowed: AllowedOrigins | None = None,
+        bounds: AnswerBounds = DEFAULT_BOUNDS,
     ) -> None:
-        self._url = url.rstrip("/")
+        """A client of the agent at ``url``; ``TransportFailure`` when that URL is refused."""
+        self._card_url = _card_url(url)
+        self._allowed = allowed
+        self._bounds = bounds
         # Each query talks to two URLs, the card's and the one the card names, which may be two
         # hosts (a Service's short and long names): a pool of one per query would close and
         # reopen a connection for nearly every request.
-        self._http = _http_client(timeout_s, 2 * max_connections, authorization, allowed)
+        self._http = _http_client(timeout_s, 2 * max_connections, authorization, allowed, bounds)
 
     async def ask(self, query: str, top_k: int) -> Reply:
-        """Fetch the card, post ``message/send`` to its ``url``, read the task."""
+        """Fetch the card, post ``message/send`` to its ``url``, read the task (in one deadline)."""
         try:
-            card = (await self._http.get(self._url + CARD_PATH)).raise_for_status().json()
-            response = await self._http.post(card["url"], json=v03_request(query, top_k))
-            body = response.raise_for_status().json()
+            async with asyncio.timeout(self._bounds.deadline_s):
+                body = await self._ask(query, top_k)
+        except TimeoutError:
+            raise _over_time(self._bounds) from None
         except Exception as e:
             raise _failure(e) from e
+        if not isinstance(body, dict):
+            raise TransportFailure("transport", "the answer is no JSON-RPC response object")
         if "error" in body:
             raise TransportFailure("jsonrpc_error", f"JSON-RPC error {body['error']}")
         return reply_from_v03_result(body.get("result") or {})
 
+    async def _ask(self, query: str, top_k: int) -> Any:
+        card = (await self._http.get(self._card_url)).raise_for_status().json()
+        named = card["url"] if isinstance(card, dict) else None
+        if not isinstance(named, str):
+            raise TransportFailure("transport", "the agent card names no url")
+        if (refused := _card_named(named, self._allowed)) is not None:
+            raise TransportFailure("refused", f"the agent card names {refused}")
+        response = await self._http.post(named, json=v03_request(query, top_k))
+        return response.raise_for_status().json()
+
     async def aclose(self) -> None:
         """Close the connections."""
         await self._http.aclose()
+
+
+def _card_url(url: str) -> httpx.URL:
+    """The agent card's URL below the agent's ``url``; ``TransportFailure`` when it is refused."""
+    try:
+        return urls.below(url, CARD_PATH)
+    except ValueError as e:
+        raise TransportFailure("refused", f"the agent URL {e}") from None
 
 
 async def connect(
@@ -241,16 +313,19 @@ async def connect(
     max_connections: int = 100,
     authorization: str | None = None,
     allowed: AllowedOrigins | None = None,
+    bounds: AnswerBounds = DEFAULT_BOUNDS,
 ) -> AgentClient:
     """Open a client of the agent at ``url`` speaking ``protocol``.
 
     ``authorization`` is the ``Authorization`` header of every request (an agent with tokens);
     with ``allowed``, no request goes to another origin
-    (:mod:`services.green_agent.evaluation.egress`).
+    (:mod:`services.green_agent.evaluation.egress`); ``bounds`` bound every answer and query.
     """
     if protocol == "0.3":
-        return LegacyAgentClient(url, timeout_s, max_connections, authorization, allowed)
-    return await SdkAgentClient.connect(url, timeout_s, max_connections, authorization, allowed)
+        return LegacyAgentClient(url, timeout_s, max_connections, authorization, allowed, bounds)
+    return await SdkAgentClient.connect(
+        url, timeout_s, max_connections, authorization, allowed, bounds
+    )
 
 
 #: Seconds between two looks at an agent that does not answer yet.
@@ -267,7 +342,7 @@ async def wait_for_agent(url: str, seconds: float) -> None:
         TransportFailure: no card came within ``seconds``; the last problem is named.
 
     """
-    card = url.rstrip("/") + CARD_PATH
+    card = _card_url(url)
     deadline = time.monotonic() + max(seconds, 0.0)
     async with httpx.AsyncClient(timeout=5) as http:
         while True:

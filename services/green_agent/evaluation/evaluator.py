@@ -1,4 +1,9 @@
-"""Send sampled test queries to a retrieval agent and check every reply against the contract."""
+"""Send sampled test queries to a retrieval agent and check every reply against the contract.
+
+A failure's message may quote the participant (a task's status text, a doc id it made up): it
+is kept cut to :data:`~services.green_agent.evaluation.bounds.MAX_ECHO_CHARS`, so an answer
+within the byte bound still cannot make every line of a report that large.
+"""
 
 from __future__ import annotations
 
@@ -12,6 +17,7 @@ from services.green_agent.evaluation.answer_contract import (
     check_reply,
     loose_doc_ids,
 )
+from services.green_agent.evaluation.bounds import clip
 from services.green_agent.evaluation.client import AgentClient, TransportFailure
 from services.green_agent.evaluation.dataset import TestSet
 from services.telemetry.tracing import tracer
@@ -60,7 +66,7 @@ async def ask_and_check(
             doc_ids = check_reply(reply, top_k, valid_ids, legacy=legacy)
         except (TransportFailure, ContractViolation) as e:
             latency = time.perf_counter() - started
-            return QueryOutcome(query_id, latency, None, e.reason, str(e), started, loose)
+            return QueryOutcome(query_id, latency, None, e.reason, clip(str(e)), started, loose)
     latency = time.perf_counter() - started
     return QueryOutcome(query_id, latency, doc_ids, started_s=started, loose_doc_ids=loose)
 

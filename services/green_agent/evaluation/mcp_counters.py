@@ -7,6 +7,8 @@ result-cache lookups by result (``mcp_result_cache_lookups_total`` of ``GET /met
 hit ratio a load run reports (:mod:`services.green_agent.load.run`). A server that is not named,
 not reachable or silent on a counter gives None, never an error: the run goes on without that
 figure.
+Both URLs are derived from the named one's parts (:mod:`services.green_agent.evaluation.urls`):
+a named URL with a query, a fragment or user information counts nothing and is never called.
 """
 
 from __future__ import annotations
@@ -17,18 +19,30 @@ import httpx
 from pydantic import BaseModel
 
 from services.green_agent.evaluation.egress import AllowedOrigins
+from services.green_agent.evaluation.urls import below, checked
 
 _LOOKUP = re.compile(r'^mcp_result_cache_lookups_total\{result="(hit|miss)"\} (\S+)$', re.M)
 
 
-def server_base(mcp_server_url: str) -> str:
-    """The base URL of a server named by its base URL or by its MCP endpoint."""
-    return mcp_server_url.rstrip("/").removesuffix("/mcp").rstrip("/")
+def server_base(mcp_server_url: str) -> httpx.URL:
+    """The base URL of a server named by its base URL or by its MCP endpoint.
+
+    Raises:
+        ValueError: the URL is refused (:func:`~services.green_agent.evaluation.urls.refusal`).
+
+    """
+    parsed = checked(mcp_server_url)
+    return parsed.copy_with(path=parsed.path.rstrip("/").removesuffix("/mcp") or "/")
 
 
 def health_check_url(mcp_server_url: str) -> str:
-    """``POST /health_check`` of the server at a base URL or at its MCP endpoint."""
-    return server_base(mcp_server_url) + "/health_check"
+    """``POST /health_check`` of the server at a base URL or at its MCP endpoint.
+
+    Raises:
+        ValueError: the URL is refused (:func:`~services.green_agent.evaluation.urls.refusal`).
+
+    """
+    return str(below(server_base(mcp_server_url), "health_check"))
 
 
 async def qdrant_calls_total(
@@ -49,7 +63,9 @@ async def qdrant_calls_total(
             answer.raise_for_status()
             value = answer.json().get("qdrant_calls_total")
     except (httpx.HTTPError, httpx.InvalidURL, ValueError, AttributeError):
-        return None  # InvalidURL is no HTTPError: "http://[::1/" would fail the assessment
+        # InvalidURL is no HTTPError: "http://[::1/" would fail the assessment; ValueError is
+        # also a refused URL (a fragment, a query), never called.
+        return None
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
@@ -72,9 +88,9 @@ async def cache_lookups(mcp_url: str | None) -> dict[str, float] | None:
         return None
     try:
         async with httpx.AsyncClient(timeout=10) as client:
-            answer = await client.get(server_base(mcp_url) + "/metrics")
+            answer = await client.get(below(server_base(mcp_url), "metrics"))
             answer.raise_for_status()
-    except httpx.HTTPError:
+    except (httpx.HTTPError, httpx.InvalidURL, ValueError):
         return None
     found = {result: float(value) for result, value in _LOOKUP.findall(answer.text)}
     return found if found else None
