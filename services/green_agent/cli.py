@@ -19,10 +19,9 @@ budgets, the worker then judges them on the collector's complete merge:
 :mod:`services.green_agent.load.verdict`), and ``load-merge`` merges workers' reports. ``rest``
 scores an MCP server's ``POST /search_nfcorpus`` directly, on whole splits.
 
-``eval``, ``load`` and ``rest`` call the URLs a person typed on the command line: they send the
-token to that agent and follow the URL its card names, unchecked, since that person chose the
-agent. ``GREEN_ALLOWED_ORIGINS`` binds ``serve``, whose URLs come in requests from whoever
-reaches it (:mod:`services.green_agent.evaluation.egress`).
+``eval``, ``load`` and ``rest`` call the URLs a person typed: they send the token to that agent
+and follow the URL its card names, unchecked, since that person chose the agent.
+``GREEN_ALLOWED_ORIGINS`` binds ``serve``, whose URLs come from whoever reaches it (``egress``).
 """
 
 from __future__ import annotations
