@@ -26,6 +26,7 @@ from a2a.client.client import Client
 from a2a.helpers import get_data_parts
 from a2a.types import Message, Part, Role, SendMessageRequest, Task, TaskState
 
+from services.common import jsonrpc
 from services.green_agent.evaluation import urls
 from services.green_agent.evaluation.answer_contract import Reply, ReplyPart
 from services.green_agent.evaluation.bounds import (
@@ -73,21 +74,28 @@ def request_text(query: str, top_k: int) -> str:
 
 
 def v03_request(query: str, top_k: int) -> dict[str, Any]:
-    """The JSON-RPC request of a 0.3 ``message/send``, as an a2a-sdk 0.3 green agent sends it."""
-    return {
-        "id": uuid.uuid4().hex,
-        "jsonrpc": "2.0",
-        "method": "message/send",
-        "params": {
-            "configuration": {"acceptedOutputModes": [], "blocking": True},
-            "message": {
-                "kind": "message",
-                "messageId": uuid.uuid4().hex,
-                "parts": [{"kind": "text", "text": request_text(query, top_k)}],
-                "role": "user",
-            },
-        },
+    """The JSON-RPC request of a 0.3 ``message/send``, with what an a2a-sdk 0.3 green agent sends."""
+    message = {
+        "kind": "message",
+        "messageId": uuid.uuid4().hex,
+        "parts": [{"kind": "text", "text": request_text(query, top_k)}],
+        "role": "user",
     }
+    configuration = {"acceptedOutputModes": [], "blocking": True}
+    params = {"configuration": configuration, "message": message}
+    return jsonrpc.request("message/send", params, uuid.uuid4().hex)
+
+
+def rpc_result(body: Any, reason: str) -> Any:
+    """The ``result`` of a JSON-RPC answer; a JSON-RPC error is a failure labelled ``reason``."""
+    if not isinstance(body, dict):
+        raise TransportFailure("transport", "the answer is not a JSON-RPC object")
+    try:
+        return jsonrpc.result_or_error(body)
+    except jsonrpc.RpcError as e:
+        raise TransportFailure(reason, f"JSON-RPC {e}") from None
+    except jsonrpc.MalformedResponse as e:
+        raise TransportFailure(reason, f"{e}: {body['error']!r}") from None
 
 
 async def _inject_trace(request: httpx.Request) -> None:
@@ -279,9 +287,7 @@ class LegacyAgentClient:
             raise _failure(e) from e
         if not isinstance(body, dict):
             raise TransportFailure("transport", "the answer is no JSON-RPC response object")
-        if "error" in body:
-            raise TransportFailure("jsonrpc_error", f"JSON-RPC error {body['error']}")
-        return reply_from_v03_result(body.get("result") or {})
+        return reply_from_v03_result(rpc_result(body, "jsonrpc_error") or {})
 
     async def _ask(self, query: str, top_k: int) -> Any:
         card = (await self._http.get(self._card_url)).raise_for_status().json()

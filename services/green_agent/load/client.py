@@ -35,9 +35,11 @@ from services.green_agent.evaluation.client import (
     TransportFailure,
     reply_from_v03_result,
     request_text,
+    rpc_result,
     v03_request,
 )
 from services.green_agent.evaluation.egress import AllowedOrigins
+from services.green_agent.evaluation.urls import below
 from services.telemetry.tracing import inject_headers
 
 _JSON = [(b"accept", b"application/json"), (b"content-type", b"application/json")]
@@ -140,18 +142,6 @@ def reply_from_v10_result(result: Any) -> Reply:
     raise TransportFailure("transport", "the agent sent no task")
 
 
-def _rpc_result(body: Any, reason: str) -> Any:
-    """The ``result`` of a JSON-RPC answer; a JSON-RPC error is a failure labelled ``reason``."""
-    if not isinstance(body, dict):
-        raise TransportFailure("transport", "the answer is not a JSON-RPC object")
-    try:
-        return jsonrpc.result_or_error(body)
-    except jsonrpc.RpcError as e:
-        raise TransportFailure(reason, f"JSON-RPC {e}") from None
-    except jsonrpc.MalformedResponse as e:
-        raise TransportFailure(reason, f"{e}: {body['error']!r}"[:500]) from None
-
-
 class LeanAgentClient:
     """Either protocol over the keep-alive pool; what the generator asks with."""
 
@@ -164,7 +154,7 @@ class LeanAgentClient:
         authorization: str | None = None,
         allowed: AllowedOrigins | None = None,
     ) -> None:
-        self._card_url = url.rstrip("/") + CARD_PATH
+        self._card_url = str(below(url, CARD_PATH))  # a path joined, never text appended
         self._protocol = protocol
         self._timeout_s = timeout_s
         # A 0.3 query talks to two URLs, the card's and the one it names, maybe on two hosts
@@ -202,14 +192,14 @@ class LeanAgentClient:
                 raise TransportFailure("transport", "the agent card is not resolved")
             body = v10_request(query, top_k)
             answer = await self._origins.exchange("POST", self._endpoint, [_V10], body)
-            return reply_from_v10_result(_rpc_result(answer, "transport"))
+            return reply_from_v10_result(rpc_result(answer, "transport"))
         card = await self._origins.exchange("GET", self._card_url, [], b"")
         target = card.get("url") if isinstance(card, dict) else None
         if not isinstance(target, str):
             raise TransportFailure("transport", f"the agent card at {self._card_url} has no url")
         body = _dump(v03_request(query, top_k))
         answer = await self._origins.exchange("POST", target, [], body)
-        return reply_from_v03_result(_rpc_result(answer, "jsonrpc_error") or {})
+        return reply_from_v03_result(rpc_result(answer, "jsonrpc_error") or {})
 
     async def aclose(self) -> None:
         """Close the idle connections."""
