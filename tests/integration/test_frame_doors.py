@@ -8,7 +8,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
 import socket
 from collections.abc import Iterator
@@ -20,34 +19,10 @@ import pytest
 from harness.processes import McpServer, ServerProcess
 from services.common.limits import ServerLimits
 from services.purple_agent.settings import PurpleSettings
+from tests.support.idle_bodies import IDLE, idle_bodies
 from tests.support.purple import ThreadedServer, v03_body
 
 REBOUND = "rebind.attacker.example"
-#: More idle connections than a process has places for requests.
-IDLE = ServerLimits().max_in_flight + 16
-
-
-def _head(method: str, path: str, port: int, *extra: str) -> bytes:
-    lines = [f"{method} {path} HTTP/1.1", f"Host: 127.0.0.1:{port}", *extra, "", ""]
-    return "\r\n".join(lines).encode()
-
-
-@contextlib.contextmanager
-def _idle_bodies(port: int, method: str, path: str, count: int) -> Iterator[list[socket.socket]]:
-    """``count`` connections that each declare a 1000-byte body and send none of it."""
-    socks: list[socket.socket] = []
-    try:
-        for _ in range(count):
-            sock = socket.create_connection(("127.0.0.1", port), timeout=5)
-            head = _head(
-                method, path, port, "Content-Type: application/json", "Content-Length: 1000"
-            )
-            sock.sendall(head)
-            socks.append(sock)
-        yield socks
-    finally:
-        for sock in socks:
-            sock.close()
 
 
 def _status(sock: socket.socket) -> int:
@@ -67,7 +42,7 @@ def test_idle_bodies_of_any_method_leave_searches_answered(
     mcp_server: McpServer, method: str, path: str
 ) -> None:
     search = {"query": "soy and hot flashes", "top_k": 3}
-    with _idle_bodies(mcp_server.port, method, path, IDLE) as socks:
+    with idle_bodies(mcp_server.port, method, path, IDLE) as socks:
         # Answered as usual, not 503 overloaded: the idle bodies took no place.
         for _ in range(3):
             answer = httpx.post(mcp_server.base_url + "/search_nfcorpus", json=search, timeout=5)

@@ -63,7 +63,7 @@ def test_a_percentile_reads_at_most_the_resolution_high_and_never_low() -> None:
 def test_histograms_of_other_buckets_are_not_read() -> None:
     # A report's histograms are all of one bucketing: another is refused when read, so two of
     # them never meet in a merge.
-    with pytest.raises(ValueError, match="buckets of resolution 0.05"):
+    with pytest.raises(ValueError, match=r"buckets of resolution 0\.05"):
         LatencyHistogram(resolution=0.05).merged(LatencyHistogram())
     with pytest.raises(ValueError, match="within"):
         LatencyHistogram().quantile(1.5)
