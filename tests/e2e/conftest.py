@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from harness.processes import ServerProcess
+from tests.support.load_collector import collector_process
 
 
 @pytest.fixture(scope="session")
@@ -36,3 +38,13 @@ def green_agent(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProc
         yield agent
     finally:
         agent.stop()
+
+
+@pytest.fixture
+def collector(tmp_path: Path) -> Iterator[tuple[ServerProcess, Path]]:
+    server, out = collector_process(tmp_path)
+    server.start(timeout_s=30)
+    try:
+        yield server, out
+    finally:
+        server.stop()

@@ -11,7 +11,6 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -32,16 +31,6 @@ from tests.support.load_collector import (
     post_report,
     worker_report,
 )
-
-
-@pytest.fixture
-def collector(tmp_path: Path) -> Iterator[tuple[ServerProcess, Path]]:
-    server, out = collector_process(tmp_path)
-    server.start(timeout_s=30)
-    try:
-        yield server, out
-    finally:
-        server.stop()
 
 
 def _worker(index: int, agent: str, collector: str, out: Path) -> subprocess.Popen[bytes]:

@@ -12,7 +12,7 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -34,16 +34,6 @@ from tests.support.load_collector import (
 
 #: How long a refused start may take to exit: far above an import of the green agent.
 EXIT_TIMEOUT_S = 60
-
-
-@pytest.fixture
-def collector(tmp_path: Path) -> Iterator[tuple[ServerProcess, Path]]:
-    server, out = collector_process(tmp_path)
-    server.start(timeout_s=30)
-    try:
-        yield server, out
-    finally:
-        server.stop()
 
 
 def _attack(body: dict[str, Any]) -> dict[str, Any]:
