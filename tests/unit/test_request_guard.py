@@ -17,8 +17,12 @@ from services.common.a2a_input import message_problem
 from services.common.frame import ServiceId, service_app
 from services.common.guard.admission import METRICS_IN_FLIGHT, Admission
 from services.common.guard.body import decode_json, plainly_acceptable
+from services.common.guard.hosts import HostFields
 from services.common.guard.refusal import Refusal
 from services.common.limits import ServerLimits
+from services.green_agent.settings import GreenSettings
+from services.mcp_server.settings import McpServerSettings
+from services.purple_agent.settings import PurpleSettings
 
 SERVICE = ServiceId(metric_prefix="guardtest", trace_name="guard-test")
 LIMITS = ServerLimits(max_body_bytes=2048, max_json_depth=8, max_in_flight=1, body_timeout_s=0.2)
@@ -245,3 +249,16 @@ def test_the_text_scan_skips_the_walk_only_where_nothing_can_be_wrong() -> None:
     assert not plainly_acceptable('{"q": "caf\u00e9"}', 8)  # non-ASCII text: walked
     # Many brackets at little depth fail the scan, and the walk accepts them.
     decode_json(("[" + ", ".join(["{}"] * 20) + "]").encode(), 8)
+
+
+@pytest.mark.parametrize(
+    ("settings", "prefix"),
+    [(GreenSettings, "GREEN_"), (PurpleSettings, "PURPLE_"), (McpServerSettings, "MCP_")],
+)
+def test_every_server_reads_its_allowed_hosts_as_a_comma_list(
+    monkeypatch: pytest.MonkeyPatch, settings: type[HostFields], prefix: str
+) -> None:
+    # As the chart sets it: one variable, names separated by commas (a settings class of its own
+    # may not shadow the list's reading with a validator of the same name).
+    monkeypatch.setenv(f"{prefix}ALLOWED_HOSTS", "svc:8080, localhost:*,[::1]:*")
+    assert settings().allowed_hosts == ["svc:8080", "localhost:*", "[::1]:*"]

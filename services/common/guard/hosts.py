@@ -53,7 +53,7 @@ class HostFields(BaseModel):
 
     @field_validator("allowed_hosts", mode="before")
     @classmethod
-    def _split(cls, value: object) -> object:
+    def _split_hosts(cls, value: object) -> object:
         if isinstance(value, str):
             return [h.strip() for h in value.split(",") if h.strip()]
         return value
