@@ -55,8 +55,14 @@ def _budgets(job: Job) -> list[str]:
 async def _collector_report(cluster: Cluster, collector: Deployment) -> LoadReport | str:
     """The collector's report, or what it answered instead."""
     (pod,) = cluster.pods[collector.name]
+    port = pod.spec.ports["http"]
+    # Read as a person reads it, through `kubectl port-forward`, whose requests name
+    # localhost:<local port>: the collector answers only the names it is reached by (its
+    # Service's, loopback), never a pod IP.
     async with httpx.AsyncClient(timeout=30) as http:
-        answer = await http.get(f"http://{pod.ip}:{pod.spec.ports['http']}/report")
+        answer = await http.get(
+            f"http://{pod.ip}:{port}/report", headers={"host": f"localhost:{port}"}
+        )
     if answer.status_code != 200:
         return f"HTTP {answer.status_code}: {answer.text[:300]}"
     return LoadReport.model_validate_json(answer.content)
