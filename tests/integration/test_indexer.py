@@ -195,7 +195,7 @@ def test_supervised_build_adds_knn_and_ranker_and_rotates_them(
             build_index(newer, store, encoder)
         left = store.list_collections()
         assert not any(c.startswith(name) for c in left)
-        assert len(left) == 6  # two versions x (documents, knn, ranker)
+        assert len(left) == 8  # two versions x (documents, knn, corpus, ranker)
     finally:
         store.close()
 

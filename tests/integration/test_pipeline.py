@@ -48,7 +48,9 @@ def _recorded(store: Store, method: str, what: Callable[..., object]) -> list[ob
     return seen
 
 
-def _payload(name: str, ids: Sequence[PointId], payload: Sequence[str] | bool = True) -> object:
+def _payload(
+    name: str, ids: Sequence[PointId], payload: Sequence[str] | bool = True, vectors: bool = False
+) -> object:
     """What a ``store.retrieve`` call asks to read."""
     return payload
 

@@ -102,6 +102,32 @@ def test_retrieve_keeps_the_requested_order(store: Store) -> None:
     assert hits[0].payload == {"doc_id": "D3", "title": "t3", "text": "x3"}
 
 
+def test_retrieve_returns_dense_vectors_when_asked(store: Store) -> None:
+    store.create_collection("c", SPEC)
+    store.upsert("c", POINTS)
+    plain, with_vectors = store.retrieve("c", [1]), store.retrieve("c", [1], ["doc_id"], True)
+    assert plain[0].dense is None and with_vectors[0].payload == {"doc_id": "D2"}
+    stored = with_vectors[0].dense
+    assert stored is not None
+    expected = np.asarray(POINTS[1].dense) / np.linalg.norm(POINTS[1].dense)
+    np.testing.assert_allclose(np.asarray(stored) / np.linalg.norm(stored), expected, rtol=1e-5)
+
+
+def test_score_points_scores_just_the_points_asked(store: Store) -> None:
+    # What a ranking reads of candidates no voting query judged: their dense scores for the
+    # query and their payload, in one call restricted to them, whatever the collection's size.
+    store.create_collection("c", SPEC)
+    store.upsert("c", POINTS)
+    query = [1.0, 1.0, 0.0, 0.0]
+    (everything,) = store.search("c", [VectorQuery(query, 3)])
+    score_of = dict(zip(everything.ids, everything.scores, strict=True))
+    hits = store.score_points("c", query, [2, 99, 0], ["doc_id"])  # 99: nobody's number
+    assert sorted(h.id for h in hits) == [0, 2]
+    for h in hits:
+        assert h.score == pytest.approx(score_of[h.id]) and set(h.payload) == {"doc_id"}
+    assert store.score_points("c", query, [], ["doc_id"]) == []
+
+
 def test_numbered_and_uuid_ids_come_back_as_they_were_given(store: Store) -> None:
     # Documents are numbered, voting queries and the ranker have uuid5 ids: both kinds come
     # back from every call as the caller spelled them (an int, the UUID's text).

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from services.retrieval.query.corelevance import CoRelevance
-from services.retrieval.query.judgements import Csr, Judgements
+from services.retrieval.query.judgements import Csr, Judgements, Located
 
 sp = pytest.importorskip("scipy.sparse")  # the reference; serving no longer imports it
 
@@ -71,7 +71,9 @@ def test_co_relevance_spreads_scipys_product_to_the_bit() -> None:
         assert co._spread(per_query).tobytes() == (by_doc @ per_query).tobytes()
     anchors = {3: 0.5, 17: 0.25, 240: 0.125}
     spread = by_doc @ ((a.dot(_column(anchors, a.shape[1]))) * co._weights)
-    assert co.scores(anchors).columns(docs)[0].tobytes() == spread.tobytes()
+    located = Located.of(judgements.doc_index, docs)
+    points = np.arange(len(docs), dtype=np.int64)
+    assert co.scores(anchors).columns(located, points)[0].tobytes() == spread.tobytes()
 
 
 def _column(weights: dict[int, float], size: int) -> np.ndarray:

@@ -4,8 +4,10 @@ import numpy as np
 import pytest
 
 from services.retrieval.indexing import training
+from services.retrieval.query.bm25_table import FieldStats
 from services.retrieval.query.corelevance import CoRelevance, CoScores, anchors
-from services.retrieval.query.evidence import Depths, Evidence, RankedDocs, gather, point_columns
+from services.retrieval.query.documents import JudgedDocs, Outsiders
+from services.retrieval.query.evidence import Depths, Evidence, RankedDocs, gather
 from services.retrieval.query.features import (
     FEATURES,
     Candidates,
@@ -22,7 +24,7 @@ from services.retrieval.store.base import StoreError
 from services.retrieval.types import (
     DocInfo,
     EncodedQuery,
-    PointId,
+    Hit,
     Scored,
     SparseVector,
     VectorQuery,
@@ -30,15 +32,28 @@ from services.retrieval.types import (
 
 
 def _ranked(judgements: Judgements, *scored: tuple[str, float]) -> RankedDocs:
-    """A retriever's list as the store's answer is numbered: by column in ``judgements``."""
-    at = [judgements.doc_index[d] for d, _ in scored]
-    return RankedDocs(np.array(at, dtype=np.int64), np.array([s for _, s in scored]))
+    """A retriever's list as the store numbers it (a corpus of ``judgements``' documents alone)."""
+    points = [judgements.doc_index[d] for d, _ in scored]
+    return RankedDocs(np.array(points, dtype=np.int64), np.array([s for _, s in scored]))
+
+
+def _judged(judgements: Judgements) -> JudgedDocs:
+    """``judgements``' documents as a version holds them, numbered by column."""
+    hits = [Hit(i, 0.0, {"doc_id": d, "title": f"{d}."}) for i, d in enumerate(judgements.doc_ids)]
+    return JudgedDocs(hits)
+
+
+def _candidates(judgements: Judgements, doc_ids: list[str]) -> Candidates:
+    judged = _judged(judgements)
+    points = np.array([judgements.doc_index[d] for d in doc_ids], dtype=np.int64)
+    return Candidates(points, judged.locate(points), judged)
 
 
 QRELS = {"Q-self": {"A": 1, "B": 1}, "Q1": {"A": 2, "C": 1}, "Q2": {"C": 1}}
 JUDGEMENTS = Judgements(QRELS, ["A", "B", "C", "D", "E"])
 NEIGHBOURS = [("Q-self", 1.0), ("Q1", 0.8), ("Q2", 0.5)]
 NO_CO = CoRelevance(Judgements({}, ["A", "B"])).scores({})
+_TWO = np.arange(2, dtype=np.int64)
 
 
 def tally_votes(
@@ -79,9 +94,13 @@ def test_candidates_union_lists_and_known_voted_documents() -> None:
         _ranked(corpus, ("D", 4.0), ("E", 1.0)),
         NEIGHBOURS,
     )
-    cands, votes = candidates(evidence, corpus, KnnSettings(neighbours=3, power=1.0, vote_depth=10))
+    judged = _judged(corpus)
+    knn = KnnSettings(neighbours=3, power=1.0, vote_depth=10)
+    points, votes = candidates(evidence, corpus, judged, knn)
+    cands = Candidates(points, judged.locate(points), judged)
     assert cands.doc_ids == ["A", "D", "E", "B"]
     assert cands.located.at.tolist() == [0, 2, 3, 1] and cands.located.known.all()
+    assert cands.names([3]) == [("B", "B.")]
     assert votes.get("C") is None
 
 
@@ -97,7 +116,7 @@ def test_feature_rows_mark_missing_lists_and_remove_own_judgements() -> None:
     lexical = LexicalColumns(np.array([0.5, 0.0]), np.array([2.0, 0.0]), 7.5)
     rows = build_features(
         evidence,
-        Candidates(Located.of(JUDGEMENTS.doc_index, ["A", "B"]), JUDGEMENTS.doc_ids),
+        _candidates(JUDGEMENTS, ["A", "B"]),
         votes,
         DocTable(info),  # A and B first, as in JUDGEMENTS: the table reads by column
         QuerySide(
@@ -166,15 +185,34 @@ def test_a_model_for_other_features_is_refused() -> None:
 def test_co_relevance_spreads_seed_weight_through_shared_judgements() -> None:
     judgements = {"Q1": {"A": 1, "B": 1}, "Q2": {"B": 1, "C": 1, "D": 1}, "Q3": {"E": 1}}
     co = CoRelevance(Judgements(judgements, ["A", "B", "C", "D", "E"]))
-    scores = co.scores({"A": 1.0})
+    scores = co.scores({0: 1.0})  # A
     w1 = 1 / math.log1p(2)
     assert scores.score("B") == pytest.approx(w1) and scores.score("A") == pytest.approx(w1)
     assert scores.score("C") == 0.0 and scores.score("unknown") == 0.0
-    assert scores.rank("A") in (1, 2) and scores.rank("E") > 2 and scores.rank("unknown") == 6
+    # Ranks among all documents: point 5 is a sixth document, judged by no query.
+    points = np.array([0, 4, 5], dtype=np.int64)  # A, E, the sixth
+    located = Located(np.array([0, 4, 0]), np.array([True, True, False]))
+    assert scores.columns(located, points)[1].tolist() == [1, 5, 6]
     via_b = co.scores({"B": 1.0})
     assert via_b.score("D") == pytest.approx(1 / math.log1p(3))
     # Leave-one-out: a training query's own judgements lend it nothing.
     assert co.scores({"A": 1.0}, exclude_query="Q1").score("B") == 0.0
+
+
+def test_co_relevance_ranks_documents_among_the_whole_corpus_in_id_order() -> None:
+    # Eight documents, of which points 1, 4 and 6 are judged: a rank counts the other five too.
+    values = np.array([0.5, 0.0, 0.5])
+    judged = np.array([1, 4, 6], dtype=np.int64)
+    index = {"P1": 0, "P4": 1, "P6": 2}
+    every = np.zeros(8)
+    every[judged] = values
+    expected = np.empty(8, dtype=np.int64)
+    expected[np.argsort(-every, kind="stable")] = np.arange(1, 9)
+    points = np.arange(8, dtype=np.int64)
+    at = np.searchsorted(judged, points).clip(max=2)
+    located = Located(at, judged[at] == points)
+    ranks = CoScores(index, values, judged).columns(located, points)[1]
+    assert ranks.tolist() == expected.tolist()
 
 
 @pytest.mark.parametrize("size", [0, 1, 2, 7, 3633])
@@ -188,14 +226,16 @@ def test_co_relevance_ranks_are_a_stable_sort_s_highest_first_ties_in_position_o
     expected = np.empty(size, dtype=np.int64)
     expected[np.argsort(-values, kind="stable")] = np.arange(1, size + 1)
     index = {f"D{i}": i for i in range(size)}
-    ranks = CoScores(index, values).columns([f"D{i}" for i in range(size)])[1]
+    points = np.arange(size, dtype=np.int64)
+    located = Located.of(index, [f"D{i}" for i in range(size)])
+    ranks = CoScores(index, values, points).columns(located, points)[1]
     assert ranks.tolist() == expected.tolist()
 
 
 def test_anchors_fuse_rankings_by_reciprocal_rank() -> None:
-    a, b, c, d = 0, 1, 2, 3  # columns (in doc id order)
+    a, b, c, d = 0, 1, 20, 300  # point ids (in doc id order)
     best = anchors([np.array([a, b, c]), np.array([b, a, d])], n=3)
-    # A and B tie (1/61 + 1/62): the lower column first.
+    # A and B tie (1/61 + 1/62): the lower point id first.
     assert list(best) == [a, b, c] and best[a] == 1.0 and best[b] == 0.5 and best[c] == 1 / 3
     assert anchors([np.array([d, c]), np.array([], dtype=np.int64)], n=5) == {d: 1.0, c: 0.5}
     assert anchors([]) == {}
@@ -225,6 +265,30 @@ def test_doc_table_reads_priors_and_title_overlap_by_index() -> None:
     no_terms = table.columns(["A"], []).title_overlap
     assert math.isnan(no_terms[0])
     assert DocTable({}).columns(["A"], ["d"]).prior.tolist() == [0.0]
+
+
+@pytest.mark.parametrize("query", [["vitamin", "d", "d"], ["dose"], [], ["absent"]])
+def test_documents_read_at_the_candidates_get_the_bits_of_a_table_holding_them(
+    query: list[str],
+) -> None:
+    info = {
+        "A": DocInfo(("vitamin", "d"), 3, 40),
+        "B": DocInfo(("d",), 0, 10),
+        "C": DocInfo(("d", "d", "dose", "dose", "dose"), 1, 7),
+    }
+    titles = FieldStats.of(i.title_terms for i in info.values())
+    whole = DocTable(info, titles).columns(["A", "B", "C"], query, {"C": 1})
+    # A version holding A and B only, C read at the candidates (its point id 2).
+    judgements = Judgements({}, ["A", "B"])
+    judged = _judged(judgements)
+    points = np.arange(3, dtype=np.int64)
+    rows = np.array([2], dtype=np.intp)
+    outsiders = Outsiders(rows, ["C"], ["C."], [info["C"]], np.array([0.25]))
+    cands = Candidates(points, judged.locate(points), judged, outsiders)
+    assert cands.doc_ids == ["A", "B", "C"] and cands.names([2]) == [("C", "C.")]
+    part = DocTable({d: info[d] for d in ("A", "B")}, titles).columns(cands, query, {"C": 1})
+    for field in ("prior", "title_overlap", "doc_length", "title_length", "title_bm25"):
+        assert getattr(part, field).tobytes() == getattr(whole, field).tobytes(), field
 
 
 def test_vote_columns_match_single_votes() -> None:
@@ -264,7 +328,7 @@ def test_a_document_listed_twice_keeps_its_first_place() -> None:
     lexical = LexicalColumns(np.zeros(2), np.zeros(2), 1.0)
     rows = build_features(
         evidence,
-        Candidates(Located.of(JUDGEMENTS.doc_index, ["A", "B"]), JUDGEMENTS.doc_ids),
+        _candidates(JUDGEMENTS, ["A", "B"]),
         votes,
         DocTable({"A": DocInfo((), 0), "B": DocInfo((), 0)}),
         QuerySide("q", ["q"], lexical, np.zeros(2), np.zeros(2)),
@@ -278,33 +342,31 @@ def test_a_document_listed_twice_keeps_its_first_place() -> None:
     assert f["dense_z"].tolist() == pytest.approx([z[1], z[0]])
 
 
-def test_point_columns_map_numbered_documents_and_refuse_uuid_ones() -> None:
-    names: dict[PointId, str] = {
-        0: "C",
-        3: "A",
-        1: "Z",
-    }  # a gap (2), and a document the matrix does not know
-    table = point_columns(names, JUDGEMENTS.doc_index)
-    assert table.tolist() == [2, -1, -1, 0]
-    with pytest.raises(StoreError, match="older index schema"):
-        point_columns({0: "A", "6f1d3c2e-8a4b-4e1f-9c7d-2b5a0e9f4c31": "B"}, JUDGEMENTS.doc_index)
+def test_judged_documents_locate_point_ids_and_leave_others_unknown() -> None:
+    hits = [Hit(p, 0.0, {"doc_id": d}) for p, d in ((7, "C"), (2, "A"), (4, "B"))]
+    judged = JudgedDocs(hits)
+    assert judged.doc_ids == ["A", "B", "C"] and judged.points.tolist() == [2, 4, 7]
+    located = judged.locate(np.array([7, 3, 2, 9], dtype=np.int64))
+    assert located.known.tolist() == [True, False, True, False]
+    assert located.at[located.known].tolist() == [2, 0]
 
 
-def test_gather_numbers_documents_by_point_id_and_drops_unknown_ones() -> None:
-    class TwoLists:
-        """The two calls gather makes without a lexical side or voters: dense, nothing else."""
+class _DenseOnly:
+    """The one call gather makes without a lexical side or voters: dense."""
 
-        def search(self, name: str, queries: list[VectorQuery]) -> list[Scored]:
-            return [Scored([3, 7, 0, 1], [0.9, 0.8, 0.5, 0.4])]
+    def __init__(self, ids: list[int | str]) -> None:
+        self.ids = ids
 
-    names: dict[PointId, str] = {
-        0: "C",
-        1: "Z",
-        3: "A",
-    }  # 7 is past the table, Z unknown to the matrix
-    columns = point_columns(names, JUDGEMENTS.doc_index)
+    def search(self, name: str, queries: list[VectorQuery]) -> list[Scored]:
+        return [Scored(self.ids, [0.9, 0.8, 0.5, 0.4][: len(self.ids)])]
+
+
+def test_gather_numbers_documents_by_point_id_and_refuses_uuid_ones() -> None:
     q = EncodedQuery([1.0], SparseVector([], []), "the", ())
     depths = Depths(4, FeedbackSettings(docs=0), 0)
-    evidence = gather(TwoLists(), "docs", None, q, depths, columns, {})  # type: ignore[arg-type]
-    assert evidence.dense.at.tolist() == [0, 2]  # A, C
-    assert evidence.dense.scores.tolist() == [0.9, 0.5]
+    evidence = gather(_DenseOnly([3, 7, 0, 1]), "docs", None, q, depths, {})  # type: ignore[arg-type]
+    assert evidence.dense.points.tolist() == [3, 7, 0, 1]
+    assert evidence.dense.scores.tolist() == [0.9, 0.8, 0.5, 0.4]
+    uuid = "6f1d3c2e-8a4b-4e1f-9c7d-2b5a0e9f4c31"
+    with pytest.raises(StoreError, match="older index schema"):
+        gather(_DenseOnly([0, uuid]), "docs", None, q, depths, {})  # type: ignore[arg-type]

@@ -21,7 +21,7 @@ from services.nfcorpus.dataset import Document, corpus_fingerprint, load_corpus
 from services.nfcorpus.download import ensure_dataset
 from services.retrieval.encoders.dense import DenseEncoder, Matrix, OnnxMiniLM
 from services.retrieval.encoders.sparse import Bm25Params, encode_documents
-from services.retrieval.indexing.points import document_points
+from services.retrieval.indexing.points import doc_numbers, document_points, save_corpus_stats
 from services.retrieval.indexing.training import (
     TrainingData,
     build_supervised,
@@ -34,7 +34,13 @@ from services.retrieval.indexing.versions import (
     drop_old_versions,
     supervised_config,
 )
-from services.retrieval.query.index_version import ranker_collection, versioned_collection
+from services.retrieval.query.bm25_table import FieldStats
+from services.retrieval.query.documents import CorpusStats
+from services.retrieval.query.index_version import (
+    corpus_collection,
+    ranker_collection,
+    versioned_collection,
+)
 from services.retrieval.settings import RetrievalSettings
 from services.retrieval.store import open_store
 from services.retrieval.store.base import Store
@@ -127,7 +133,8 @@ def build(
     if not store.collection_exists(name):
         store.create_collection(name, CollectionSpec(dense_size=encoder.dimension))
     votes = train_votes(plan.data.learners) if plan.data is not None else {}
-    points = document_points(documents, dense, sparse, votes)
+    numbers = doc_numbers(documents)
+    points = document_points(documents, dense, sparse, votes, numbers)
     with progress(f"upserting into {name}", len(points)) as advance:
         for batch in _batches(points, UPSERT_BATCH):
             store.upsert(name, batch)
@@ -138,7 +145,10 @@ def build(
             f"{name} holds {stored} points after upserting {len(documents)} documents"
         )
     if plan.data is not None:
-        build_supervised(store, name, encoder, plan.data, settings)
+        titles = FieldStats.of(p.payload["title_terms"] for p in points)
+        save_corpus_stats(store, corpus_collection(name), CorpusStats(titles))
+        numbered = {d.doc_id: n for d, n in zip(documents, numbers, strict=True)}
+        build_supervised(store, name, encoder, plan.data, settings, numbered)
 
 
 def build_index(

@@ -12,7 +12,8 @@ from collections.abc import Mapping, Sequence
 
 from services.nfcorpus.dataset import Document
 from services.retrieval.encoders.dense import DIMENSION, Matrix
-from services.retrieval.query.index_version import RANKER_POINT
+from services.retrieval.query.documents import CorpusStats
+from services.retrieval.query.index_version import CORPUS_POINT, RANKER_POINT
 from services.retrieval.query.ranker import Ranker
 from services.retrieval.store.base import Store
 from services.retrieval.text import analyze
@@ -20,8 +21,23 @@ from services.retrieval.types import CollectionSpec, Point, SparseVector, point_
 
 #: The training-query collection: one MiniLM embedding per query, judgements as payload.
 KNN_SPEC = CollectionSpec(dense_size=DIMENSION, sparse=False)
-#: The ranker collection: a single point whose payload holds the model (the vector is unused).
+#: The ranker and corpus collections: one point whose payload holds the model or the corpus's
+#: statistics (the vector is unused).
 RANKER_SPEC = CollectionSpec(dense_size=1, sparse=False)
+
+
+def doc_numbers(documents: Sequence[Document]) -> list[int]:
+    """Each document's point id: its place among the corpus's doc ids in sorted order.
+
+    A point id then orders documents as their ids do, so a query breaks ties between equal
+    scores by doc id from the ids the store answers with, reading nothing more. The same
+    corpus gives the same numbers, so re-upserting replaces, never duplicates.
+    """
+    by_id = sorted(range(len(documents)), key=lambda i: documents[i].doc_id)
+    numbers = [0] * len(documents)
+    for number, i in enumerate(by_id):
+        numbers[i] = number
+    return numbers
 
 
 def document_points(
@@ -29,15 +45,16 @@ def document_points(
     dense: Matrix,
     sparse: Sequence[SparseVector],
     train_votes: Mapping[str, int],
+    numbers: Sequence[int],
 ) -> list[Point]:
-    """One point per document, numbered in the order given (the corpus's order).
+    """One point per document, in the order given (the corpus's), with its :func:`doc_numbers`.
 
-    The same corpus gives the same numbers, so re-upserting replaces, never duplicates; the
-    order given is also the order of upserting, which breaks ties between equal scores.
+    The order given is the order of upserting, which breaks the engine's ties between equal
+    scores (its own numbering of the points follows it).
     """
     return [
         Point(
-            id=i,
+            id=numbers[i],
             dense=dense[i].tolist(),
             sparse=sparse[i],
             payload={
@@ -60,16 +77,24 @@ def knn_points(
     vectors: Matrix,
     qrels: Mapping[str, Mapping[str, int]],
     texts: Mapping[str, str],
+    numbers: Mapping[str, int],
 ) -> list[Point]:
     """One point per training query (the ids are uuid5 of ``knn:<query id>``).
 
-    The payload keeps the query's judgements and analyzed terms (the lexical kNN view).
+    The payload keeps the query's judgements, the point ids of the documents it judged that
+    the corpus holds (``numbers``: doc id -> point id; a served version reads the judged
+    documents by them, never the whole corpus) and its analyzed terms (the lexical kNN view).
     """
     return [
         Point(
             id=point_id(f"knn:{q}"),
             dense=vectors[i].tolist(),
-            payload={"query_id": q, "relevant": dict(qrels[q]), "terms": analyze(texts[q])},
+            payload={
+                "query_id": q,
+                "relevant": dict(qrels[q]),
+                "points": {d: numbers[d] for d in qrels[q] if d in numbers},
+                "terms": analyze(texts[q]),
+            },
         )
         for i, q in enumerate(query_ids)
     ]
@@ -81,6 +106,16 @@ def upsert_knn(store: Store, name: str, points: Sequence[Point], batch: int = 25
         store.create_collection(name, KNN_SPEC)
     for start in range(0, len(points), batch):
         store.upsert(name, points[start : start + batch])
+
+
+def save_corpus_stats(store: Store, name: str, stats: CorpusStats) -> None:
+    """Store the corpus's statistics as the payload of the one point of collection ``name``.
+
+    :func:`~services.retrieval.query.index_version.load_corpus_stats` reads it back.
+    """
+    if not store.collection_exists(name):
+        store.create_collection(name, RANKER_SPEC)
+    store.upsert(name, [Point(CORPUS_POINT, [1.0], stats.to_payload())])
 
 
 def save_ranker(store: Store, name: str, ranker: Ranker) -> None:

@@ -236,13 +236,18 @@ def build_supervised(
     encoder: DenseEncoder,
     data: TrainingData,
     settings: RetrievalSettings,
+    numbers: Mapping[str, int],
 ) -> Ranker:
-    """Fill ``<collection>-knn`` with the voting queries, train the ranker, store it."""
+    """Fill ``<collection>-knn`` with the voting queries, train the ranker, store it.
+
+    ``numbers`` maps the corpus's doc ids to their point ids in ``collection``.
+    """
     cache = settings.cache_dir / "vectors"
     voter_ids, held_ids = sorted(data.voters), sorted(data.held_out)
     voter_vectors = _encode(encoder, data, voter_ids, cache, settings.encode_batch_size)
     knn = knn_collection(collection)
-    upsert_knn(store, knn, knn_points(voter_ids, voter_vectors, data.voters, data.queries))
+    voters = knn_points(voter_ids, voter_vectors, data.voters, data.queries, numbers)
+    upsert_knn(store, knn, voters)
     if store.count(knn) != len(voter_ids):
         raise RuntimeError(f"{knn} holds {store.count(knn)} points, expected {len(voter_ids)}")
 

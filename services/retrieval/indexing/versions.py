@@ -1,15 +1,16 @@
 """Which index version a build makes, and which versions are kept.
 
-A version is three collections sharing one name (:mod:`services.retrieval.query.index_version`).
+A version is four collections sharing one name (:mod:`services.retrieval.query.index_version`).
 The name's hash covers everything that changes what the version serves (corpus content, model,
 BM25 parameters, schema, training data, features and ranker settings), so a build with other
 inputs never overwrites a version in service; the service reads the alias, which moves once a
 version is complete.
 
 A build then drops the older versions of its alias, and only those: a name is a version of alias
-``X`` only if it is exactly ``X-<hash>``, ``X-<hash>-knn`` or ``X-<hash>-ranker`` with a hash of
-:data:`HASH_CHARS` lowercase hex digits, so another alias's collections on the same store
-(``X-staging-<hash>``, say) and collections made by hand are never touched.
+``X`` only if it is exactly ``X-<hash>``, ``X-<hash>-knn``, ``X-<hash>-corpus`` or
+``X-<hash>-ranker`` with a hash of :data:`HASH_CHARS` lowercase hex digits, so another alias's
+collections on the same store (``X-staging-<hash>``, say) and collections made by hand are never
+touched.
 """
 
 from __future__ import annotations
@@ -33,7 +34,10 @@ log = logging.getLogger(__name__)
 # 6: documents' point ids are their numbers in the corpus's order (were uuid5 of the doc id).
 # 7: the abstract's length is the documents' field text_length (was text_terms).
 # 8: the ranker's point carries its trees as onnxruntime graphs (a server needs no LightGBM).
-SCHEMA_VERSION = "8"
+# 9: documents' point ids are their places in doc id order; training queries carry their judged
+#    documents' point ids; a fourth collection holds the corpus's title statistics (a served
+#    version reads the judged documents and those statistics, never the whole corpus).
+SCHEMA_VERSION = "9"
 #: Length of a version's hash in collection names (hex digits of a SHA-256).
 HASH_CHARS = 12
 
@@ -64,12 +68,12 @@ def supervised_config(settings: RetrievalSettings, training_fingerprint: str | N
 def version_of(alias: str, name: str) -> str | None:
     """The documents collection of the version of ``alias`` that ``name`` belongs to, or None.
 
-    ``name`` belongs to a version only if it is one of the three names a build makes
+    ``name`` belongs to a version only if it is one of the four names a build makes
     (:mod:`services.retrieval.query.index_version`): anything else, including another alias that
     starts with ``alias-``, is not this alias's to drop.
     """
     hashed = rf"{re.escape(alias)}-[0-9a-f]{{{HASH_CHARS}}}"
-    found = re.fullmatch(rf"({hashed})(?:-knn|-ranker)?", name)
+    found = re.fullmatch(rf"({hashed})(?:-knn|-corpus|-ranker)?", name)
     return found.group(1) if found else None
 
 

@@ -8,7 +8,9 @@ are summed in sorted term order, so every process gets the same bits whatever it
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -20,15 +22,87 @@ SHORT_TEXTS = Bm25Params(k1=0.9, b=0.4)
 Rows = npt.NDArray[np.int64]
 
 
+@dataclass(frozen=True, slots=True)
+class FieldStats:
+    """A field's statistics over a whole collection: how many texts, their mean length, each df.
+
+    A table of some of the texts (:class:`Bm25Table`) scores them as the whole collection's
+    statistics weigh them.
+    """
+
+    texts: int
+    average: float
+    df: Mapping[str, int]
+
+    @classmethod
+    def of(cls, texts: Iterable[Sequence[str]]) -> FieldStats:
+        """The statistics of these analyzed texts (repeats kept, as BM25 counts them)."""
+        df: Counter[str] = Counter()
+        lengths = []
+        for terms in texts:
+            df.update(set(terms))
+            lengths.append(len(terms))
+        mean = np.array(lengths, dtype=np.float64).mean() if lengths else 0.0
+        # Whole-number lengths add up exactly in any order: the mean of any pass over them.
+        return cls(len(lengths), float(mean) if lengths and mean > 0 else 1.0, dict(df))
+
+    def to_payload(self) -> dict[str, Any]:
+        """As stored (:meth:`from_payload` reads it back; the mean by its exact ``repr``)."""
+        df = dict(sorted(self.df.items()))
+        return {"texts": self.texts, "average": repr(self.average), "df": df}
+
+    @classmethod
+    def from_payload(cls, payload: Mapping[str, Any]) -> FieldStats:
+        """The statistics as :meth:`to_payload` stored them."""
+        df = {str(t): int(n) for t, n in dict(payload["df"]).items()}
+        return cls(int(payload["texts"]), float(payload["average"]), df)
+
+    def idf(self, term: str) -> float:
+        """The field's BM25 IDF of ``term``."""
+        return idf(self.texts, self.df.get(term, 0))
+
+
+def text_score(
+    terms: Sequence[str],
+    query_terms: Iterable[str],
+    stats: FieldStats,
+    params: Bm25Params = SHORT_TEXTS,
+) -> float:
+    """BM25 of a query over one text outside a table, as :meth:`Bm25Table.scores` scores a row.
+
+    The same operations in the same order (each distinct query term once, in sorted order), so
+    the same bits.
+    """
+    k1, b = params.k1, params.b
+    norm = k1 * (1 - b + b * len(terms) / stats.average)
+    counts = Counter(terms)
+    score = 0.0
+    for term in sorted(set(query_terms)):
+        if tf := counts.get(term):
+            score += tf * (k1 + 1) / (tf + norm) * stats.idf(term)
+    return score
+
+
 class Bm25Table:
     """Each term's rows (texts holding it) and their BM25 weights, IDF included."""
 
-    def __init__(self, texts: Sequence[Sequence[str]], params: Bm25Params = SHORT_TEXTS) -> None:
-        """Index ``texts`` (analyzed terms, repeats kept); row ``i`` is ``texts[i]``."""
+    def __init__(
+        self,
+        texts: Sequence[Sequence[str]],
+        params: Bm25Params = SHORT_TEXTS,
+        stats: FieldStats | None = None,
+    ) -> None:
+        """Index ``texts`` (analyzed terms, repeats kept); row ``i`` is ``texts[i]``.
+
+        ``stats`` are the whole collection's when ``texts`` are some of it (else their own).
+        """
         k1, b = params.k1, params.b
         self.lengths = np.array([len(t) for t in texts], dtype=np.float64)
         lengths = self.lengths
-        average = float(lengths.mean()) if len(lengths) and lengths.mean() > 0 else 1.0
+        if stats is None:
+            average = float(lengths.mean()) if len(lengths) and lengths.mean() > 0 else 1.0
+        else:
+            average = stats.average
         norm = k1 * (1 - b + b * lengths / average)
         postings: dict[str, tuple[list[int], list[float]]] = {}
         for i, terms in enumerate(texts):
@@ -38,7 +112,10 @@ class Bm25Table:
                 weights.append(tf * (k1 + 1) / (tf + norm[i]))
         self.size = len(texts)
         self._postings = {
-            term: (np.array(rows, dtype=np.int64), np.array(weights) * idf(self.size, len(rows)))
+            term: (
+                np.array(rows, dtype=np.int64),
+                np.array(weights) * (stats.idf(term) if stats else idf(self.size, len(rows))),
+            )
             for term, (rows, weights) in postings.items()
         }
 

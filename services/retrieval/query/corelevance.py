@@ -23,9 +23,15 @@ Vector = npt.NDArray[np.float64]
 class CoRelevance:
     """One sparse product per query over the voting queries' judgement matrix."""
 
-    def __init__(self, judgements: Judgements) -> None:
-        """Binary view of ``judgements``, with each query's weight 1 / ln(1 + list length)."""
+    def __init__(self, judgements: Judgements, points: npt.NDArray[np.int64] | None = None) -> None:
+        """Binary view of ``judgements``, with each query's weight 1 / ln(1 + list length).
+
+        ``points`` are the point ids of ``judgements``' documents, ascending with the columns
+        (without them: the columns themselves, a corpus of the judged documents alone).
+        """
         self._judgements = judgements
+        n = len(judgements.doc_ids)
+        self._points = np.arange(n, dtype=np.int64) if points is None else points
         self._a = judgements.binary
         self._at = judgements.binary_by_doc
         lengths = self._a.row_sums()
@@ -59,7 +65,7 @@ class CoRelevance:
         q = self._judgements.query_index.get(exclude_query) if exclude_query else None
         if q is not None:
             per_query[q] = 0.0
-        return CoScores(index, self._spread(per_query))
+        return CoScores(index, self._spread(per_query), self._points)
 
     def _spread(self, per_query: Vector) -> Vector:
         """Aᵀ · per_query from the rows of A whose weight is not zero (see :meth:`scores`)."""
@@ -107,32 +113,42 @@ def _ranks(values: Vector) -> npt.NDArray[np.int64]:
 
 
 class CoScores:
-    """Co-relevance scores of one query, by doc id, with each document's rank among all."""
+    """Co-relevance scores of one query over the judged documents, with ranks among all documents.
 
-    def __init__(self, index: Mapping[str, int], values: Vector) -> None:
-        """Wrap the score vector (``index`` maps doc ids to positions)."""
+    A document's rank is its place among every document of the corpus, best first, equal scores
+    in doc id order. Only judged documents can score above zero, so a scoring document's rank
+    is its rank among them, and a document scoring zero ranks after all that score, among the
+    others of zero by its point id (which orders documents as their ids do, and numbers every
+    document of the corpus): both without an array of the corpus's length.
+    """
+
+    def __init__(
+        self, index: Mapping[str, int], values: Vector, points: npt.NDArray[np.int64]
+    ) -> None:
+        """Wrap the score vector (``index`` maps doc ids to positions, ``points`` to point ids)."""
         self._index = index
         self._values = values
         self._ranks = _ranks(values)
+        scoring = np.flatnonzero(values > 0)
+        self._scoring_points = points[scoring]  # ascending, as the points are
+        self._points = points
 
     def score(self, doc_id: str) -> float:
         """The document's score (0 for unknown documents)."""
         i = self._index.get(doc_id)
         return float(self._values[i]) if i is not None else 0.0
 
-    def rank(self, doc_id: str) -> int:
-        """1-based rank among all documents (unknown documents rank last)."""
-        i = self._index.get(doc_id)
-        return int(self._ranks[i]) if i is not None else len(self._values) + 1
-
-    def columns(self, doc_ids: Sequence[str] | Located) -> tuple[Vector, npt.NDArray[np.int64]]:
-        """:meth:`score` and :meth:`rank` of every id in ``doc_ids``, as two arrays."""
-        located = Located.of(self._index, doc_ids)
+    def columns(
+        self, located: Located, points: npt.NDArray[np.int64]
+    ) -> tuple[Vector, npt.NDArray[np.int64]]:
+        """Scores and 1-based ranks of the documents ``points`` (``located`` among the judged)."""
         at, known = located.at, located.known
-        if not len(self._values):  # nothing judged: every score 0, every rank last
-            return np.zeros(len(at)), np.ones(len(at), dtype=np.int64)
-        scores = np.where(known, self._values[at], 0.0)
-        ranks = np.where(known, self._ranks[at], len(self._values) + 1)
+        scores = np.where(known, self._values[at], 0.0) if len(self._values) else np.zeros(len(at))
+        # A document of zero: after every scoring one, then the zeros before it in id order.
+        below = np.searchsorted(self._scoring_points, points)
+        zero_rank = len(self._scoring_points) + 1 + points - below
+        judged_rank = self._ranks[at] if len(self._values) else zero_rank
+        ranks = np.where(known & (scores > 0), judged_rank, zero_rank)
         return scores, ranks
 
 
@@ -141,17 +157,16 @@ def anchors(
 ) -> dict[int, float]:
     """The anchor documents co-relevance spreads from, each weighted 1 / rank.
 
-    They are the ``n`` best documents (by column in the judgement matrix) by reciprocal-rank
-    fusion of ``rankings``, ties by column (the columns are in doc id order). Each document's
-    fused score adds its ``1 / (k + rank)`` terms in the order of the rankings, from 0.0, as a
-    loop over them would: ``np.bincount`` adds its weights in input order.
+    They are the ``n`` best documents (by point id, which orders them as their doc ids do) by
+    reciprocal-rank fusion of ``rankings``, ties by point id. Each document's fused score adds
+    its ``1 / (k + rank)`` terms in the order of the rankings, from 0.0, as a loop over them
+    would: ``np.bincount`` adds its weights in input order.
     """
     listed = [np.asarray(r, dtype=np.int64) for r in rankings if len(r)]
     if not listed:
         return {}
-    columns = np.concatenate(listed)
     terms = np.concatenate([1.0 / (k + np.arange(1, len(r) + 1)) for r in listed])
-    fused = np.bincount(columns, weights=terms)
-    present = np.flatnonzero(fused)  # every term is positive: listed <=> above zero
-    best = present[np.lexsort((present, -fused[present]))[:n]]
+    present, slot = np.unique(np.concatenate(listed), return_inverse=True)
+    fused = np.bincount(slot, weights=terms)
+    best = present[np.lexsort((present, -fused))[:n]]
     return {int(d): 1.0 / rank for rank, d in enumerate(best.tolist(), start=1)}

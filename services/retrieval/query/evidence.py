@@ -2,7 +2,7 @@
 
 ``mode=full`` keeps the dense, BM25 and RM3-expanded lists apart, with the nearest voting queries,
 as the ranker's :class:`Evidence`, gathered in three store calls (:func:`gather`). Documents are
-numbered by their columns in the judgement matrix as the store answers, so every signal after it
+known by their point ids, numbers that order them as their doc ids do, so every signal after it
 reads arrays.
 """
 
@@ -24,24 +24,22 @@ _tracer = tracer(__name__)
 
 #: (voting query id, similarity), nearest first.
 Ranked = list[tuple[str, float]]
-#: Documents' columns in the judgement matrix, indexed by point id (-1: not a document).
-Columns = npt.NDArray[np.int64]
 
 
 @dataclass(frozen=True, slots=True)
 class RankedDocs:
-    """One retriever's documents, best first: their columns in the judgement matrix, and scores.
+    """One retriever's documents, best first: their point ids, and scores.
 
-    Documents are numbered once, as the store answers: every signal after it reads arrays by
-    column, and doc ids are spelled out only for the few documents a query returns.
+    Documents are numbered as the store answers: every signal after it reads arrays, and doc
+    ids are spelled out only for the few documents a query returns.
     """
 
-    at: npt.NDArray[np.int64]
+    points: npt.NDArray[np.int64]
     scores: npt.NDArray[np.float64]
 
     def __len__(self) -> int:
         """Number of documents."""
-        return len(self.at)
+        return len(self.points)
 
 
 NO_DOCS = RankedDocs(np.zeros(0, dtype=np.int64), np.zeros(0))
@@ -57,31 +55,12 @@ class Evidence:
     neighbours: Ranked
 
 
-def point_columns(names: Mapping[PointId, str], index: Mapping[str, int]) -> Columns:
-    """Documents' columns in the judgement matrix by point id (-1: no such document).
-
-    Documents are numbered (schema 6), so a table indexed by point id maps a whole ranked list
-    at once; an index whose documents have UUID ids is of an older schema.
-    """
-    numbered = [p for p in names if isinstance(p, int) and p >= 0]
-    if len(numbered) < len(names):
+def _numbered(found: Scored) -> RankedDocs:
+    # Payloads stay in Qdrant: documents are known by their numbers, which spares converting
+    # hundreds of payloads per query.
+    if not all(isinstance(i, int) for i in found.ids):
         raise StoreError("documents without numbered point ids: an older index schema, rebuild it")
-    table = np.full(max(numbered, default=-1) + 1, -1, dtype=np.int64)
-    for p in numbered:
-        table[p] = index.get(names[p], -1)
-    return table
-
-
-def _numbered(found: Scored, columns: Columns) -> RankedDocs:
-    # Payloads stay in Qdrant: point ids map to columns through the version's table, which
-    # spares converting hundreds of payloads per query.
-    ids = np.array(found.ids, dtype=np.int64)
-    scores = np.array(found.scores, dtype=np.float64)
-    inside = ids < len(columns)
-    at = np.full(len(ids), -1, dtype=np.int64)
-    at[inside] = columns[ids[inside]]
-    kept = at >= 0
-    return RankedDocs(at[kept], scores[kept])
+    return RankedDocs(np.array(found.ids, dtype=np.int64), np.array(found.scores, dtype=np.float64))
 
 
 def named(found: Scored, names: Mapping[PointId, str]) -> Ranked:
@@ -106,7 +85,6 @@ def gather(
     knn: str | None,
     q: EncodedQuery,
     depths: Depths,
-    columns: Columns,
     names: Mapping[PointId, str],
     exclude_query: str | None = None,
 ) -> Evidence:
@@ -118,13 +96,12 @@ def gather(
     3. the voting-query collection ``knn``: the nearest voting queries (ids and similarities;
        their judgements are read once per index version, :mod:`.judgements`).
 
-    ``knn`` None skips the third (zero-shot); ``columns`` maps documents' point ids to their
-    columns in the judgement matrix (:func:`point_columns`), ``names`` voting queries' point ids
-    to their ids. Training and serving gather alike; only ``exclude_query`` differs, which drops a
+    ``knn`` None skips the third (zero-shot); ``names`` maps voting queries' point ids to their
+    ids. Training and serving gather alike; only ``exclude_query`` differs, which drops a
     voting query from its own neighbours (leave-one-out), or it would vote for its own answers
     and the ranker would learn to trust votes far more than they deserve.
     """
-    (evidence,) = gather_many(store, collection, knn, [q], depths, columns, names, [exclude_query])
+    (evidence,) = gather_many(store, collection, knn, [q], depths, names, [exclude_query])
     return evidence
 
 
@@ -134,7 +111,6 @@ def gather_many(
     knn: str | None,
     queries: Sequence[EncodedQuery],
     depths: Depths,
-    columns: Columns,
     names: Mapping[PointId, str],
     exclude: Sequence[str | None] | None = None,
 ) -> list[Evidence]:
@@ -157,8 +133,8 @@ def gather_many(
         if feedback:
             batch.append(VectorQuery(q.sparse, rm3_params.docs, with_sparse=True))
     lists = store.search(collection, batch)
-    dense = [_numbered(lists[at], columns) for at, _, _ in shapes]
-    bm25 = [_numbered(lists[at + 1], columns) if lex else NO_DOCS for at, lex, _ in shapes]
+    dense = [_numbered(lists[at]) for at, _, _ in shapes]
+    bm25 = [_numbered(lists[at + 1]) if lex else NO_DOCS for at, lex, _ in shapes]
     rm3 = list(bm25)
     fed = [i for i, (_, _, feedback) in enumerate(shapes) if feedback]
     if fed:
@@ -171,7 +147,7 @@ def gather_many(
                 for i in fed
             ]
             for i, found in zip(fed, store.search(collection, expanded), strict=True):
-                rm3[i] = _numbered(found, columns)
+                rm3[i] = _numbered(found)
     neighbours: list[Ranked] = [[] for _ in queries]
     if knn is not None and queries:
         with stage(_tracer, "knn neighbours"):

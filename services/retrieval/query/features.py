@@ -4,10 +4,11 @@ Candidates are the union of the dense, BM25 and RM3 lists and the documents the 
 queries vote for most. A document missing from a list gets NaN for that list's score (LightGBM
 learns where missing values go) and ``depth + 1`` for its rank.
 
-The document side (:class:`DocTable`) is built once per index version from the documents'
-payloads: a query then reads its candidates' priors, lengths, title overlap and title-only BM25
-by position, instead of computing anything per candidate in Python. The other signals come
-from their own modules, as columns in candidate order.
+The document side (:class:`DocTable`) is built once per index version from the judged documents'
+payloads: a query reads those candidates' priors, lengths, title overlap and title-only BM25 by
+position, and computes them only for the few candidates outside them, from what was read of
+them at the candidates (:mod:`.documents`). The other signals come from their own modules, as
+columns in candidate order.
 """
 
 from __future__ import annotations
@@ -19,8 +20,9 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from services.retrieval.query.bm25_table import Bm25Table
+from services.retrieval.query.bm25_table import Bm25Table, FieldStats, text_score
 from services.retrieval.query.corelevance import CoScores
+from services.retrieval.query.documents import NO_OUTSIDERS, JudgedDocs, Outsiders
 from services.retrieval.query.evidence import Evidence, RankedDocs
 from services.retrieval.query.judgements import Judgements, Located
 from services.retrieval.query.votes import LexicalColumns, VoteTable
@@ -45,19 +47,40 @@ _COL = {name: i for i, name in enumerate(FEATURES)}
 
 @dataclass(frozen=True, slots=True)
 class Candidates:
-    """A query's candidates: their columns in the judgement matrix.
+    """A query's candidates: point ids, their columns among the judged documents, the others read.
 
-    ``by_column`` names every column's doc id. They are documents of the matrix (all located).
-    Their ids are named on demand: serving names only the few it answers with.
+    ``located`` places them in the judgement matrix (``known`` False: no voting query judged
+    it); ``outsiders`` is what the store said of those at the candidates. Their ids are named
+    on demand: serving names only the few it answers with.
     """
 
+    points: npt.NDArray[np.int64]
     located: Located
-    by_column: Sequence[str]
+    judged: JudgedDocs
+    outsiders: Outsiders = NO_OUTSIDERS
+
+    def __len__(self) -> int:
+        """Number of candidates."""
+        return len(self.points)
+
+    def names(self, rows: Sequence[int]) -> list[tuple[str, str]]:
+        """The doc id and title of the candidates at ``rows``."""
+        outside = {row: k for k, row in enumerate(self.outsiders.rows.tolist())}
+        at, known = self.located.at, self.located.known
+        named = []
+        for row in rows:
+            if known[row]:
+                column = int(at[row])
+                named.append((self.judged.doc_ids[column], self.judged.titles[column]))
+            else:
+                k = outside[row]
+                named.append((self.outsiders.doc_ids[k], self.outsiders.titles[k]))
+        return named
 
     @property
     def doc_ids(self) -> list[str]:
         """The candidates' doc ids, in candidate order."""
-        return [self.by_column[i] for i in self.located.at]
+        return [d for d, _ in self.names(range(len(self.points)))]
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,69 +96,81 @@ class CandidateSet:
         return self.candidates.doc_ids
 
 
+class RowIndex:
+    """Candidates' rows by point id (every id asked must be a candidate's)."""
+
+    def __init__(self, points: npt.NDArray[np.int64]) -> None:
+        """Index the candidates' point ids."""
+        self._order = np.argsort(points, kind="stable")
+        self._sorted = points[self._order]
+
+    def __call__(self, points: npt.NDArray[np.int64]) -> npt.NDArray[np.intp]:
+        """The rows of ``points``."""
+        return self._order[np.searchsorted(self._sorted, points)]
+
+
 def _list_features(
     ranked: RankedDocs,
 ) -> tuple[npt.NDArray[np.int64], Column, npt.NDArray[np.int64], Column]:
-    """Each listed document's column, score, 1-based rank and z-score (its first place only)."""
+    """Each listed document's point id, score, 1-based rank and z-score (its first place only)."""
     scores = ranked.scores
     # np.mean and np.std, spelled out: the same operations in the same order (the same bits),
     # without their generic Python wrappers, which cost more than the arithmetic here.
     mean = float(scores.sum() / len(scores)) if len(scores) else 0.0
     deviation = scores - mean
     spread = float(np.sqrt((deviation * deviation).sum() / len(scores))) if len(scores) else 0.0
-    _, first = np.unique(ranked.at, return_index=True)
+    _, first = np.unique(ranked.points, return_index=True)
     first.sort()
     kept = scores[first]
     z = (kept - mean) / spread if spread > 0 else np.zeros(len(first))
-    return ranked.at[first], kept, first + 1, z
+    return ranked.points[first], kept, first + 1, z
 
 
 def candidates(
     evidence: Evidence,
     judgements: Judgements,
+    judged: JudgedDocs,
     knn: KnnSettings,
     exclude_query: str | None = None,
-) -> tuple[Candidates, VoteTable]:
+) -> tuple[npt.NDArray[np.int64], VoteTable]:
     """Union of the retrievers' lists and the ``knn.vote_depth`` most-voted documents.
 
-    In order of first appearance: dense, BM25, RM3, then the votes. Only documents of the
-    corpus get votes (``judgements`` is indexed over it).
+    Point ids in order of first appearance: dense, BM25, RM3, then the votes (``judged`` names
+    the judgement matrix's columns by point id).
     """
     votes = VoteTable(judgements, evidence.neighbours, knn.neighbours, knn.power, exclude_query)
+    voted = judged.points[votes.top_at(knn.vote_depth)]
     listed = np.concatenate(
-        (evidence.dense.at, evidence.bm25.at, evidence.rm3.at, votes.top_at(knn.vote_depth))
+        (evidence.dense.points, evidence.bm25.points, evidence.rm3.points, voted)
     )
     _, first = np.unique(listed, return_index=True)
-    at = listed[np.sort(first)]
-    return Candidates(Located.known_at(at), judgements.doc_ids), votes
+    return listed[np.sort(first)], votes
 
 
 def _fill_list(
     rows: npt.NDArray[np.float32],
     columns: tuple[int, int, int | None],
     ranked: RankedDocs,
-    position: npt.NDArray[np.int64],
+    row_of: RowIndex,
     depth: int,
 ) -> None:
     """One list's score, rank and z columns; a document missing from it gets NaN and depth + 1.
 
-    ``position`` maps a judgement column to its candidate's row (-1: no candidate).
+    ``row_of`` finds a listed document's row (every listed document is a candidate).
     """
     score, rank, z = columns
     rows[:, score] = NAN
     rows[:, rank] = depth + 1
     if z is not None:
         rows[:, z] = NAN
-    at, scores, ranks, zs = _list_features(ranked)
-    row = position[at]
-    found = row >= 0
-    if not found.any():
+    points, scores, ranks, zs = _list_features(ranked)
+    if not len(points):
         return
-    at = row[found]
-    rows[at, score] = scores[found]
-    rows[at, rank] = ranks[found]
+    at = row_of(points)
+    rows[at, score] = scores
+    rows[at, rank] = ranks
     if z is not None:
-        rows[at, z] = zs[found]
+        rows[at, z] = zs
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,19 +200,26 @@ class DocColumns:
 
 
 class DocTable:
-    """Every document's :class:`DocInfo` as arrays, with a title-term index."""
+    """The judged documents' :class:`DocInfo` as arrays, with a title-term index.
 
-    def __init__(self, doc_info: Mapping[str, DocInfo]) -> None:
+    The judged documents are the only ones a version holds (:mod:`.documents`); a candidate
+    outside them brings its own :class:`DocInfo`, read at the candidates. Title BM25 weighs
+    both by the whole corpus's title statistics.
+    """
+
+    def __init__(self, doc_info: Mapping[str, DocInfo], titles: FieldStats | None = None) -> None:
         """Index ``doc_info`` (doc id -> static features) in its order.
 
         Built in the judgement matrix's document order, it reads located candidates directly.
+        ``titles`` are the corpus's title statistics (without them: those of these titles).
         """
         self.info = doc_info
         self._index = {d: i for i, d in enumerate(doc_info)}
         infos = list(doc_info.values())
         self._log_prior = np.array([log_prior(i.train_votes) for i in infos])
         self._doc_length = np.log1p(np.array([i.text_length for i in infos], dtype=np.float64))
-        self._titles = Bm25Table([i.title_terms for i in infos])
+        self._stats = titles or FieldStats.of(i.title_terms for i in infos)
+        self._titles = Bm25Table([i.title_terms for i in infos], stats=self._stats)
 
     def columns(
         self,
@@ -188,12 +230,13 @@ class DocTable:
         """The document columns of ``doc_ids`` for a query of ``query_terms``.
 
         Candidates are read where they are located: this table is then in the judgement
-        matrix's order. ``own_judgements`` (training only) are taken out of the prior:
-        leave-one-out.
+        matrix's order; those outside it from what was read of them. ``own_judgements``
+        (training only) are taken out of the prior: leave-one-out.
         """
         named: Sequence[str]
+        outsiders = NO_OUTSIDERS
         if isinstance(doc_ids, Candidates):
-            located = doc_ids.located
+            located, outsiders = doc_ids.located, doc_ids.outsiders
             named = doc_ids.doc_ids if own_judgements else []  # only training reads the names
         else:
             located, named = Located.of(self._index, doc_ids), doc_ids
@@ -204,10 +247,6 @@ class DocTable:
             return np.where(known, values[at] if size else 0.0, missing)
 
         prior = read(self._log_prior, 0.0)
-        if own_judgements:
-            for i, d in enumerate(named):
-                if d in own_judgements and d in self.info:
-                    prior[i] = log_prior(self.info[d].train_votes - 1)
         terms = set(query_terms)
         shared = np.zeros(size)
         for term in terms:
@@ -215,9 +254,36 @@ class DocTable:
                 shared[rows] += 1
         overlap = read(shared / len(terms)) if terms else np.full(len(at), NAN)
         bm25 = self._titles.scores(query_terms)
-        return DocColumns(
+        out = DocColumns(
             prior, overlap, read(self._doc_length), read(self._titles.lengths), read(bm25)
         )
+        if len(outsiders.rows):
+            self._outside(out, outsiders, query_terms)
+        if own_judgements:
+            for i, d in enumerate(named):
+                if d in own_judgements:
+                    votes = self.info[d].train_votes if known[i] else _votes_of(outsiders, i)
+                    out.prior[i] = log_prior(votes - 1)
+        return out
+
+    def _outside(self, out: DocColumns, outsiders: Outsiders, query_terms: Sequence[str]) -> None:
+        """Fill the rows of candidates outside the table from their own :class:`DocInfo`."""
+        rows, infos = outsiders.rows, outsiders.info
+        terms = set(query_terms)
+        out.prior[rows] = [log_prior(i.train_votes) for i in infos]
+        lengths = np.array([i.text_length for i in infos], dtype=np.float64)
+        out.doc_length[rows] = np.log1p(lengths)
+        out.title_length[rows] = [float(len(i.title_terms)) for i in infos]
+        if terms:
+            shared = [float(len(terms.intersection(i.title_terms))) for i in infos]
+            out.title_overlap[rows] = np.array(shared) / len(terms)
+        out.title_bm25[rows] = [text_score(i.title_terms, query_terms, self._stats) for i in infos]
+
+
+def _votes_of(outsiders: Outsiders, row: int) -> int:
+    """The training votes of the candidate at ``row``, one of ``outsiders``."""
+    k = int(np.flatnonzero(outsiders.rows == row)[0])
+    return outsiders.info[k].train_votes
 
 
 def log_prior(train_votes: int) -> float:
@@ -243,18 +309,17 @@ def build_features(
     """
     located, n = cands.located, len(cands.located)
     rows = np.empty((n, len(FEATURES)), dtype=np.float32)
-    position = np.full(len(votes.score), -1, dtype=np.int64)
-    position[located.at] = np.arange(n)
+    row_of = RowIndex(cands.points)
     _fill_list(
         rows,
         (_COL["dense_score"], _COL["dense_rank"], _COL["dense_z"]),
         evidence.dense,
-        position,
+        row_of,
         depth,
     )
-    _fill_list(rows, (_COL["bm25_score"], _COL["bm25_rank"], None), evidence.bm25, position, depth)
+    _fill_list(rows, (_COL["bm25_score"], _COL["bm25_rank"], None), evidence.bm25, row_of, depth)
     _fill_list(
-        rows, (_COL["rm3_score"], _COL["rm3_rank"], _COL["rm3_z"]), evidence.rm3, position, depth
+        rows, (_COL["rm3_score"], _COL["rm3_rank"], _COL["rm3_z"]), evidence.rm3, row_of, depth
     )
 
     v = votes.columns(located)
@@ -274,7 +339,9 @@ def build_features(
     rows[:, _COL["prior"]] = doc.prior
     rows[:, _COL["query_terms"]] = len(query.terms)
     rows[:, _COL["title_overlap"]] = doc.title_overlap
-    rows[:, _COL["co_score"]], rows[:, _COL["co_rank"]] = co_relevance.columns(located)
+    rows[:, _COL["co_score"]], rows[:, _COL["co_rank"]] = co_relevance.columns(
+        located, cands.points
+    )
     rows[:, _COL["lex_vote"]] = query.lexical.vote
     rows[:, _COL["lex_voters"]] = query.lexical.voters
     rows[:, _COL["lex_top_score"]] = query.lexical.top_score

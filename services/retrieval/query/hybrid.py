@@ -99,6 +99,18 @@ class HybridSearcher:
 
         Without ``include_text`` every ``text`` is empty.
         """
+        return [
+            _result(h, score) for h, score in self.ranked_hits(q, top_k, collection, include_text)
+        ]
+
+    def ranked_hits(
+        self,
+        q: EncodedQuery,
+        top_k: int,
+        collection: str | None = None,
+        include_text: bool = False,
+    ) -> list[tuple[Hit, float]]:
+        """:meth:`rank`'s documents as the store read them (point ids, payloads), with scores."""
         s = self._params
         collection = collection or self.collection
         limit = max(s.candidates, top_k)
@@ -109,7 +121,7 @@ class HybridSearcher:
             # NFCorpus holds duplicate documents, which tie exactly; the engine orders ties
             # arbitrarily, so fetch a few more and break ties by doc id: same query, same answer.
             hits = self._store.fused_search(collection, queries, s.fusion, top_k + TIE_MARGIN)
-            return [_result(h, h.score) for h in break_ties(hits, top_k, _score, _doc_id)]
+            return [(h, h.score) for h in break_ties(hits, top_k, _score, _doc_id)]
         lists = self._store.search(collection, queries)
         weights = [s.dense_weight, 1.0 - s.dense_weight][: len(lists)]
         ranked = fuse(
@@ -119,7 +131,7 @@ class HybridSearcher:
         ids = [i for i, _ in top]
         fields = answer_fields(include_text)
         payloads = {h.id: h for h in self._store.retrieve(collection, ids, fields)}
-        return [_result(payloads[i], score) for i, score in top if i in payloads]
+        return [(payloads[i], score) for i, score in top if i in payloads]
 
     def _with_feedback(self, sparse: SparseVector, collection: str) -> SparseVector:
         """RM3 expansion from a first lexical pass (one extra store call), when switched on."""

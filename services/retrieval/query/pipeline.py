@@ -19,16 +19,10 @@ import numpy.typing as npt
 
 from services.retrieval.encoders.dense import DenseEncoder
 from services.retrieval.query.corelevance import CoRelevance, anchors
-from services.retrieval.query.evidence import (
-    Columns,
-    Depths,
-    Evidence,
-    gather,
-    gather_many,
-    named,
-    point_columns,
-)
+from services.retrieval.query.documents import RANKER_FIELDS, JudgedDocs, Outsiders
+from services.retrieval.query.evidence import Depths, Evidence, gather, gather_many, named
 from services.retrieval.query.features import (
+    Candidates,
     CandidateSet,
     DocTable,
     QuerySide,
@@ -38,10 +32,12 @@ from services.retrieval.query.features import (
 from services.retrieval.query.fusion import fuse
 from services.retrieval.query.hybrid import HybridSearcher
 from services.retrieval.query.index_version import (
+    corpus_collection,
     knn_collection,
+    load_corpus_stats,
     load_ranker,
     ranker_collection,
-    read_documents,
+    read_judged,
     read_knn,
 )
 from services.retrieval.query.judged_by import JudgedBy, NudgedDocs
@@ -61,26 +57,24 @@ _tracer = tracer(__name__)
 class SupervisedTables:
     """The supervised side of one index version, read from Qdrant once when it is first served.
 
-    Documents are known by their columns in the judgement matrix (in doc id order): ``columns``
-    maps documents' point ids to columns, ``points`` columns back to point ids and ``titles``
-    columns to titles; ``names`` maps voting queries' point ids to their ids, and
-    ``judgements`` holds the voting queries' qrels. With them, per-query searches return bare
-    ids and scores instead of payloads, and a search that wants no abstracts is answered
-    without reading the store again.
+    It holds the documents some voting query judged (``judged``: by column of the judgement
+    matrix, in doc id order) and none of the others, which a query reads where it meets them
+    (:mod:`.documents`); ``names`` maps voting queries' point ids to their ids, and
+    ``judgements`` holds their qrels. With them, per-query searches return bare ids and scores
+    instead of payloads, and a search that wants no abstracts reads the store again only for
+    the candidates outside the judged documents.
     """
 
     knn: str
+    judged: JudgedDocs
     doc_table: DocTable
     judgements: Judgements
-    columns: Columns
-    points: Sequence[PointId]
     names: Mapping[PointId, str]
     co_relevance: CoRelevance
     lexical: LexicalVoters
     judged_by: JudgedBy
     nudged: NudgedDocs
     ranker: Ranker | None
-    titles: Sequence[str]
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,17 +90,19 @@ class RankAsk:
 
 
 class Top(NamedTuple):
-    """An answer before its documents are read: their columns and scores, best first."""
+    """An answer before its abstracts are read: point ids, (doc id, title) and scores, best first."""
 
-    at: list[int]
+    points: list[int]
+    names: list[tuple[str, str]]
     scores: list[float]
 
 
 def _best(cs: CandidateSet, scores: npt.NDArray[np.float64], top_k: int) -> Top:
-    """The ``top_k`` best candidates by score, ties by doc id (columns are in doc id order)."""
-    at = cs.candidates.located.at
-    best = np.lexsort((at, -scores))[:top_k]
-    return Top(at[best].tolist(), scores[best].tolist())
+    """The ``top_k`` best candidates by score, ties by doc id (point ids are in doc id order)."""
+    points = cs.candidates.points
+    best = np.lexsort((points, -scores))[:top_k]
+    names = cs.candidates.names(best.tolist())
+    return Top(points[best].tolist(), names, scores[best].tolist())
 
 
 @dataclass(frozen=True, slots=True)
@@ -174,8 +170,9 @@ class RankingPipeline:
         if not (self._store.collection_exists(collection) and self._store.collection_exists(knn)):
             log.warning("%s has no training-query collection: serving zero-shot", collection)
             return None
-        documents = read_documents(self._store, collection)
         voters = read_knn(self._store, knn)
+        judged = read_judged(self._store, collection, list(voters.judged.values()))
+        stats = load_corpus_stats(self._store, corpus_collection(collection))
         model = None
         if self._settings.ranker.enabled:
             try:
@@ -183,22 +180,17 @@ class RankingPipeline:
             except StoreError as e:
                 log.warning("no ranker for %s (%s): fusing votes without it", collection, e)
         # Documents in id order: ties in every ranking then break by doc id, by column too.
-        matrix = Judgements(voters.judgements, sorted(documents.info))
-        columns = point_columns(documents.names, matrix.doc_index)
-        point_of = {d: p for p, d in documents.names.items()}
-        points = [point_of[d] for d in matrix.doc_ids]
-        titles = [documents.titles[d] for d in matrix.doc_ids]
+        matrix = Judgements(voters.judgements, judged.doc_ids)
         lexical = LexicalVoters(voters.terms, matrix)
         judged_by = JudgedBy(voters.terms, matrix)
         nudged = NudgedDocs(
-            documents.vectors, voters.vectors, matrix, leave_one_out=self._leave_one_out
+            judged.vectors, voters.vectors, matrix, leave_one_out=self._leave_one_out
         )
-        doc_table = DocTable({d: documents.info[d] for d in matrix.doc_ids})  # read by column
-        co = CoRelevance(matrix)
+        doc_table = DocTable(judged.info, stats.titles)  # read by column
+        co = CoRelevance(matrix, judged.points)
         return SupervisedTables(
-            knn, doc_table, matrix, columns, points, voters.names, co, lexical, judged_by,
-            nudged, model, titles,
-        )  # fmt: skip
+            knn, judged, doc_table, matrix, voters.names, co, lexical, judged_by, nudged, model
+        )
 
     def encode(self, query: str) -> EncodedQuery:
         """Dense and sparse representations of the query."""
@@ -224,13 +216,13 @@ class RankingPipeline:
         # One span per stage, so a trace shows ranking apart from the store calls inside it.
         with stage(_tracer, "gather evidence"):  # searches, RM3 feedback, kNN
             evidence = gather(
-                self._store, v.collection, t.knn, q, self._depths, t.columns, t.names,
-                exclude_query,
-            )  # fmt: skip
-        return self._features(t, q, evidence, exclude_query, own_judgements)
+                self._store, v.collection, t.knn, q, self._depths, t.names, exclude_query
+            )
+        return self._features(v.collection, t, q, evidence, exclude_query, own_judgements)
 
     def _features(
         self,
+        collection: str,
         t: SupervisedTables,
         q: EncodedQuery,
         evidence: Evidence,
@@ -239,13 +231,21 @@ class RankingPipeline:
     ) -> CandidateSet:
         s = self._settings
         with stage(_tracer, "knn votes"):
-            cands, votes = candidates(evidence, t.judgements, s.knn, exclude_query)
+            points, votes = candidates(evidence, t.judgements, t.judged, s.knn, exclude_query)
+            cands = self._located(collection, t, q, points)
         with stage(_tracer, "build features") as span:
-            co = t.co_relevance.scores(anchors([evidence.dense.at, evidence.rm3.at]), exclude_query)
+            ranked = anchors([evidence.dense.points, evidence.rm3.points])
+            anchored = t.judged.locate(np.fromiter(ranked, dtype=np.int64, count=len(ranked)))
+            weights = np.fromiter(ranked.values(), dtype=np.float64, count=len(ranked))
+            columns = dict(
+                zip(anchored.at[anchored.known].tolist(), weights[anchored.known], strict=True)
+            )
+            co = t.co_relevance.scores(columns, exclude_query)
             located = cands.located
             lexical = t.lexical.columns(q.terms, located, exclude_query)
             judged_by = t.judged_by.scores(q.terms, located, exclude_query)
             nudged = t.nudged.cosines(q.dense, located, exclude_query)
+            nudged[cands.outsiders.rows] = cands.outsiders.cosines
             depth = s.hybrid.candidates
             query = QuerySide(q.text, q.terms, lexical, judged_by, nudged)
             rows = build_features(
@@ -253,6 +253,24 @@ class RankingPipeline:
             )
             span.set_attribute("ranking.candidates", len(located))
         return CandidateSet(cands, rows)
+
+    def _located(
+        self, collection: str, t: SupervisedTables, q: EncodedQuery, points: npt.NDArray[np.int64]
+    ) -> Candidates:
+        """The candidates ``points`` among the judged documents, the others read from the store.
+
+        Those no voting query judged are read in one call, restricted to them: their payload's
+        :data:`RANKER_FIELDS` and their dense score for the query.
+        """
+        located = t.judged.locate(points)
+        rows = np.flatnonzero(~located.known)
+        if not len(rows):
+            return Candidates(points, located, t.judged)
+        outside = points[rows].tolist()
+        with stage(_tracer, "read outsiders") as span:
+            span.set_attribute("ranking.outsiders", len(rows))
+            hits = self._store.score_points(collection, q.dense, outside, RANKER_FIELDS)
+        return Candidates(points, located, t.judged, Outsiders.of_hits(rows, outside, hits))
 
     def rank(self, q: EncodedQuery, top_k: int, include_text: bool = True) -> list[RankedDocument]:
         """Top ``top_k`` documents with title and, with ``include_text``, abstract (else empty)."""
@@ -274,14 +292,14 @@ class RankingPipeline:
             return []
         if t.ranker is None:
             tops = [self._fused_top(v.collection, t, a.query, a.top_k) for a in asks]
-            return self._answers(v.collection, t, tops, asks)
+            return self._answers(v.collection, tops, asks)
         queries = [a.query for a in asks]
         with stage(_tracer, "gather evidence") as span:
             span.set_attribute("ranking.queries", len(asks))
-            evidence = gather_many(
-                self._store, v.collection, t.knn, queries, self._depths, t.columns, t.names
-            )
-        sets = [self._features(t, q, e) for q, e in zip(queries, evidence, strict=True)]
+            evidence = gather_many(self._store, v.collection, t.knn, queries, self._depths, t.names)
+        sets = [
+            self._features(v.collection, t, q, e) for q, e in zip(queries, evidence, strict=True)
+        ]
         with stage(_tracer, "score model"):
             scores = t.ranker.score(np.concatenate([cs.features for cs in sets]))
         ends = np.cumsum([len(cs.features) for cs in sets])[:-1]
@@ -289,41 +307,40 @@ class RankingPipeline:
             _best(cs, part, a.top_k)
             for cs, part, a in zip(sets, np.split(scores, ends), asks, strict=True)
         ]
-        return self._answers(v.collection, t, tops, asks)
+        return self._answers(v.collection, tops, asks)
 
     def _answers(
-        self, collection: str, t: SupervisedTables, tops: Sequence[Top], asks: Sequence[RankAsk]
+        self, collection: str, tops: Sequence[Top], asks: Sequence[RankAsk]
     ) -> list[list[RankedDocument]]:
-        """Each top list with its documents' titles (and abstracts where its ask wants them).
+        """Each top list with its documents' ids and titles (and abstracts where its ask wants them).
 
-        Titles come from the version's table; abstracts from the store, read by the documents'
-        point ids in one call for all.
+        Abstracts come from the store, read by the documents' point ids in one call for all.
         """
-        ids, titles = t.judgements.doc_ids, t.titles
         texts: dict[int, str] = {}
         if any(a.include_text for a in asks):
-            wanted = dict.fromkeys(
-                c for top, a in zip(tops, asks, strict=True) if a.include_text for c in top.at
+            wanted = list(
+                dict.fromkeys(
+                    p
+                    for top, a in zip(tops, asks, strict=True)
+                    if a.include_text
+                    for p in top.points
+                )
             )
-            points = [t.points[c] for c in wanted]
-            read = {h.id: h.payload for h in self._store.retrieve(collection, points, ("text",))}
-            texts = {
-                c: str(read[p].get("text", ""))
-                for c, p in zip(wanted, points, strict=True)
-                if p in read
-            }
+            read = self._store.retrieve(collection, wanted, ("text",))
+            texts = {int(h.id): str(h.payload.get("text", "")) for h in read}
         answers = []
         for top, ask in zip(tops, asks, strict=True):
+            named = zip(top.points, top.names, top.scores, strict=True)
             if ask.include_text:
                 answer: list[RankedDocument] = [
-                    {"doc_id": ids[c], "score": score, "title": titles[c], "text": texts[c]}
-                    for c, score in zip(top.at, top.scores, strict=True)
-                    if c in texts
+                    {"doc_id": d, "score": score, "title": title, "text": texts[p]}
+                    for p, (d, title), score in named
+                    if p in texts
                 ]
             else:
                 answer = [
-                    {"doc_id": ids[c], "score": score, "title": titles[c], "text": ""}
-                    for c, score in zip(top.at, top.scores, strict=True)
+                    {"doc_id": d, "score": score, "title": title, "text": ""}
+                    for _, (d, title), score in named
                 ]
             answers.append(answer)
         return answers
@@ -336,11 +353,24 @@ class RankingPipeline:
         """Without a model (ablation): the ``top_k`` best by z-scored hybrid scores and votes."""
         knn = self._settings.knn
         depth = max(self._settings.hybrid.candidates, top_k)
-        hybrid = {r["doc_id"]: r["score"] for r in self._hybrid.rank(q, depth, collection)}
+        hits = self._hybrid.ranked_hits(q, depth, collection)
+        hybrid = {str(h.payload["doc_id"]): score for h, score in hits}
         (found,) = self._store.search(t.knn, [VectorQuery(q.dense, knn.neighbours)])
         neighbours = named(found, t.names)
         votes = VoteTable(t.judgements, neighbours, knn.neighbours, knn.power)
         column = t.judgements.doc_index
         voted = {d: float(votes.score[column[d]]) for d in votes.ranked}
         best = fuse([hybrid, voted], [1 - knn.weight, knn.weight], "zscore", top_k)
-        return Top([column[d] for d, _ in best], [score for _, score in best])
+        # A document is named by the hybrid search's payload or, voted only, by the judged table.
+        known = {
+            str(h.payload["doc_id"]): (int(h.id), str(h.payload.get("title", ""))) for h, _ in hits
+        }
+        for d, _ in best:
+            if d not in known:
+                c = column[d]
+                known[d] = (int(t.judged.points[c]), t.judged.titles[c])
+        return Top(
+            [known[d][0] for d, _ in best],
+            [(d, known[d][1]) for d, _ in best],
+            [score for _, score in best],
+        )

@@ -104,10 +104,30 @@ class Store(Protocol):
         """Prefetch candidates with each query and fuse them inside Qdrant."""
         ...
 
-    def retrieve(
-        self, name: str, ids: Sequence[PointId], payload: Sequence[str] | bool = True
+    def score_points(
+        self,
+        name: str,
+        vector: Sequence[float],
+        ids: Sequence[PointId],
+        payload: Sequence[str],
     ) -> list[Hit]:
-        """Points with full payload, in the order of ``ids`` (missing ids are skipped)."""
+        """The points ``ids`` (those that exist) with their dense score for ``vector`` and payload.
+
+        One call, whatever the collection's size: the search is restricted to those points.
+        """
+        ...
+
+    def retrieve(
+        self,
+        name: str,
+        ids: Sequence[PointId],
+        payload: Sequence[str] | bool = True,
+        vectors: bool = False,
+    ) -> list[Hit]:
+        """Points with full payload, in the order of ``ids`` (missing ids are skipped).
+
+        ``vectors`` returns each point's dense vector too (``Hit.dense``).
+        """
         ...
 
     def scroll(

@@ -105,11 +105,25 @@ class CountingStore:
         """Counted :meth:`Store.fused_search`."""
         return self._call("fused_search", self._inner.fused_search, name, prefetch, fusion, limit)
 
+    def score_points(
+        self,
+        name: str,
+        vector: Sequence[float],
+        ids: Sequence[PointId],
+        payload: Sequence[str],
+    ) -> list[Hit]:
+        """Counted :meth:`Store.score_points`."""
+        return self._call("score_points", self._inner.score_points, name, vector, ids, payload)
+
     def retrieve(
-        self, name: str, ids: Sequence[PointId], payload: Sequence[str] | bool = True
+        self,
+        name: str,
+        ids: Sequence[PointId],
+        payload: Sequence[str] | bool = True,
+        vectors: bool = False,
     ) -> list[Hit]:
         """Counted :meth:`Store.retrieve`."""
-        return self._call("retrieve", self._inner.retrieve, name, ids, payload)
+        return self._call("retrieve", self._inner.retrieve, name, ids, payload, vectors)
 
     def scroll(
         self, name: str, payload: Sequence[str] | bool, page: int = 1000, vectors: bool = False

@@ -190,12 +190,35 @@ class EdgeStore:
         )
         return [hit_from_point(p) for p in self._shard(name).query(request)]
 
+    def score_points(
+        self,
+        name: str,
+        vector: Sequence[float],
+        ids: Sequence[PointId],
+        payload: Sequence[str],
+    ) -> list[Hit]:
+        """A dense search restricted to ``ids`` (a filter on them), with their payload."""
+        request = qe.QueryRequest(
+            limit=max(len(ids), 1),
+            query=qe.Query.Nearest(_vector(vector), using=DENSE),
+            filter=qe.Filter(must=[qe.HasIdCondition(set(ids))]),
+            with_payload=_payload_selector(payload),
+            with_vector=False,
+            # Exact: a handful of points, and an HNSW graph may not reach every one of them.
+            params=qe.SearchParams(exact=True),
+        )
+        return [hit_from_point(p) for p in self._shard(name).query(request)]
+
     def retrieve(
-        self, name: str, ids: Sequence[PointId], payload: Sequence[str] | bool = True
+        self,
+        name: str,
+        ids: Sequence[PointId],
+        payload: Sequence[str] | bool = True,
+        vectors: bool = False,
     ) -> list[Hit]:
         """Points by id, in the order asked."""
         shard = self._shard(name)
-        records = shard.retrieve(list(ids), _payload_selector(payload), False)
+        records = shard.retrieve(list(ids), _payload_selector(payload), vectors and [DENSE])
         found = {id_key(r.id): r for r in records}
         return [hit_from_point(found[i]) for i in ids if i in found]
 

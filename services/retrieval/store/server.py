@@ -48,6 +48,8 @@ class ServerStore:
         timeout_s: int = 10,
     ) -> None:
         """Connect to ``url`` or open local mode at ``path`` (``":memory:"`` for RAM only)."""
+        # Local mode searches exhaustively, and warns of any search parameter it is given.
+        self._exact = None if not url else models.SearchParams(exact=True)
         if url:
             self._client = QdrantClient(url=url, api_key=api_key, timeout=timeout_s)
         elif path == ":memory:":
@@ -141,8 +143,34 @@ class ServerStore:
         )
         return [hit_from_point(p) for p in response.points]
 
+    def score_points(
+        self,
+        name: str,
+        vector: Sequence[float],
+        ids: Sequence[PointId],
+        payload: Sequence[str],
+    ) -> list[Hit]:
+        """A dense search restricted to ``ids`` (a filter on them), with their payload."""
+        response = self._call(
+            "query_points",
+            self._client.query_points,
+            name,
+            query=_vector(vector),
+            using=DENSE,
+            query_filter=models.Filter(must=[models.HasIdCondition(has_id=list(ids))]),
+            limit=max(len(ids), 1),
+            with_payload=list(payload),
+            # Exact: a handful of points, and an HNSW graph may not reach every one of them.
+            search_params=self._exact,
+        )
+        return [hit_from_point(p) for p in response.points]
+
     def retrieve(
-        self, name: str, ids: Sequence[PointId], payload: Sequence[str] | bool = True
+        self,
+        name: str,
+        ids: Sequence[PointId],
+        payload: Sequence[str] | bool = True,
+        vectors: bool = False,
     ) -> list[Hit]:
         """Points by id, in the order asked."""
         records = self._call(
@@ -151,6 +179,7 @@ class ServerStore:
             name,
             ids=list(ids),
             with_payload=payload if isinstance(payload, bool) else list(payload),
+            with_vectors=[DENSE] if vectors else False,
         )
         found = {id_key(r.id): r for r in records}
         return [hit_from_point(found[i]) for i in ids if i in found]

@@ -1,0 +1,125 @@
+"""The documents a ranking reads: the judged ones held per index version, the rest at the candidates.
+
+The collaborative signals (votes, co-relevance, the judged-by field, the nudged vectors) know only
+the documents some voting query judged: that set grows with the training data, not with the
+corpus. A served version holds those documents' static features, titles and vectors
+(:class:`JudgedDocs`, read by their point ids, which the voting queries' payloads carry); any
+other candidate is read from the store when a query meets it (:class:`Outsiders`: its payload
+and its dense score, in one call), so neither a query's work nor a worker's memory grows with
+the corpus. What the title features need of the whole corpus, its title statistics, is computed
+by the build and read once (:class:`CorpusStats`).
+
+Documents' point ids are their places among the corpus's doc ids in sorted order
+(:func:`services.retrieval.indexing.points.doc_numbers`): a point id orders documents as their
+doc ids do, which is how every ranking breaks ties without naming its candidates.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from services.retrieval.query.bm25_table import FieldStats
+from services.retrieval.query.judgements import Located
+from services.retrieval.types import DocInfo, Hit
+
+#: What a ranking reads of a document it meets outside the judged ones (and of a judged one,
+#: once per version): its name, its title and the ranker's static features.
+RANKER_FIELDS = ("doc_id", "title", "title_terms", "train_votes", "text_length")
+
+
+def doc_info(payload: Mapping[str, Any]) -> DocInfo:
+    """The ranker's static features of a document, from its payload."""
+    return DocInfo(
+        tuple(payload.get("title_terms", ())),
+        int(payload.get("train_votes", 0)),
+        int(payload.get("text_length", 0)),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class CorpusStats:
+    """What the ranker's document features need of the whole corpus: its titles' statistics.
+
+    Title BM25 weighs a candidate's title terms by them. The build computes them in its pass
+    over the corpus, so a served version reads one point instead of every title.
+    """
+
+    titles: FieldStats
+
+    def to_payload(self) -> dict[str, Any]:
+        """As stored (:meth:`from_payload` reads it back)."""
+        return {"titles": self.titles.to_payload()}
+
+    @classmethod
+    def from_payload(cls, payload: Mapping[str, Any]) -> CorpusStats:
+        """The statistics as :meth:`to_payload` stored them."""
+        return cls(FieldStats.from_payload(payload["titles"]))
+
+
+class JudgedDocs:
+    """The documents any voting query judged, by column of the judgement matrix (doc id order).
+
+    Built from their stored points (:data:`RANKER_FIELDS` and vectors); ``points`` ascend with
+    the columns, since point ids order documents as their ids do.
+    """
+
+    def __init__(self, hits: Sequence[Hit]) -> None:
+        """Index the judged documents' points, read from the store."""
+        ordered = sorted(hits, key=lambda h: int(h.id))
+        self.points = np.array([int(h.id) for h in ordered], dtype=np.int64)
+        self.doc_ids = [str(h.payload["doc_id"]) for h in ordered]
+        self.titles = [str(h.payload.get("title", "")) for h in ordered]
+        self.info = {d: doc_info(h.payload) for d, h in zip(self.doc_ids, ordered, strict=True)}
+        self.vectors = {
+            d: h.dense for d, h in zip(self.doc_ids, ordered, strict=True) if h.dense is not None
+        }
+
+    def locate(self, points: npt.NDArray[np.int64]) -> Located:
+        """The columns of documents by point id (``known`` False for a document not judged)."""
+        at = np.searchsorted(self.points, points)
+        inside = at < len(self.points)
+        known = np.zeros(len(points), dtype=np.bool_)
+        known[inside] = self.points[at[inside]] == points[inside]
+        return Located(np.where(known, at, 0), known)
+
+
+@dataclass(frozen=True, slots=True)
+class Outsiders:
+    """The candidates of one query that no voting query judged, read at the candidates.
+
+    ``rows`` are their places among the candidates; ``doc_ids``, ``titles`` and ``info`` come
+    from their payloads, ``cosines`` are their dense scores for the query (the store's cosine:
+    a document nobody judged is not nudged, so its nudged cosine is its plain one).
+    """
+
+    rows: npt.NDArray[np.intp]
+    doc_ids: list[str]
+    titles: list[str]
+    info: list[DocInfo]
+    cosines: npt.NDArray[np.float64]
+
+    @classmethod
+    def of_hits(
+        cls, rows: npt.NDArray[np.intp], points: Sequence[int], hits: Sequence[Hit]
+    ) -> Outsiders:
+        """The candidates at ``rows`` (point ids ``points``) from the store's scored points."""
+        found = {int(h.id): h for h in hits}
+        missing = [p for p in points if p not in found]
+        if missing:
+            raise LookupError(f"documents {missing[:5]} are not in the store")
+        ordered = [found[p] for p in points]
+        return cls(
+            rows,
+            [str(h.payload["doc_id"]) for h in ordered],
+            [str(h.payload.get("title", "")) for h in ordered],
+            [doc_info(h.payload) for h in ordered],
+            np.array([h.score for h in ordered], dtype=np.float64),
+        )
+
+
+NO_OUTSIDERS = Outsiders(np.zeros(0, dtype=np.intp), [], [], [], np.zeros(0))
