@@ -67,7 +67,9 @@ CACHE_BYTES = Gauge(
     multiprocess_mode="livesum",
 )
 SEARCH_OUTCOMES = ("ok", "store_error", "abandoned")
-STORE_OPERATIONS = ("search", "fused_search", "retrieve", "scroll", "count", "resolve_alias")
+STORE_OPERATIONS = (
+    "search", "fused_search", "score_points", "retrieve", "scroll", "count", "resolve_alias",
+)  # fmt: skip
 
 for _via in ("tool", "rest"):
     for _outcome in SEARCH_OUTCOMES:
