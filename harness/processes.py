@@ -243,3 +243,19 @@ class McpServer(ServerProcess):
     def mcp_url(self) -> str:
         """The server's streamable HTTP MCP endpoint."""
         return self.base_url + "/mcp"
+
+
+def gunicorn_mcp_server(
+    env: Mapping[str, str], log_path: Path, *, workers: int = 1
+) -> ServerProcess:
+    """The MCP server as the image runs it: gunicorn with ``workers`` uvicorn workers, on loopback.
+
+    Prometheus's multi-process files go to a ``metrics`` folder beside ``log_path``.
+    """
+    port = free_port()
+    cmd = [
+        sys.executable, "-m", "gunicorn", "--config", str(REPO / "services/gunicorn.conf.py"),
+        "--workers", str(workers), "--bind", f"127.0.0.1:{port}", "services.mcp_server.asgi:app",
+    ]  # fmt: skip
+    env = {**env, "PROMETHEUS_MULTIPROC_DIR": str(log_path.parent / "metrics")}
+    return ServerProcess(cmd, port, env=env, log_path=log_path)

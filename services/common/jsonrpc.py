@@ -45,6 +45,11 @@ def error_response(request_id: object, code: int, message: str) -> dict[str, Any
     return {"jsonrpc": VERSION, "id": answered, "error": {"code": code, "message": message}}
 
 
+def request_id(payload: Any) -> object:
+    """The id a decoded request names, to answer it with (None when it is no object)."""
+    return payload.get("id") if isinstance(payload, dict) else None
+
+
 def envelope_problem(payload: Any) -> str | None:
     """What is wrong with a decoded request (or a client's response) envelope, or None."""
     if not isinstance(payload, dict):

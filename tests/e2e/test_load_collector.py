@@ -28,6 +28,7 @@ from tests.support.load_collector import (
     TOKEN,
     WORKERS,
     collector_process,
+    hand_in_report,
     post_report,
     worker_report,
 )
@@ -42,10 +43,6 @@ def _worker(index: int, agent: str, collector: str, out: Path) -> subprocess.Pop
     # The token as the chart gives it to the generators: hand_in sends it.
     env = {**os.environ, "PYTHONPATH": str(REPO), "GREEN_LOAD_COLLECTOR_TOKEN": TOKEN}
     return subprocess.Popen([*command, "--report-to", collector], cwd=REPO, env=env)
-
-
-def _hand_in(report: LoadReport, server: ServerProcess) -> None:
-    asyncio.run(hand_in(report, server.base_url, BEARER))
 
 
 def test_workers_hand_in_their_reports_and_the_collector_merges_them(
@@ -123,7 +120,7 @@ def test_the_first_report_is_served_at_once_marked_incomplete(
     server, merged_file = collector
     assert httpx.get(server.base_url + "/report.html").status_code == 404
     first = worker_report(1)
-    _hand_in(first, server)
+    hand_in_report(first, server)
     partial = LoadReport.model_validate_json(httpx.get(server.base_url + "/report").content)
     assert (partial.complete, partial.waiting_for) == (False, [0])
     assert partial.requests == first.requests and [w.worker for w in partial.workers] == [1]
@@ -131,7 +128,7 @@ def test_the_first_report_is_served_at_once_marked_incomplete(
     assert "Incomplete: waiting for workers 0." in page and "(incomplete)</title>" in page
     # The files show the same partial merge, replaced by the whole one when it comes.
     assert LoadReport.model_validate_json(merged_file.read_text()) == partial
-    _hand_in(worker_report(0), server)
+    hand_in_report(worker_report(0), server)
     whole = LoadReport.model_validate_json(httpx.get(server.base_url + "/report").content)
     assert (whole.complete, whole.waiting_for) == (True, [])
     assert whole == merge_load_reports([worker_report(0), first])
@@ -143,7 +140,7 @@ def test_a_collector_restarted_on_a_torn_report_still_completes_its_run(tmp_path
     server, merged_file = collector_process(tmp_path)
     server.start(timeout_s=30)
     try:
-        _hand_in(worker_report(0), server)
+        hand_in_report(worker_report(0), server)
         server.stop()
         # Killed while it wrote worker 1's report (as a plain write_text could be): half a file,
         # and a temporary file of an interrupted write beside the merged one.
@@ -160,7 +157,7 @@ def test_a_collector_restarted_on_a_torn_report_still_completes_its_run(tmp_path
         assert not leftover.exists()
         assert f"kept report {torn} does not read (not a load report: " in server.log()
         # The worker's hand-in, retried once the collector is back, completes the run.
-        _hand_in(worker_report(1), server)
+        hand_in_report(worker_report(1), server)
         merged = LoadReport.model_validate_json(httpx.get(server.base_url + "/report").content)
         assert merged.complete and merged == merge_load_reports(
             [worker_report(0), worker_report(1)]
@@ -177,14 +174,14 @@ def test_a_report_for_a_complete_run_is_refused_and_the_merge_stays(
 ) -> None:
     server, merged_file = collector
     for worker in range(WORKERS):
-        _hand_in(worker_report(worker), server)
+        hand_in_report(worker_report(worker), server)
     published = httpx.get(server.base_url + "/report").content
     files = {p: p.read_bytes() for p in merged_file.parent.glob("merged*")}
     again = post_report(server, worker_report(0, seed=1).model_dump(mode="json"))
     assert again.status_code == 409
     assert "run 'release-r1' is complete" in again.json()["error"]
     with pytest.raises(RuntimeError, match="is complete"):
-        _hand_in(worker_report(1, seed=1), server)
+        hand_in_report(worker_report(1, seed=1), server)
     assert httpx.get(server.base_url + "/report").content == published
     assert {p: p.read_bytes() for p in merged_file.parent.glob("merged*")} == files
 
@@ -235,7 +232,7 @@ def test_a_histogram_out_of_bounds_is_a_422_and_changes_nothing(
     collector: tuple[ServerProcess, Path], how: str, problem: str
 ) -> None:
     server, _ = collector
-    _hand_in(worker_report(0), server)
+    hand_in_report(worker_report(0), server)
     before = httpx.get(server.base_url + "/report").content
     refused = post_report(server, _histogram_broken(worker_report(1).model_dump(mode="json"), how))
     assert refused.status_code == 422

@@ -7,7 +7,6 @@ starts it; the reports are built here and broken as an attacker would break them
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import subprocess
@@ -21,13 +20,12 @@ import pytest
 
 from harness.processes import REPO, ServerProcess, free_port, port_in_use
 from services.green_agent.load.report import LoadReport, merge_load_reports
-from services.green_agent.load.workers import hand_in
 from tests.support.load_collector import (
-    BEARER,
     RUN,
     TOKEN,
     WORKERS,
     collector_process,
+    hand_in_report,
     post_report,
     worker_report,
 )
@@ -39,10 +37,6 @@ EXIT_TIMEOUT_S = 60
 def _attack(body: dict[str, Any]) -> dict[str, Any]:
     """The review's report: no requests, yet failures by reason (the page's share divides)."""
     return {**body, "requests": 0, "errors_by_reason": {"timeout": 1}}
-
-
-def _hand_in(report: LoadReport, server: ServerProcess) -> None:
-    asyncio.run(hand_in(report, server.base_url, BEARER))
 
 
 def test_a_report_of_no_requests_with_failures_is_a_422_and_the_run_goes_on(
@@ -61,7 +55,7 @@ def test_a_report_of_no_requests_with_failures_is_a_422_and_the_run_goes_on(
     assert httpx.get(server.base_url + "/report.html").status_code == 404
     assert not list(merged_file.parent.glob("merged*"))
     # Last, after a real report: refused all the same, and the run not counted complete.
-    _hand_in(worker_report(0), server)
+    hand_in_report(worker_report(0), server)
     refused = post_report(server, _attack(worker_report(1).model_dump(mode="json")))
     assert refused.status_code == 422 and "not requests 0" in refused.json()["error"]
     waiting = httpx.get(server.base_url + "/report").json()
@@ -69,7 +63,7 @@ def test_a_report_of_no_requests_with_failures_is_a_422_and_the_run_goes_on(
     assert not merged_file.with_name("merged.worker-1.json").exists()
     assert httpx.get(server.base_url + "/report.html").status_code == 200
     # The worker's real report completes the run, and both reads serve the whole merge.
-    _hand_in(worker_report(1), server)
+    hand_in_report(worker_report(1), server)
     merged = LoadReport.model_validate_json(httpx.get(server.base_url + "/report").content)
     assert merged.complete and merged == merge_load_reports([worker_report(0), worker_report(1)])
     page = httpx.get(server.base_url + "/report.html")
@@ -128,7 +122,7 @@ def test_figures_that_do_not_hold_are_a_422_naming_them_and_change_nothing(
     collector: tuple[ServerProcess, Path],
 ) -> None:
     server, merged_file = collector
-    _hand_in(worker_report(0), server)
+    hand_in_report(worker_report(0), server)
     before = httpx.get(server.base_url + "/report").content
     files = {p: p.read_bytes() for p in merged_file.parent.glob("merged*")}
     for what, breaking, problem in BROKEN:
@@ -155,7 +149,7 @@ def test_a_restarted_collector_sets_aside_a_kept_report_that_would_break_it(
         assert f"kept report {kept} does not read (not a load report: " in server.log()
         assert "errors_by_reason adds up to 1, not errors 0" in server.log()
         for worker in range(WORKERS):
-            _hand_in(worker_report(worker), server)
+            hand_in_report(worker_report(worker), server)
         merged = LoadReport.model_validate_json(httpx.get(server.base_url + "/report").content)
         assert merged.complete
         assert merged == merge_load_reports([worker_report(0), worker_report(1)])

@@ -4,14 +4,13 @@ connection (pooled clients move away), then the server stops: under uvicorn and 
 from __future__ import annotations
 
 import signal
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
 import httpx
 import pytest
 
-from harness.processes import REPO, ServerProcess, free_port
+from harness.processes import ServerProcess, gunicorn_mcp_server
 from tests.support.polling import wait_for
 from tests.support.small_index import SmallIndex
 
@@ -24,13 +23,7 @@ def _uvicorn(env: dict[str, str], tmp_path: Path) -> ServerProcess:
 
 
 def _gunicorn(env: dict[str, str], tmp_path: Path) -> ServerProcess:
-    port = free_port()
-    cmd = [
-        sys.executable, "-m", "gunicorn", "--config", str(REPO / "services/gunicorn.conf.py"),
-        "--workers", "1", "--bind", f"127.0.0.1:{port}", "services.mcp_server.asgi:app",
-    ]  # fmt: skip
-    env = {**env, "PROMETHEUS_MULTIPROC_DIR": str(tmp_path / "metrics")}
-    return ServerProcess(cmd, port, env=env, log_path=tmp_path / "gunicorn.log")
+    return gunicorn_mcp_server(env, tmp_path / "gunicorn.log")
 
 
 # uvicorn re-raises the SIGTERM it drained for; gunicorn's master exits cleanly once its workers

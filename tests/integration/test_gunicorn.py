@@ -5,14 +5,13 @@ copy, and Prometheus multi-process mode sums the workers on /metrics, with the p
 of every process of the pod and exemplars.
 """
 
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
 
-from harness.processes import REPO, ServerProcess, free_port
+from harness.processes import ServerProcess, gunicorn_mcp_server
 from tests.support.small_index import SmallIndex
 
 
@@ -21,19 +20,10 @@ def gunicorn_mcp(
     small_index: SmallIndex, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[ServerProcess]:
     tmp_path = tmp_path_factory.mktemp("gunicorn")
-    port = free_port()
     scratch = tmp_path / "tmp"  # the workers' temporary folder: their shard copies go here
     scratch.mkdir()
-    env = {
-        **small_index.env(private_copy=True),
-        "PROMETHEUS_MULTIPROC_DIR": str(tmp_path / "metrics"),
-        "TMPDIR": str(scratch),
-    }
-    cmd = [
-        sys.executable, "-m", "gunicorn", "--config", str(REPO / "services/gunicorn.conf.py"),
-        "--workers", "2", "--bind", f"127.0.0.1:{port}", "services.mcp_server.asgi:app",
-    ]  # fmt: skip
-    server = ServerProcess(cmd, port, env=env, log_path=tmp_path / "gunicorn.log")
+    env = {**small_index.env(private_copy=True), "TMPDIR": str(scratch)}
+    server = gunicorn_mcp_server(env, tmp_path / "gunicorn.log", workers=2)
     server.start(timeout_s=90)
     try:
         yield server

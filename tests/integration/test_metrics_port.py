@@ -6,14 +6,13 @@ the chart runs it, and the purple agent: the metrics port serves ``/metrics`` an
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import httpx
 import pytest
 
-from harness.processes import REPO, McpServer, ServerProcess, free_port
+from harness.processes import McpServer, ServerProcess, free_port, gunicorn_mcp_server
 from tests.support.small_index import SmallIndex
 
 SCRAPE = "scrape-token-0123456789"
@@ -37,17 +36,7 @@ def _uvicorn(env: dict[str, str], log: Path) -> ServerProcess:
     return ServerProcess.module("services.mcp_server", env=env, log_path=log)
 
 
-def _gunicorn(env: dict[str, str], log: Path) -> ServerProcess:
-    port = free_port()
-    cmd = [
-        sys.executable, "-m", "gunicorn", "--config", str(REPO / "services/gunicorn.conf.py"),
-        "--workers", "1", "--bind", f"127.0.0.1:{port}", "services.mcp_server.asgi:app",
-    ]  # fmt: skip
-    env = {**env, "PROMETHEUS_MULTIPROC_DIR": str(log.parent / "metrics")}
-    return ServerProcess(cmd, port, env=env, log_path=log)
-
-
-@pytest.fixture(params=[_uvicorn, _gunicorn], ids=["uvicorn", "gunicorn"])
+@pytest.fixture(params=[_uvicorn, gunicorn_mcp_server], ids=["uvicorn", "gunicorn"])
 def split(
     request: pytest.FixtureRequest, small_index: SmallIndex, tmp_path: Path
 ) -> Iterator[tuple[ServerProcess, str]]:

@@ -3,6 +3,7 @@ the chart gives it), and workers' reports built here, without an agent."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import random
 from pathlib import Path
@@ -13,6 +14,7 @@ import httpx
 from harness.processes import ServerProcess
 from services.green_agent.evaluation.evaluator import QueryOutcome
 from services.green_agent.load.report import LoadReport, build_load_report
+from services.green_agent.load.workers import hand_in
 
 WORKERS = 2
 RUN = "release-r1"
@@ -66,3 +68,8 @@ def post_report(server: ServerProcess, body: Any, token: str | None = TOKEN) -> 
     if token is not None:
         headers["authorization"] = f"Bearer {token}"
     return httpx.post(server.base_url + "/reports", content=json.dumps(body), headers=headers)
+
+
+def hand_in_report(report: LoadReport, server: ServerProcess) -> None:
+    """Hand ``report`` in to ``server`` as a worker does, with the token."""
+    asyncio.run(hand_in(report, server.base_url, BEARER))

@@ -6,7 +6,6 @@ import asyncio
 import uuid
 
 import pytest
-from a2a.auth.user import User
 from a2a.helpers import new_text_part
 from a2a.server.context import ServerCallContext
 from a2a.types import (
@@ -26,21 +25,9 @@ from a2a.utils.errors import TaskNotCancelableError, TaskNotFoundError, Unsuppor
 
 from services.common.task_store import BoundedTaskStore
 from services.purple_agent.a2a.handler import DirectRequestHandler, Failed
+from tests.support.callers import caller
 
 CARD = AgentCard(name="t", capabilities=AgentCapabilities(streaming=True))
-
-
-class _Named(User):
-    def __init__(self, name: str) -> None:
-        self._name = name
-
-    @property
-    def is_authenticated(self) -> bool:
-        return True
-
-    @property
-    def user_name(self) -> str:
-        return self._name
 
 
 def _request(text: str = "hello", task_id: str = "") -> SendMessageRequest:
@@ -60,7 +47,7 @@ async def _echo(message: Message) -> Artifact | Failed:
 
 async def test_a_kept_task_is_finished_without_its_history_and_cannot_continue() -> None:
     handler = DirectRequestHandler(_echo, CARD, BoundedTaskStore(10))
-    alice = ServerCallContext(user=_Named("alice"))
+    alice = caller("alice")
     task = await handler.on_message_send(_request(), alice)
     assert task.status.state == TaskState.TASK_STATE_COMPLETED
     assert task.status.HasField("timestamp")
@@ -69,7 +56,7 @@ async def test_a_kept_task_is_finished_without_its_history_and_cannot_continue()
     kept = await handler.on_get_task(GetTaskRequest(id=task.id), alice)
     assert kept.artifacts == task.artifacts and not kept.history
     with pytest.raises(TaskNotFoundError):  # another caller's task
-        await handler.on_get_task(GetTaskRequest(id=task.id), ServerCallContext(user=_Named("b")))
+        await handler.on_get_task(GetTaskRequest(id=task.id), caller("b"))
     with pytest.raises(UnsupportedOperationError, match="terminal state"):
         await handler.on_message_send(_request(task_id=task.id), alice)
     with pytest.raises(TaskNotCancelableError):
@@ -142,7 +129,7 @@ class _Gate:
 async def test_returning_at_once_answers_working_and_the_task_finishes_later() -> None:
     gate = _Gate()
     handler = DirectRequestHandler(gate, CARD, BoundedTaskStore(10))
-    alice = ServerCallContext(user=_Named("alice"))
+    alice = caller("alice")
     task = await handler.on_message_send(_immediate(), alice)
     assert task.status.state == TaskState.TASK_STATE_WORKING and not task.artifacts
     kept = await handler.on_get_task(GetTaskRequest(id=task.id), alice)
@@ -163,7 +150,7 @@ async def test_returning_at_once_answers_working_and_the_task_finishes_later() -
 async def test_a_detached_answer_can_be_cancelled_by_its_caller_only() -> None:
     gate = _Gate()
     handler = DirectRequestHandler(gate, CARD, BoundedTaskStore(10))
-    alice = ServerCallContext(user=_Named("alice"))
+    alice = caller("alice")
     task = await handler.on_message_send(_immediate(), alice)
     with pytest.raises(TaskNotFoundError):
         await handler.on_cancel_task(CancelTaskRequest(id=task.id), ServerCallContext())
@@ -176,7 +163,7 @@ async def test_a_detached_answer_can_be_cancelled_by_its_caller_only() -> None:
 async def test_beyond_the_bound_a_send_waits_for_its_answer() -> None:
     gate = _Gate()
     handler = DirectRequestHandler(gate, CARD, BoundedTaskStore(10), max_detached=1)
-    alice = ServerCallContext(user=_Named("alice"))
+    alice = caller("alice")
     first = await handler.on_message_send(_immediate(), alice)
     assert first.status.state == TaskState.TASK_STATE_WORKING
     second = asyncio.create_task(handler.on_message_send(_immediate(), alice))

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from a2a.auth.user import UnauthenticatedUser
 from a2a.server.context import ServerCallContext
 from a2a.types import Message, Part, Role, Task, TaskState, TaskStatus
 
 from services.common.task_store import BoundedTaskStore
+from tests.support.callers import caller
 
 
 def _task(task_id: str) -> Task:
@@ -83,26 +83,9 @@ async def test_without_keep_finished_a_task_leaves_the_store_when_it_ends() -> N
     assert await store.get("t2", context) is None
 
 
-def _caller(name: str) -> ServerCallContext:
-    return ServerCallContext(user=_User(name))
-
-
-class _User(UnauthenticatedUser):
-    def __init__(self, name: str) -> None:
-        self._name = name
-
-    @property
-    def is_authenticated(self) -> bool:
-        return True
-
-    @property
-    def user_name(self) -> str:
-        return self._name
-
-
 async def test_a_caller_past_its_bound_drops_its_own_oldest_never_another_s() -> None:
     store = BoundedTaskStore(max_tasks=5, max_tasks_per_caller=3)
-    alice, bob, carol = _caller("alice"), _caller("bob"), _caller("carol")
+    alice, bob, carol = caller("alice"), caller("bob"), caller("carol")
     await store.save(_task("a1"), alice)
     for n in range(5):
         await store.save(_task(f"b{n}"), bob)

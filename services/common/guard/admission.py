@@ -15,7 +15,8 @@ from collections.abc import Collection
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from services.common.guard.body import DECODED
-from services.common.guard.refusal import Refusal, send_refusal
+from services.common.guard.refusal import Guard, Refusal
+from services.common.jsonrpc import request_id
 from services.common.limits import ServerLimits
 from services.common.paths import METRICS, PROBES
 
@@ -24,16 +25,15 @@ from services.common.paths import METRICS, PROBES
 METRICS_IN_FLIGHT = 4
 
 
-class Admission:
+class Admission(Guard):
     """ASGI middleware: at most ``max_in_flight`` requests (and a few scrapes) at once."""
 
     def __init__(
         self, app: ASGIApp, limits: ServerLimits, jsonrpc_paths: Collection[str] = ()
     ) -> None:
         """Bound the requests ``app`` works on by ``limits.max_in_flight``."""
-        self._app = app
+        super().__init__(app, jsonrpc_paths)
         self._limits = limits
-        self._jsonrpc = frozenset(jsonrpc_paths)
         self.in_flight = 0
         self.metrics_in_flight = 0
 
@@ -48,11 +48,9 @@ class Admission:
         if taken >= bound:
             what = "scrapes" if scrape else "requests"
             message = f"overloaded: {bound} {what} in progress, retry shortly"
-            value = scope.get(DECODED)
-            request_id = value.get("id") if isinstance(value, dict) else None
-            retry = self._limits.retry_after_s
-            refusal = Refusal(503, message, retry_after=retry, request_id=request_id)
-            await send_refusal(send, refusal, jsonrpc_path=scope["path"] in self._jsonrpc)
+            retry, refused_id = self._limits.retry_after_s, request_id(scope.get(DECODED))
+            refusal = Refusal(503, message, retry_after=retry, request_id=refused_id)
+            await self._refuse(scope, send, refusal)
             return
         if scrape:
             self.metrics_in_flight += 1

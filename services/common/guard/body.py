@@ -30,8 +30,9 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from services.common.disconnect import run_until_disconnect
 from services.common.guard.content_type import BODY_METHODS
-from services.common.guard.refusal import Refusal, send_refusal
+from services.common.guard.refusal import Guard, Refusal
 from services.common.header_values import header
+from services.common.jsonrpc import request_id
 from services.common.limits import ServerLimits
 from services.telemetry.http import ABANDONED
 
@@ -107,8 +108,7 @@ def decode_json(body: bytes, max_depth: int) -> Any:
         raise Refusal(422, f"the body holds a number Python cannot read ({e})") from None
     problem = None if plainly_acceptable(text, max_depth) else json_problem(value, max_depth)
     if problem is not None:
-        request_id = value.get("id") if isinstance(value, dict) else None
-        raise Refusal(422, problem, request_id=request_id)
+        raise Refusal(422, problem, request_id=request_id(value))
     return value
 
 
@@ -132,16 +132,15 @@ def _declared_length(scope: Scope) -> int | None:
         return None
 
 
-class BoundedBody:
+class BoundedBody(Guard):
     """ASGI middleware: the body read whole within the limits, checked, then replayed."""
 
     def __init__(
         self, app: ASGIApp, limits: ServerLimits, jsonrpc_paths: Collection[str] = ()
     ) -> None:
         """Read the bodies of ``app``'s requests within ``limits``."""
-        self._app = app
+        super().__init__(app, jsonrpc_paths)
         self._limits = limits
-        self._jsonrpc = frozenset(jsonrpc_paths)
         self._budget = limits.max_in_flight * limits.max_body_bytes
         self.held = 0  # bytes of bodies still arriving, all requests together
 
@@ -157,7 +156,7 @@ class BoundedBody:
                 if value is not NOT_JSON:
                     scope[DECODED] = value
         except Refusal as refusal:
-            await send_refusal(send, refusal, jsonrpc_path=scope["path"] in self._jsonrpc)
+            await self._refuse(scope, send, refusal)
             return
         except ClientGone:  # before its body was complete: nobody to work for
             scope[ABANDONED] = True

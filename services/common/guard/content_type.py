@@ -12,7 +12,7 @@ from collections.abc import Collection
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from services.common.guard.refusal import Refusal, send_refusal
+from services.common.guard.refusal import Guard, Refusal
 from services.common.header_values import header
 
 #: The methods whose body a JSON endpoint reads.
@@ -31,15 +31,14 @@ def not_json(scope: Scope, taker: str = "JSON-RPC") -> str | None:
     return f"{taker} takes Content-Type: application/json, not {shown}"
 
 
-class JsonContentType:
+class JsonContentType(Guard):
     """ASGI middleware: bodies to ``jsonrpc_paths`` and posts to ``json_paths`` are JSON, or 415."""
 
     def __init__(
         self, app: ASGIApp, jsonrpc_paths: Collection[str] = (), json_paths: Collection[str] = ()
     ) -> None:
         """Guard ``app``'s JSON endpoints."""
-        self._app = app
-        self._jsonrpc = frozenset(jsonrpc_paths)
+        super().__init__(app, jsonrpc_paths)
         self._json = frozenset(json_paths)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -52,7 +51,6 @@ class JsonContentType:
             elif path in self._json and scope["method"] == "POST":  # others: the route's 405
                 problem = not_json(scope, f"POST {path}")
             if problem is not None:
-                refusal = Refusal(415, problem)
-                await send_refusal(send, refusal, jsonrpc_path=path in self._jsonrpc)
+                await self._refuse(scope, send, Refusal(415, problem))
                 return
         await self._app(scope, receive, send)

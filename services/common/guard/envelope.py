@@ -16,8 +16,8 @@ from typing import Any
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from services.common.guard.body import DECODED
-from services.common.guard.refusal import Refusal, send_refusal
-from services.common.jsonrpc import envelope_problem
+from services.common.guard.refusal import Guard, Refusal
+from services.common.jsonrpc import envelope_problem, request_id
 
 #: A protocol's own rule on a decoded JSON body and the request's headers (lower-case names):
 #: what is wrong with it, or None. A check that needs its own JSON-RPC error code raises
@@ -25,7 +25,7 @@ from services.common.jsonrpc import envelope_problem
 BodyCheck = Callable[[Any, Mapping[str, str]], str | None]
 
 
-class JsonRpcEnvelope:
+class JsonRpcEnvelope(Guard):
     """ASGI middleware: a JSON-RPC body with a bad envelope, or breaking a protocol rule, is refused."""
 
     def __init__(
@@ -35,8 +35,7 @@ class JsonRpcEnvelope:
         body_checks: Mapping[str, BodyCheck] | None = None,
     ) -> None:
         """Check the bodies posted to ``jsonrpc_paths`` (and ``body_checks``' own paths)."""
-        self._app = app
-        self._jsonrpc = frozenset(jsonrpc_paths)
+        super().__init__(app, jsonrpc_paths)
         self._checks = dict(body_checks or {})
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -46,7 +45,7 @@ class JsonRpcEnvelope:
             check = self._checks.get(path)
             if path in self._jsonrpc or check is not None:
                 value = scope[DECODED]
-                request_id = value.get("id") if isinstance(value, dict) else None
+                refused_id = request_id(value)
                 try:
                     problem = envelope_problem(value) if path in self._jsonrpc else None
                     if problem is None and check is not None:
@@ -55,11 +54,10 @@ class JsonRpcEnvelope:
                         }
                         problem = check(value, headers)
                 except Refusal as refusal:
-                    refusal.request_id = request_id
-                    await send_refusal(send, refusal, jsonrpc_path=path in self._jsonrpc)
+                    refusal.request_id = refused_id
+                    await self._refuse(scope, send, refusal)
                     return
                 if problem is not None:
-                    refused = Refusal(422, problem, request_id=request_id)
-                    await send_refusal(send, refused, jsonrpc_path=path in self._jsonrpc)
+                    await self._refuse(scope, send, Refusal(422, problem, request_id=refused_id))
                     return
         await self._app(scope, receive, send)

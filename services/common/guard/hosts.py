@@ -24,7 +24,7 @@ from pydantic import BaseModel, Field, field_validator
 from pydantic_settings import NoDecode
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from services.common.guard.refusal import Refusal, send_refusal
+from services.common.guard.refusal import Guard, Refusal
 from services.common.header_values import header
 
 #: What a server answers to when it is told nothing else: its loopback names, any port.
@@ -103,7 +103,7 @@ class HostRules:
         return bool(sep) and scheme.lower() in (b"http", b"https") and self.allows(host)
 
 
-class TrustedHosts:
+class TrustedHosts(Guard):
     """ASGI middleware: 421 for a foreign ``Host``, 403 for a foreign ``Origin``."""
 
     def __init__(
@@ -114,10 +114,9 @@ class TrustedHosts:
         jsonrpc_paths: Collection[str] = (),
     ) -> None:
         """Check requests to ``app`` against ``rules``, but for ``exempt_paths``."""
-        self._app = app
+        super().__init__(app, jsonrpc_paths)
         self._rules = rules
         self._exempt = frozenset(exempt_paths)
-        self._jsonrpc = frozenset(jsonrpc_paths)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Pass on a request of the server's own names; refuse the others."""
@@ -135,4 +134,4 @@ class TrustedHosts:
                 return
             shown = origin.decode("latin-1")[:100]
             refusal = Refusal(403, f"requests from the Origin {shown} are not accepted")
-        await send_refusal(send, refusal, jsonrpc_path=scope["path"] in self._jsonrpc)
+        await self._refuse(scope, send, refusal)

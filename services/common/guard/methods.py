@@ -13,7 +13,7 @@ from collections.abc import Collection, Iterable, Mapping
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from services.common.guard.refusal import Refusal, send_refusal
+from services.common.guard.refusal import Guard, Refusal
 
 #: A route that serves every method (an ASGI app mounted as a route names none).
 ANY = frozenset({"*"})
@@ -33,7 +33,7 @@ def route_methods(routes: Iterable[BaseRoute], prefix: str = "") -> dict[str, fr
     return methods
 
 
-class AllowedMethods:
+class AllowedMethods(Guard):
     """ASGI middleware: 405 with ``Allow`` for a method the path's routes do not serve."""
 
     def __init__(
@@ -43,10 +43,9 @@ class AllowedMethods:
         jsonrpc_paths: Collection[str] = (),
     ) -> None:
         """Guard ``app``, whose paths serve ``methods`` (:func:`route_methods`; ``*``: any)."""
-        self._app = app
+        super().__init__(app, jsonrpc_paths)
         self._methods = {p: frozenset(m) for p, m in methods.items() if "*" not in m}
         self._allow = {p: ", ".join(sorted(m)).encode() for p, m in self._methods.items()}
-        self._jsonrpc = frozenset(jsonrpc_paths)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Pass on a served method; refuse another."""
@@ -57,6 +56,6 @@ class AllowedMethods:
                 allow = self._allow[path]
                 message = f"{scope['method']} is not allowed on {path}: use {allow.decode()}"
                 refusal = Refusal(405, message, headers=((b"allow", allow),))
-                await send_refusal(send, refusal, jsonrpc_path=path in self._jsonrpc)
+                await self._refuse(scope, send, refusal)
                 return
         await self._app(scope, receive, send)

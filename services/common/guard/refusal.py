@@ -1,11 +1,15 @@
-"""A request the frame answers itself, and how it answers: a JSON-RPC error or a JSON error."""
+"""A request the frame answers itself, and how it answers: a JSON-RPC error or a JSON error.
+
+Every guard is a :class:`Guard`: the app it guards and the paths whose refusals are JSON-RPC errors.
+"""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Collection
 from typing import Any
 
-from starlette.types import Send
+from starlette.types import ASGIApp, Scope, Send
 
 from services.common import jsonrpc
 
@@ -67,3 +71,15 @@ async def send_refusal(send: Send, refusal: Refusal, *, jsonrpc_path: bool) -> N
     headers.append((b"content-length", str(len(payload)).encode()))
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": payload})
+
+
+class Guard:
+    """A guard's shape: the app it guards, and the paths whose refusals are JSON-RPC errors."""
+
+    def __init__(self, app: ASGIApp, jsonrpc_paths: Collection[str]) -> None:
+        """Guard ``app``; refusals on ``jsonrpc_paths`` are answered as JSON-RPC errors."""
+        self._app = app
+        self._jsonrpc = frozenset(jsonrpc_paths)
+
+    async def _refuse(self, scope: Scope, send: Send, refusal: Refusal) -> None:
+        await send_refusal(send, refusal, jsonrpc_path=scope["path"] in self._jsonrpc)

@@ -92,10 +92,13 @@ class CappedTransport(httpx.AsyncBaseTransport):
         response = await self._inner.handle_async_request(request)
         length = response.headers.get("content-length", "")
         encoding = response.headers.get("content-encoding", "identity").strip().lower()
+        # Each coding named, as httpx reads them to decode: none but identity (or an empty
+        # element, which names none) leaves the bytes counted as the bytes read.
+        codings = response.headers.get_list("content-encoding", split_commas=True)
         problem: httpx.RequestError | None = None
         if length.isdigit() and int(length) > self._cap:
             problem = AnswerTooLarge(_too_large(self._cap), request=request)
-        elif encoding != "identity":
+        elif any(c.strip().lower() not in ("", "identity") for c in codings):
             problem = AnswerEncoded(
                 f"the answer is compressed ({encoding}) though identity was asked: its size "
                 "cannot be bounded",

@@ -31,6 +31,8 @@ from dataclasses import dataclass
 
 import httpx
 
+from services.green_agent.evaluation.bounds import found_in
+
 SETTING = "GREEN_ALLOWED_ORIGINS"
 LOOPBACK = ("127.0.0.1:*", "localhost:*", "[::1]:*")
 DEFAULT_PORTS = {"http": 80, "https": 443}
@@ -166,9 +168,4 @@ class AllowedOrigins:
 
 def refused_in(error: BaseException) -> EgressRefused | None:
     """The :class:`EgressRefused` behind ``error`` (SDKs wrap transport errors), if any."""
-    seen: BaseException | None = error
-    while seen is not None:
-        if isinstance(seen, EgressRefused):
-            return seen
-        seen = seen.__cause__ or seen.__context__
-    return None
+    return found_in(error, EgressRefused)
