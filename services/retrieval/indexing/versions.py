@@ -2,9 +2,9 @@
 
 A version is three collections sharing one name (:mod:`services.retrieval.query.index_version`).
 The name's hash covers everything that changes what the version serves (corpus content, model,
-BM25 parameters, schema, training data, features and ranker settings), so a build with other
-inputs never overwrites a version in service; the service reads the alias, which moves once a
-version is complete.
+BM25 parameters, schema, the dense index's build settings, training data, features and ranker
+settings), so a build with other inputs never overwrites a version in service; the service
+reads the alias, which moves once a version is complete.
 
 A build then drops the older versions of its alias, and only those: a name is a version of alias
 ``X`` only if it is exactly ``X-<hash>``, ``X-<hash>-knn`` or ``X-<hash>-ranker`` with a hash of
@@ -33,7 +33,10 @@ log = logging.getLogger(__name__)
 # 6: documents' point ids are their numbers in the corpus's order (were uuid5 of the doc id).
 # 7: the abstract's length is the documents' field text_length (was text_terms).
 # 8: the ranker's point carries its trees as onnxruntime graphs (a server needs no LightGBM).
-SCHEMA_VERSION = "8"
+# 9: shards rebuilt once written (one immutable segment each): the BM25 index memory-mapped, an
+#    HNSW graph from RETRIEVAL_HNSW_THRESHOLD points on; NFCorpus's collections have none and
+#    answer as before, bit for bit. The graph's build settings are part of the name's hash.
+SCHEMA_VERSION = "9"
 #: Length of a version's hash in collection names (hex digits of a SHA-256).
 HASH_CHARS = 12
 
@@ -42,6 +45,12 @@ def collection_version(*parts: object) -> str:
     """Short hash of everything that shapes the stored vectors and the trained ranker."""
     key = "|".join(str(p) for p in (SCHEMA_VERSION, *parts))
     return hashlib.sha256(key.encode()).hexdigest()[:HASH_CHARS]
+
+
+def dense_index_config(settings: RetrievalSettings) -> str:
+    """What shapes a version's dense index as built (``ef`` and oversampling are read at search)."""
+    store = settings.store
+    return f"{store.hnsw_threshold}|{store.hnsw_m}|{store.hnsw_ef_construct}|{store.quantization}"
 
 
 def supervised_config(settings: RetrievalSettings, training_fingerprint: str | None) -> str:
