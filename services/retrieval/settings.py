@@ -137,7 +137,7 @@ class StoreSettings(_Group):
         default=256, ge=4, le=4096, description="Candidates per insertion while the graph is built."
     )
     hnsw_ef: Annotated[int, Env("RETRIEVAL_HNSW_EF")] = Field(
-        default=512,
+        default=1024,
         ge=1,
         le=4096,
         description="Candidates an HNSW search keeps (at least the number of results asked).",
