@@ -96,6 +96,20 @@ def test_a_shard_below_the_threshold_has_no_graph_and_answers_as_before(tmp_path
         reopened.close()
 
 
+def test_a_small_shard_without_bm25_vectors_is_left_as_written(tmp_path: Path) -> None:
+    # Its rebuild would gain nothing and order the points by id: equal scores would tie in
+    # another order than the points' (the training queries' uuids are not written in order).
+    store = EdgeStore(tmp_path, index=INDEX)
+    try:
+        store.create_collection("c", CollectionSpec(dense_size=DIM, sparse=False))
+        store.upsert("c", [replace(p, sparse=None) for p in _points(300)])
+        store.optimize("c")
+    finally:
+        store.close()
+    (segment,) = _segments(tmp_path / "c")
+    assert segment["vector_data"]["dense"]["index"]["type"] == "plain"
+
+
 def test_a_shard_above_the_threshold_has_a_graph_that_finds_the_exact_neighbours(
     tmp_path: Path,
 ) -> None:

@@ -194,22 +194,24 @@ class EdgeStore:
         From the threshold's number of points on, the shard is first given its graph's
         configuration (a shard takes index settings when opened with them), so the engine
         builds the HNSW graph, and the quantized vectors if asked for. Below it, the dense
-        vectors stay without a graph: searched exactly, the same answers as before the rebuild.
-        Either way the BM25 index becomes memory-mapped. Run where the shard is built, not on
-        a private copy.
+        vectors stay without a graph: searched exactly, the same answers as before the rebuild
+        (the documents are numbered in the order they are written), and a shard without BM25
+        vectors is left as written. The BM25 index becomes memory-mapped. Run where the shard
+        is built, not on a private copy.
         """
         if self._copies is not None:
             raise StoreError("optimize a shard where it is built, not through private copies")
         shard = self._shard(name)
-        if self.count(name) >= self._index.threshold:
-            path = self._path(name)
-            stored = json.loads((path / _CONFIG).read_text())
-            config = shard_config(
-                stored["vectors"][DENSE]["size"],
-                SPARSE in stored.get("sparse_vectors", {}),
-                self._index,
-                graph=True,
-            )
+        path = self._path(name)
+        stored = json.loads((path / _CONFIG).read_text())
+        sparse = SPARSE in (stored.get("sparse_vectors") or {})
+        graph = self.count(name) >= self._index.threshold
+        if not graph and not sparse:
+            # Nothing to gain, and the rebuild orders the points by id, which changes how equal
+            # scores tie among points inserted in another order (the training queries' uuids).
+            return
+        if graph:
+            config = shard_config(stored["vectors"][DENSE]["size"], sparse, self._index, graph)
             with self._lock:
                 shard.close()
                 shard = self._shards[name] = qe.EdgeShard.load(str(path), config)
