@@ -79,6 +79,10 @@ class VectorQuery:
     limit: int
     #: Return each hit's sparse vector too (RM3 feedback reads the top documents' terms).
     with_sparse: bool = False
+    #: Score every point: no HNSW graph and no quantized vectors (a sparse search is exact
+    #: either way). For measuring the approximate search against; collections below the HNSW
+    #: threshold are searched exactly without it.
+    exact: bool = False
 
     @property
     def using(self) -> str:

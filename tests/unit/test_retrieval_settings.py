@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from services.retrieval.encoders.sparse import Bm25Params
-from services.retrieval.indexing.versions import supervised_config
+from services.retrieval.indexing.versions import dense_index_config, supervised_config
 from services.retrieval.query import bm25_table, votes
 from services.retrieval.settings import Env, RetrievalSettings, StoreSettings
 
@@ -20,6 +20,12 @@ FLAT = {
     "RETRIEVAL_QDRANT_API_KEY": ("k", ("store", "qdrant_api_key"), "k"),
     "RETRIEVAL_QDRANT_PATH": (":memory:", ("store", "qdrant_path"), ":memory:"),
     "RETRIEVAL_COLLECTION": ("other", ("store", "collection"), "other"),
+    "RETRIEVAL_HNSW_THRESHOLD": ("0", ("store", "hnsw_threshold"), 0),
+    "RETRIEVAL_HNSW_M": ("8", ("store", "hnsw_m"), 8),
+    "RETRIEVAL_HNSW_EF_CONSTRUCT": ("64", ("store", "hnsw_ef_construct"), 64),
+    "RETRIEVAL_HNSW_EF": ("100", ("store", "hnsw_ef"), 100),
+    "RETRIEVAL_QUANTIZATION": ("none", ("store", "quantization"), "none"),
+    "RETRIEVAL_QUANTIZATION_OVERSAMPLING": ("3", ("store", "quantization_oversampling"), 3.0),
     "RETRIEVAL_CANDIDATES": ("50", ("hybrid", "candidates"), 50),
     "RETRIEVAL_FUSION": ("rrf", ("hybrid", "fusion"), "rrf"),
     "RETRIEVAL_DENSE_WEIGHT": ("0.25", ("hybrid", "dense_weight"), 0.25),
@@ -122,3 +128,16 @@ def test_the_index_version_follows_the_constants_of_the_ranker_features(
     monkeypatch.setattr(bm25_table, "SHORT_TEXTS", Bm25Params(k1=0.9, b=0.5))
     after_titles = supervised_config(settings, "fingerprint")
     assert len({before, after_votes, after_titles}) == 3
+
+
+def test_the_index_version_follows_how_the_dense_index_is_built() -> None:
+    settings = RetrievalSettings()
+    built = {
+        dense_index_config(settings.updated(store=change))
+        for change in ({}, {"hnsw_threshold": 5}, {"hnsw_m": 8}, {"hnsw_ef_construct": 64})
+    }
+    assert len(built) == 4
+    assert len(built | {dense_index_config(settings.updated(store={"quantization": "none"}))}) == 5
+    # Read at search time: a version serves any of them.
+    searched = settings.updated(store={"hnsw_ef": 64, "quantization_oversampling": 4.0})
+    assert dense_index_config(searched) == dense_index_config(settings)

@@ -31,6 +31,7 @@ from services.retrieval.indexing.training import (
 from services.retrieval.indexing.vector_cache import cached_vectors
 from services.retrieval.indexing.versions import (
     collection_version,
+    dense_index_config,
     drop_old_versions,
     supervised_config,
 )
@@ -87,7 +88,12 @@ def plan_index(settings: RetrievalSettings, encoder: DenseEncoder) -> IndexPlan:
     bm25 = Bm25Params()
     training = data.fingerprint() if data is not None else None
     version = collection_version(
-        fingerprint, encoder.model_id, bm25.k1, bm25.b, supervised_config(settings, training)
+        fingerprint,
+        encoder.model_id,
+        bm25.k1,
+        bm25.b,
+        dense_index_config(settings),
+        supervised_config(settings, training),
     )
     name = versioned_collection(settings.store.collection, version)
     return IndexPlan(name, documents, fingerprint, data, bm25)
@@ -144,6 +150,8 @@ def build(
         raise RuntimeError(
             f"{name} holds {stored} points after upserting {len(documents)} documents"
         )
+    log.info("indexing %s (an HNSW graph from %d points on)", name, settings.store.hnsw_threshold)
+    store.optimize(name)
     if plan.data is not None:
         titles = FieldStats.of(p.payload["title_terms"] for p in points)
         save_corpus_stats(store, corpus_collection(name), CorpusStats(titles))

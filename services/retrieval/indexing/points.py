@@ -101,11 +101,12 @@ def knn_points(
 
 
 def upsert_knn(store: Store, name: str, points: Sequence[Point], batch: int = 256) -> None:
-    """Create the collection if needed and upsert the training queries."""
+    """Create the collection if needed, upsert the training queries and index them."""
     if not store.collection_exists(name):
         store.create_collection(name, KNN_SPEC)
     for start in range(0, len(points), batch):
         store.upsert(name, points[start : start + batch])
+    store.optimize(name)
 
 
 def save_corpus_stats(store: Store, name: str, stats: CorpusStats) -> None:
@@ -131,3 +132,4 @@ def save_ranker(store: Store, name: str, ranker: Ranker) -> None:
         "meta": json.dumps(ranker.meta),
     }
     store.upsert(name, [Point(RANKER_POINT, [1.0], payload)])
+    store.optimize(name)

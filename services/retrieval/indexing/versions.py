@@ -2,9 +2,9 @@
 
 A version is four collections sharing one name (:mod:`services.retrieval.query.index_version`).
 The name's hash covers everything that changes what the version serves (corpus content, model,
-BM25 parameters, schema, training data, features and ranker settings), so a build with other
-inputs never overwrites a version in service; the service reads the alias, which moves once a
-version is complete.
+BM25 parameters, schema, the dense index's build settings, training data, features and ranker
+settings), so a build with other inputs never overwrites a version in service; the service
+reads the alias, which moves once a version is complete.
 
 A build then drops the older versions of its alias, and only those: a name is a version of alias
 ``X`` only if it is exactly ``X-<hash>``, ``X-<hash>-knn``, ``X-<hash>-corpus`` or
@@ -37,7 +37,10 @@ log = logging.getLogger(__name__)
 # 9: documents' point ids are their places in doc id order; training queries carry their judged
 #    documents' point ids; a fourth collection holds the corpus's title statistics (a served
 #    version reads the judged documents and those statistics, never the whole corpus).
-SCHEMA_VERSION = "9"
+# 10: shards rebuilt once written (one immutable segment each): the BM25 index memory-mapped, an
+#     HNSW graph from RETRIEVAL_HNSW_THRESHOLD points on; NFCorpus's collections have none and
+#     answer as before, bit for bit. The graph's build settings are part of the name's hash.
+SCHEMA_VERSION = "10"
 #: Length of a version's hash in collection names (hex digits of a SHA-256).
 HASH_CHARS = 12
 
@@ -46,6 +49,12 @@ def collection_version(*parts: object) -> str:
     """Short hash of everything that shapes the stored vectors and the trained ranker."""
     key = "|".join(str(p) for p in (SCHEMA_VERSION, *parts))
     return hashlib.sha256(key.encode()).hexdigest()[:HASH_CHARS]
+
+
+def dense_index_config(settings: RetrievalSettings) -> str:
+    """What shapes a version's dense index as built (``ef`` and oversampling are read at search)."""
+    store = settings.store
+    return f"{store.hnsw_threshold}|{store.hnsw_m}|{store.hnsw_ef_construct}|{store.quantization}"
 
 
 def supervised_config(settings: RetrievalSettings, training_fingerprint: str | None) -> str:

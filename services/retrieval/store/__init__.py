@@ -15,9 +15,16 @@ def open_store(settings: StoreSettings) -> Store:
     if settings.backend == "embedded":
         from services.retrieval.store.edge import EdgeStore
 
-        return EdgeStore(settings.edge_path, private_copy=settings.edge_private_copy)
+        return EdgeStore(
+            settings.edge_path,
+            private_copy=settings.edge_private_copy,
+            index=settings.dense_index,
+        )
     from services.retrieval.store.server import ServerStore
 
     return ServerStore(
-        url=settings.qdrant_url, api_key=settings.qdrant_api_key, path=settings.qdrant_path
+        url=settings.qdrant_url,
+        api_key=settings.qdrant_api_key,
+        path=settings.qdrant_path,
+        index=settings.dense_index,
     )

@@ -86,6 +86,14 @@ class Store(Protocol):
         """Insert or replace points by id."""
         ...
 
+    def optimize(self, name: str) -> None:
+        """Index a collection once it is written; blocks until the index is built.
+
+        Its dense vectors get an HNSW graph from the settings' threshold of points on; below
+        it they are searched exactly.
+        """
+        ...
+
     def count(self, name: str) -> int:
         """Number of points."""
         ...

@@ -79,6 +79,10 @@ class CountingStore:
         """Counted :meth:`Store.create_collection`."""
         self._call("create_collection", self._inner.create_collection, name, spec)
 
+    def optimize(self, name: str) -> None:
+        """Counted :meth:`Store.optimize`."""
+        self._call("optimize", self._inner.optimize, name)
+
     def delete_collection(self, name: str) -> None:
         """Counted :meth:`Store.delete_collection`."""
         self._call("delete_collection", self._inner.delete_collection, name)

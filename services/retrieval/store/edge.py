@@ -4,10 +4,18 @@ Each collection is a shard directory under ``root``; an alias is a small file na
 replaced atomically (``os.replace``) so a reader sees the old or the new version, never a mix.
 qdrant-edge lets one process open a shard directory: with ``private_copy`` each process opens a
 copy of its own (:mod:`.copies`), so several server workers can read one index.
+
+A shard is written, then :meth:`EdgeStore.optimize` has the engine rebuild its points into one
+immutable segment (beside an empty appendable one it keeps): an HNSW graph for the dense vectors
+from the settings' threshold on (none below it, so every search there is exact), the BM25
+inverted index memory-mapped from its files instead of rebuilt in RAM at each open. A served
+shard only reads what the build wrote: the engine runs no optimizer by itself (optimizations are
+explicit calls), so opening one builds nothing.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import tempfile
@@ -18,6 +26,7 @@ from typing import Any
 
 import qdrant_edge as qe
 
+from services.retrieval.settings import QUANTIZATION_QUANTILE, DenseIndex, StoreSettings
 from services.retrieval.store import compact, copies
 from services.retrieval.store.base import Fusion, StoreError, hit_from_point, scored_from_points
 from services.retrieval.types import (
@@ -34,6 +43,41 @@ from services.retrieval.types import (
 )
 
 _ALIASES = "aliases"
+_CONFIG = "edge_config.json"
+#: The engine's indexing threshold, in KB of vectors: it rebuilds any written segment into an
+#: immutable one (the only kind whose sparse index can be memory-mapped). Whether the dense
+#: vectors get a graph is decided apart, by the number of points (:meth:`EdgeStore.optimize`).
+_REBUILD_FROM_KB = 1
+
+
+def shard_config(dense_size: int, sparse: bool, index: DenseIndex, graph: bool) -> qe.EdgeConfig:
+    """A shard's configuration: cosine dense vectors, dot-product sparse ones, no WAL.
+
+    ``graph`` gives the dense vectors an HNSW graph (and the quantized copies, if asked for);
+    without it ``m`` is 0, which Qdrant reads as "no graph": an exact scan of the vectors.
+    """
+    quantization = (
+        qe.ScalarQuantizationConfig(qe.ScalarType.Int8, quantile=QUANTIZATION_QUANTILE)
+        if graph and index.quantized
+        else None
+    )
+    dense = qe.EdgeVectorParams(
+        dense_size, qe.Distance.Cosine, memory=qe.Memory.Cold, quantization_config=quantization
+    )
+    hnsw = qe.HnswIndexConfig(
+        m=index.m if graph else 0,
+        ef_construct=index.ef_construct,
+        full_scan_threshold=index.threshold_kb(dense_size),
+    )
+    bm25 = qe.EdgeSparseVectorParams(memory=qe.Memory.Cold)
+    return qe.EdgeConfig(
+        vectors={DENSE: dense},
+        sparse_vectors={SPARSE: bm25} if sparse else None,
+        hnsw_config=hnsw,
+        optimizers=qe.EdgeOptimizersConfig(indexing_threshold=_REBUILD_FROM_KB),
+        wal_enabled=False,
+        max_search_threads=1,
+    )
 
 
 def _vector(v: Sequence[float] | SparseVector) -> Any:
@@ -47,6 +91,23 @@ def _query(q: VectorQuery) -> qe.Query:
     return qe.Query.Nearest(_vector(q.vector), using=q.using)
 
 
+def search_params(index: DenseIndex, exact: bool) -> qe.SearchParams:
+    """A dense search's parameters: HNSW's ``ef`` and rescoring, or an exact scan.
+
+    Both are no-ops on a shard without a graph or quantized vectors (what it answers is the
+    same, bit for bit).
+    """
+    if exact:
+        return qe.SearchParams(exact=True, quantization=qe.QuantizationSearchParams(ignore=True))
+    # Without quantization in the settings, a shard's quantized vectors (if built) are ignored.
+    rescore = (
+        qe.QuantizationSearchParams(rescore=True, oversampling=index.oversampling)
+        if index.quantized
+        else qe.QuantizationSearchParams(ignore=True)
+    )
+    return qe.SearchParams(hnsw_ef=index.ef, quantization=rescore)
+
+
 def _payload_selector(payload: Sequence[str] | bool) -> Any:
     return payload if isinstance(payload, bool) else qe.PayloadSelector.Include(list(payload))
 
@@ -55,15 +116,22 @@ class EdgeStore:
     """The :class:`~services.retrieval.store.base.Store` on qdrant-edge shards."""
 
     def __init__(
-        self, root: Path, private_copy: bool = False, copies_root: Path = copies.COPIES_ROOT
+        self,
+        root: Path,
+        private_copy: bool = False,
+        copies_root: Path = copies.COPIES_ROOT,
+        index: DenseIndex | None = None,
     ) -> None:
         """Use shard directories under ``root`` (created if missing).
 
         With ``private_copy``, copies go to a folder of this store's own under
         ``copies_root/<this process>/``, and the copies of processes that have exited are
-        removed first.
+        removed first. ``index`` is how dense vectors are indexed and searched (the settings'
+        defaults if None).
         """
         self._root = root
+        self._index = index if index is not None else StoreSettings().dense_index
+        self._params = {exact: search_params(self._index, exact) for exact in (False, True)}
         self._shards: dict[str, qe.EdgeShard] = {}
         self._copies: Path | None = None
         if private_copy:
@@ -107,7 +175,7 @@ class EdgeStore:
         return self._path(name).is_dir()
 
     def create_collection(self, name: str, spec: CollectionSpec) -> None:
-        """Create the shard: cosine dense vectors, dot-product sparse ones, no WAL.
+        """Create the shard (:func:`shard_config`), without a graph until :meth:`optimize`.
 
         Dense vectors are ``Cold``: memory-mapped, only the pages a search reads are resident
         (not whole chunks: docs/performance.md, Memory). Served shards are read-only;
@@ -116,15 +184,38 @@ class EdgeStore:
         search to another thread and back, which costs CPU on every call; concurrent requests
         search on their own threads.
         """
-        dense = qe.EdgeVectorParams(spec.dense_size, qe.Distance.Cosine, memory=qe.Memory.Cold)
-        config = qe.EdgeConfig(
-            vectors={DENSE: dense},
-            sparse_vectors={SPARSE: qe.EdgeSparseVectorParams()} if spec.sparse else None,
-            wal_enabled=False,
-            max_search_threads=1,
-        )
+        config = shard_config(spec.dense_size, spec.sparse, self._index, graph=False)
         with self._lock:
             self._shards[name] = qe.EdgeShard.create(str(self._path(name)), config)
+
+    def optimize(self, name: str) -> None:
+        """Rebuild the written shard as the engine serves it best; blocks until done.
+
+        From the threshold's number of points on, the shard is first given its graph's
+        configuration (a shard takes index settings when opened with them), so the engine
+        builds the HNSW graph, and the quantized vectors if asked for. Below it, the dense
+        vectors stay without a graph: searched exactly, the same answers as before the rebuild
+        (the documents are numbered in the order they are written), and a shard without BM25
+        vectors is left as written. The BM25 index becomes memory-mapped. Run where the shard
+        is built, not on a private copy.
+        """
+        if self._copies is not None:
+            raise StoreError("optimize a shard where it is built, not through private copies")
+        shard = self._shard(name)
+        path = self._path(name)
+        stored = json.loads((path / _CONFIG).read_text())
+        sparse = SPARSE in (stored.get("sparse_vectors") or {})
+        graph = self.count(name) >= self._index.threshold
+        if not graph and not sparse:
+            # Nothing to gain, and the rebuild orders the points by id, which changes how equal
+            # scores tie among points inserted in another order (the training queries' uuids).
+            return
+        if graph:
+            config = shard_config(stored["vectors"][DENSE]["size"], sparse, self._index, graph)
+            with self._lock:
+                shard.close()
+                shard = self._shards[name] = qe.EdgeShard.load(str(path), config)
+        shard.optimize()
 
     def delete_collection(self, name: str) -> None:
         """Close and remove the shard directory."""
@@ -159,12 +250,17 @@ class EdgeStore:
         """Exact number of points."""
         return int(self._shard(name).count(qe.CountRequest(exact=True)))
 
+    def _search_params(self, q: VectorQuery) -> qe.SearchParams | None:
+        # A sparse search scores every point holding a query term: exact either way.
+        return None if isinstance(q.vector, SparseVector) else self._params[q.exact]
+
     def search(self, name: str, queries: Sequence[VectorQuery]) -> list[Scored]:
         """One batched request for all queries."""
         requests = [
             qe.QueryRequest(
                 limit=q.limit,
                 query=_query(q),
+                params=self._search_params(q),
                 with_payload=False,
                 with_vector=[SPARSE] if q.with_sparse else False,
             )
@@ -184,7 +280,10 @@ class EdgeStore:
         fuse: Any = qe.Fusion.Rrf(k=60) if fusion == "rrf" else qe.Fusion.Dbsf()
         request = qe.QueryRequest(
             limit=limit,
-            prefetches=[qe.Prefetch(limit=q.limit, query=_query(q)) for q in prefetch],
+            prefetches=[
+                qe.Prefetch(limit=q.limit, query=_query(q), params=self._search_params(q))
+                for q in prefetch
+            ],
             query=fuse,
             with_payload=True,
         )
@@ -205,7 +304,7 @@ class EdgeStore:
             with_payload=_payload_selector(payload),
             with_vector=False,
             # Exact: a handful of points, and an HNSW graph may not reach every one of them.
-            params=qe.SearchParams(exact=True),
+            params=self._params[True],
         )
         return [hit_from_point(p) for p in self._shard(name).query(request)]
 

@@ -3,16 +3,23 @@
 The same class serves both: ``QdrantClient(url=...)`` talks to a server over HTTP,
 ``QdrantClient(path=...)`` or ``":memory:"`` runs qdrant-client's local engine, which is how the
 test suite exercises every line of this backend without a server binary.
+
+The server indexes by itself, in the background: a collection is created with the same dense
+index settings as an embedded shard (an HNSW graph from the threshold on, in Qdrant's unit, KB of
+vectors, per segment; the BM25 index on disk), and :meth:`ServerStore.optimize` waits until the
+server reports it done. Local mode takes the settings and searches exactly whatever they say.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from typing import Any
 
 from qdrant_client import QdrantClient, models
 from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedResponse
 
+from services.retrieval.settings import QUANTIZATION_QUANTILE, DenseIndex, StoreSettings
 from services.retrieval.store.base import Fusion, StoreError, hit_from_point, scored_from_points
 from services.retrieval.types import (
     DENSE,
@@ -37,6 +44,21 @@ def _vector(v: Sequence[float] | SparseVector) -> Any:
     return [float(x) for x in v]
 
 
+def search_params(index: DenseIndex, exact: bool) -> models.SearchParams:
+    """A dense search's parameters: HNSW's ``ef`` and rescoring, or an exact scan."""
+    if exact:
+        return models.SearchParams(
+            exact=True, quantization=models.QuantizationSearchParams(ignore=True)
+        )
+    # Without quantization in the settings, a shard's quantized vectors (if built) are ignored.
+    rescore = (
+        models.QuantizationSearchParams(rescore=True, oversampling=index.oversampling)
+        if index.quantized
+        else models.QuantizationSearchParams(ignore=True)
+    )
+    return models.SearchParams(hnsw_ef=index.ef, quantization=rescore)
+
+
 class ServerStore:
     """The :class:`~services.retrieval.store.base.Store` on qdrant-client."""
 
@@ -46,10 +68,18 @@ class ServerStore:
         api_key: str | None = None,
         path: str | None = None,
         timeout_s: int = 10,
+        index: DenseIndex | None = None,
+        optimize_timeout_s: float = 3600.0,
     ) -> None:
-        """Connect to ``url`` or open local mode at ``path`` (``":memory:"`` for RAM only)."""
-        # Local mode searches exhaustively, and warns of any search parameter it is given.
-        self._exact = None if not url else models.SearchParams(exact=True)
+        """Connect to ``url`` or open local mode at ``path`` (``":memory:"`` for RAM only).
+
+        ``index`` is how dense vectors are indexed and searched (the settings' defaults if
+        None); :meth:`optimize` waits up to ``optimize_timeout_s`` for the server's indexing.
+        """
+        self._index = index if index is not None else StoreSettings().dense_index
+        self._params = {exact: search_params(self._index, exact) for exact in (False, True)}
+        self._optimize_timeout_s = optimize_timeout_s
+        self._local = not url
         if url:
             self._client = QdrantClient(url=url, api_key=api_key, timeout=timeout_s)
         elif path == ":memory:":
@@ -70,7 +100,23 @@ class ServerStore:
         return bool(self._call("collection_exists", self._client.collection_exists, name))
 
     def create_collection(self, name: str, spec: CollectionSpec) -> None:
-        """Cosine dense vector plus an optional plain (dot-product) sparse vector."""
+        """Cosine dense vector plus an optional plain (dot-product) sparse vector.
+
+        Segments from the threshold's size on get an HNSW graph (and int8 copies of the vectors,
+        if asked for); the BM25 index of those is kept on disk, memory-mapped.
+        """
+        index = self._index
+        threshold_kb = index.threshold_kb(spec.dense_size)
+        quantization = (
+            models.ScalarQuantization(
+                scalar=models.ScalarQuantizationConfig(
+                    type=models.ScalarType.INT8, quantile=QUANTIZATION_QUANTILE
+                )
+            )
+            if index.quantized
+            else None
+        )
+        sparse = models.SparseVectorParams(index=models.SparseIndexParams(on_disk=True))
         self._call(
             "create_collection",
             self._client.create_collection,
@@ -78,8 +124,37 @@ class ServerStore:
             vectors_config={
                 DENSE: models.VectorParams(size=spec.dense_size, distance=models.Distance.COSINE)
             },
-            sparse_vectors_config={SPARSE: models.SparseVectorParams()} if spec.sparse else None,
+            sparse_vectors_config={SPARSE: sparse} if spec.sparse else None,
+            hnsw_config=models.HnswConfigDiff(
+                m=index.m, ef_construct=index.ef_construct, full_scan_threshold=threshold_kb
+            ),
+            optimizers_config=models.OptimizersConfigDiff(indexing_threshold=threshold_kb),
+            quantization_config=quantization,
         )
+
+    def optimize(self, name: str) -> None:
+        """Wait until the server has indexed the collection (its status is green).
+
+        A grey collection has optimizations pending that no update has started (after a
+        restart): an empty change of its optimizer settings starts them.
+        """
+        deadline = time.monotonic() + self._optimize_timeout_s
+        while True:
+            info = self._call("get_collection", self._client.get_collection, name)
+            if info.status == models.CollectionStatus.GREEN:
+                return
+            if info.status == models.CollectionStatus.RED:
+                raise StoreError(f"qdrant collection {name} failed to optimize")
+            if info.status == models.CollectionStatus.GREY:
+                self._call(
+                    "update_collection",
+                    self._client.update_collection,
+                    name,
+                    optimizers_config=models.OptimizersConfigDiff(),
+                )
+            if time.monotonic() > deadline:
+                raise StoreError(f"qdrant collection {name} still indexing after the timeout")
+            time.sleep(1.0)
 
     def delete_collection(self, name: str) -> None:
         """Drop the collection if it exists."""
@@ -104,6 +179,13 @@ class ServerStore:
         """Exact number of points."""
         return int(self._call("count", self._client.count, name, exact=True).count)
 
+    def _search_params(self, q: VectorQuery) -> models.SearchParams | None:
+        # A sparse search scores every point holding a query term: exact either way. Local mode
+        # scans every vector, so it is exact too (and warns of search parameters it ignores).
+        if self._local or isinstance(q.vector, SparseVector):
+            return None
+        return self._params[q.exact]
+
     def search(self, name: str, queries: Sequence[VectorQuery]) -> list[Scored]:
         """One batched request for all queries."""
         requests = [
@@ -111,6 +193,7 @@ class ServerStore:
                 query=_vector(q.vector),
                 using=q.using,
                 limit=q.limit,
+                params=self._search_params(q),
                 with_payload=False,
                 with_vector=[SPARSE] if q.with_sparse else False,
             )
@@ -134,7 +217,12 @@ class ServerStore:
             self._client.query_points,
             name,
             prefetch=[
-                models.Prefetch(query=_vector(q.vector), using=q.using, limit=q.limit)
+                models.Prefetch(
+                    query=_vector(q.vector),
+                    using=q.using,
+                    limit=q.limit,
+                    params=self._search_params(q),
+                )
                 for q in prefetch
             ],
             query=models.FusionQuery(fusion=method),
@@ -161,7 +249,7 @@ class ServerStore:
             limit=max(len(ids), 1),
             with_payload=list(payload),
             # Exact: a handful of points, and an HNSW graph may not reach every one of them.
-            search_params=self._exact,
+            search_params=None if self._local else self._params[True],
         )
         return [hit_from_point(p) for p in response.points]
 
