@@ -3,7 +3,9 @@ import math
 import numpy as np
 import pytest
 
+from services.nfcorpus.dataset import Document
 from services.retrieval.indexing import training
+from services.retrieval.indexing.points import doc_ordinals
 from services.retrieval.query.bm25_table import FieldStats
 from services.retrieval.query.corelevance import CoRelevance, CoScores, anchors
 from services.retrieval.query.documents import JudgedDocs, Outsiders
@@ -39,7 +41,10 @@ def _ranked(judgements: Judgements, *scored: tuple[str, float]) -> RankedDocs:
 
 def _judged(judgements: Judgements) -> JudgedDocs:
     """``judgements``' documents as a version holds them, numbered by column."""
-    hits = [Hit(i, 0.0, {"doc_id": d, "title": f"{d}."}) for i, d in enumerate(judgements.doc_ids)]
+    hits = [
+        Hit(i, 0.0, {"doc_id": d, "title": f"{d}.", "ordinal": i})
+        for i, d in enumerate(judgements.doc_ids)
+    ]
     return JudgedDocs(hits)
 
 
@@ -189,7 +194,7 @@ def test_co_relevance_spreads_seed_weight_through_shared_judgements() -> None:
     w1 = 1 / math.log1p(2)
     assert scores.score("B") == pytest.approx(w1) and scores.score("A") == pytest.approx(w1)
     assert scores.score("C") == 0.0 and scores.score("unknown") == 0.0
-    # Ranks among all documents: point 5 is a sixth document, judged by no query.
+    # Ranks among all documents: ordinal 5 is a sixth document, judged by no query.
     points = np.array([0, 4, 5], dtype=np.int64)  # A, E, the sixth
     located = Located(np.array([0, 4, 0]), np.array([True, True, False]))
     assert scores.columns(located, points)[1].tolist() == [1, 5, 6]
@@ -200,7 +205,7 @@ def test_co_relevance_spreads_seed_weight_through_shared_judgements() -> None:
 
 
 def test_co_relevance_ranks_documents_among_the_whole_corpus_in_id_order() -> None:
-    # Eight documents, of which points 1, 4 and 6 are judged: a rank counts the other five too.
+    # Eight documents, of which ordinals 1, 4 and 6 are judged: a rank counts the other five too.
     values = np.array([0.5, 0.0, 0.5])
     judged = np.array([1, 4, 6], dtype=np.int64)
     index = {"P1": 0, "P4": 1, "P6": 2}
@@ -233,9 +238,9 @@ def test_co_relevance_ranks_are_a_stable_sort_s_highest_first_ties_in_position_o
 
 
 def test_anchors_fuse_rankings_by_reciprocal_rank() -> None:
-    a, b, c, d = 0, 1, 20, 300  # point ids (in doc id order)
+    a, b, c, d = 0, 1, 20, 300  # ordinals (places in doc id order)
     best = anchors([np.array([a, b, c]), np.array([b, a, d])], n=3)
-    # A and B tie (1/61 + 1/62): the lower point id first.
+    # A and B tie (1/61 + 1/62): the lower ordinal first.
     assert list(best) == [a, b, c] and best[a] == 1.0 and best[b] == 0.5 and best[c] == 1 / 3
     assert anchors([np.array([d, c]), np.array([], dtype=np.int64)], n=5) == {d: 1.0, c: 0.5}
     assert anchors([]) == {}
@@ -283,7 +288,7 @@ def test_documents_read_at_the_candidates_get_the_bits_of_a_table_holding_them(
     judged = _judged(judgements)
     points = np.arange(3, dtype=np.int64)
     rows = np.array([2], dtype=np.intp)
-    outsiders = Outsiders(rows, ["C"], ["C."], [info["C"]], np.array([0.25]))
+    outsiders = Outsiders(rows, ["C"], ["C."], [info["C"]], np.array([0.25]), np.array([2]))
     cands = Candidates(points, judged.locate(points), judged, outsiders)
     assert cands.doc_ids == ["A", "B", "C"] and cands.names([2]) == [("C", "C.")]
     part = DocTable({d: info[d] for d in ("A", "B")}, titles).columns(cands, query, {"C": 1})
@@ -343,12 +348,16 @@ def test_a_document_listed_twice_keeps_its_first_place() -> None:
 
 
 def test_judged_documents_locate_point_ids_and_leave_others_unknown() -> None:
-    hits = [Hit(p, 0.0, {"doc_id": d}) for p, d in ((7, "C"), (2, "A"), (4, "B"))]
-    judged = JudgedDocs(hits)
-    assert judged.doc_ids == ["A", "B", "C"] and judged.points.tolist() == [2, 4, 7]
-    located = judged.locate(np.array([7, 3, 2, 9], dtype=np.int64))
-    assert located.known.tolist() == [True, False, True, False]
-    assert located.at[located.known].tolist() == [2, 0]
+    # Point ids follow the corpus's order, columns the doc ids' order.
+    found = ((7, "A", 0), (2, "C", 5), (4, "B", 3))
+    judged = JudgedDocs([Hit(p, 0.0, {"doc_id": d, "ordinal": o}) for p, d, o in found])
+    assert judged.doc_ids == ["A", "B", "C"] and judged.points.tolist() == [7, 4, 2]
+    assert judged.ordinals.tolist() == [0, 3, 5]
+    located = judged.locate(np.array([7, 3, 2, 9, 4], dtype=np.int64))
+    assert located.known.tolist() == [True, False, True, False, True]
+    assert located.at[located.known].tolist() == [0, 2, 1]
+    cands = Candidates(np.array([2, 7], dtype=np.int64), judged.locate(np.array([2, 7])), judged)
+    assert cands.ordinals.tolist() == [5, 0] and cands.doc_ids == ["C", "A"]
 
 
 class _DenseOnly:
@@ -370,3 +379,8 @@ def test_gather_numbers_documents_by_point_id_and_refuses_uuid_ones() -> None:
     uuid = "6f1d3c2e-8a4b-4e1f-9c7d-2b5a0e9f4c31"
     with pytest.raises(StoreError, match="older index schema"):
         gather(_DenseOnly([0, uuid]), "docs", None, q, depths, {})  # type: ignore[arg-type]
+
+
+def test_documents_ordinals_are_their_places_in_doc_id_order() -> None:
+    corpus = [Document(d, "", "") for d in ("MED-10", "MED-1", "MED-2", "MED-100")]
+    assert doc_ordinals(corpus) == [1, 0, 3, 2]  # MED-1 < MED-10 < MED-100 < MED-2

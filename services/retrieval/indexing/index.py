@@ -21,7 +21,7 @@ from services.nfcorpus.dataset import Document, corpus_fingerprint, load_corpus
 from services.nfcorpus.download import ensure_dataset
 from services.retrieval.encoders.dense import DenseEncoder, Matrix, OnnxMiniLM
 from services.retrieval.encoders.sparse import Bm25Params, encode_documents
-from services.retrieval.indexing.points import doc_numbers, document_points, save_corpus_stats
+from services.retrieval.indexing.points import doc_ordinals, document_points, save_corpus_stats
 from services.retrieval.indexing.training import (
     TrainingData,
     build_supervised,
@@ -139,8 +139,7 @@ def build(
     if not store.collection_exists(name):
         store.create_collection(name, CollectionSpec(dense_size=encoder.dimension))
     votes = train_votes(plan.data.learners) if plan.data is not None else {}
-    numbers = doc_numbers(documents)
-    points = document_points(documents, dense, sparse, votes, numbers)
+    points = document_points(documents, dense, sparse, votes, doc_ordinals(documents))
     with progress(f"upserting into {name}", len(points)) as advance:
         for batch in _batches(points, UPSERT_BATCH):
             store.upsert(name, batch)
@@ -155,7 +154,7 @@ def build(
     if plan.data is not None:
         titles = FieldStats.of(p.payload["title_terms"] for p in points)
         save_corpus_stats(store, corpus_collection(name), CorpusStats(titles))
-        numbered = {d.doc_id: n for d, n in zip(documents, numbers, strict=True)}
+        numbered = {d.doc_id: i for i, d in enumerate(documents)}
         build_supervised(store, name, encoder, plan.data, settings, numbered)
 
 

@@ -26,18 +26,18 @@ KNN_SPEC = CollectionSpec(dense_size=DIMENSION, sparse=False)
 RANKER_SPEC = CollectionSpec(dense_size=1, sparse=False)
 
 
-def doc_numbers(documents: Sequence[Document]) -> list[int]:
-    """Each document's point id: its place among the corpus's doc ids in sorted order.
+def doc_ordinals(documents: Sequence[Document]) -> list[int]:
+    """Each document's place among the corpus's doc ids in sorted order (its ``ordinal``).
 
-    A point id then orders documents as their ids do, so a query breaks ties between equal
-    scores by doc id from the ids the store answers with, reading nothing more. The same
-    corpus gives the same numbers, so re-upserting replaces, never duplicates.
+    A ranking breaks ties between equal scores by doc id; with the ordinals of its candidates
+    it does so without naming them, and ranks a document among the whole corpus by id
+    without holding the corpus's ids.
     """
     by_id = sorted(range(len(documents)), key=lambda i: documents[i].doc_id)
-    numbers = [0] * len(documents)
-    for number, i in enumerate(by_id):
-        numbers[i] = number
-    return numbers
+    ordinals = [0] * len(documents)
+    for ordinal, i in enumerate(by_id):
+        ordinals[i] = ordinal
+    return ordinals
 
 
 def document_points(
@@ -45,16 +45,17 @@ def document_points(
     dense: Matrix,
     sparse: Sequence[SparseVector],
     train_votes: Mapping[str, int],
-    numbers: Sequence[int],
+    ordinals: Sequence[int],
 ) -> list[Point]:
-    """One point per document, in the order given (the corpus's), with its :func:`doc_numbers`.
+    """One point per document, numbered in the order given (the corpus's order).
 
-    The order given is the order of upserting, which breaks the engine's ties between equal
-    scores (its own numbering of the points follows it).
+    The same corpus gives the same numbers, so re-upserting replaces, never duplicates; the
+    order given is also the order of upserting, and the engine's own numbering of the points
+    (which a rebuilt segment takes from the point ids) breaks ties between equal scores.
     """
     return [
         Point(
-            id=numbers[i],
+            id=i,
             dense=dense[i].tolist(),
             sparse=sparse[i],
             payload={
@@ -66,6 +67,7 @@ def document_points(
                 "title_terms": analyze(d.title),
                 "train_votes": train_votes.get(d.doc_id, 0),
                 "text_length": len(analyze(d.text)),
+                "ordinal": ordinals[i],
             },
         )
         for i, d in enumerate(documents)

@@ -34,13 +34,15 @@ log = logging.getLogger(__name__)
 # 6: documents' point ids are their numbers in the corpus's order (were uuid5 of the doc id).
 # 7: the abstract's length is the documents' field text_length (was text_terms).
 # 8: the ranker's point carries its trees as onnxruntime graphs (a server needs no LightGBM).
-# 9: documents' point ids are their places in doc id order; training queries carry their judged
-#    documents' point ids; a fourth collection holds the corpus's title statistics (a served
-#    version reads the judged documents and those statistics, never the whole corpus).
+# 9: training queries carry their judged documents' point ids, documents their ordinal (place in
+#    doc id order); a fourth collection holds the corpus's title statistics (a served version
+#    reads the judged documents and those statistics, never the whole corpus).
 # 10: shards rebuilt once written (one immutable segment each): the BM25 index memory-mapped, an
 #     HNSW graph from RETRIEVAL_HNSW_THRESHOLD points on; NFCorpus's collections have none and
 #     answer as before, bit for bit. The graph's build settings are part of the name's hash.
-SCHEMA_VERSION = "10"
+# 11: 9 and 10 as first committed numbered documents by their ordinals, which a rebuilt segment
+#     (ordered by point id) turned into other ties: such an index is rebuilt.
+SCHEMA_VERSION = "11"
 #: Length of a version's hash in collection names (hex digits of a SHA-256).
 HASH_CHARS = 12
 

@@ -23,15 +23,17 @@ Vector = npt.NDArray[np.float64]
 class CoRelevance:
     """One sparse product per query over the voting queries' judgement matrix."""
 
-    def __init__(self, judgements: Judgements, points: npt.NDArray[np.int64] | None = None) -> None:
+    def __init__(
+        self, judgements: Judgements, ordinals: npt.NDArray[np.int64] | None = None
+    ) -> None:
         """Binary view of ``judgements``, with each query's weight 1 / ln(1 + list length).
 
-        ``points`` are the point ids of ``judgements``' documents, ascending with the columns
-        (without them: the columns themselves, a corpus of the judged documents alone).
+        ``ordinals`` are the places of ``judgements``' documents among the whole corpus's doc
+        ids, ascending with the columns (without them: the columns, a corpus of these alone).
         """
         self._judgements = judgements
         n = len(judgements.doc_ids)
-        self._points = np.arange(n, dtype=np.int64) if points is None else points
+        self._ordinals = np.arange(n, dtype=np.int64) if ordinals is None else ordinals
         self._a = judgements.binary
         self._at = judgements.binary_by_doc
         lengths = self._a.row_sums()
@@ -65,7 +67,7 @@ class CoRelevance:
         q = self._judgements.query_index.get(exclude_query) if exclude_query else None
         if q is not None:
             per_query[q] = 0.0
-        return CoScores(index, self._spread(per_query), self._points)
+        return CoScores(index, self._spread(per_query), self._ordinals)
 
     def _spread(self, per_query: Vector) -> Vector:
         """Aᵀ · per_query from the rows of A whose weight is not zero (see :meth:`scores`)."""
@@ -118,20 +120,18 @@ class CoScores:
     A document's rank is its place among every document of the corpus, best first, equal scores
     in doc id order. Only judged documents can score above zero, so a scoring document's rank
     is its rank among them, and a document scoring zero ranks after all that score, among the
-    others of zero by its point id (which orders documents as their ids do, and numbers every
-    document of the corpus): both without an array of the corpus's length.
+    others of zero by its ordinal (its place among all the corpus's doc ids): both without an
+    array of the corpus's length.
     """
 
     def __init__(
-        self, index: Mapping[str, int], values: Vector, points: npt.NDArray[np.int64]
+        self, index: Mapping[str, int], values: Vector, ordinals: npt.NDArray[np.int64]
     ) -> None:
-        """Wrap the score vector (``index`` maps doc ids to positions, ``points`` to point ids)."""
+        """Wrap the score vector (``index`` maps doc ids to positions, ``ordinals`` to places)."""
         self._index = index
         self._values = values
         self._ranks = _ranks(values)
-        scoring = np.flatnonzero(values > 0)
-        self._scoring_points = points[scoring]  # ascending, as the points are
-        self._points = points
+        self._scoring = ordinals[np.flatnonzero(values > 0)]  # ascending, as the ordinals are
 
     def score(self, doc_id: str) -> float:
         """The document's score (0 for unknown documents)."""
@@ -139,14 +139,14 @@ class CoScores:
         return float(self._values[i]) if i is not None else 0.0
 
     def columns(
-        self, located: Located, points: npt.NDArray[np.int64]
+        self, located: Located, ordinals: npt.NDArray[np.int64]
     ) -> tuple[Vector, npt.NDArray[np.int64]]:
-        """Scores and 1-based ranks of the documents ``points`` (``located`` among the judged)."""
+        """Scores and 1-based ranks of the documents of ``ordinals`` (``located`` among the judged)."""
         at, known = located.at, located.known
         scores = np.where(known, self._values[at], 0.0) if len(self._values) else np.zeros(len(at))
         # A document of zero: after every scoring one, then the zeros before it in id order.
-        below = np.searchsorted(self._scoring_points, points)
-        zero_rank = len(self._scoring_points) + 1 + points - below
+        below = np.searchsorted(self._scoring, ordinals)
+        zero_rank = len(self._scoring) + 1 + ordinals - below
         judged_rank = self._ranks[at] if len(self._values) else zero_rank
         ranks = np.where(known & (scores > 0), judged_rank, zero_rank)
         return scores, ranks
@@ -157,8 +157,8 @@ def anchors(
 ) -> dict[int, float]:
     """The anchor documents co-relevance spreads from, each weighted 1 / rank.
 
-    They are the ``n`` best documents (by point id, which orders them as their doc ids do) by
-    reciprocal-rank fusion of ``rankings``, ties by point id. Each document's fused score adds
+    They are the ``n`` best documents (by ordinal, their places in doc id order) by
+    reciprocal-rank fusion of ``rankings``, ties by ordinal. Each document's fused score adds
     its ``1 / (k + rank)`` terms in the order of the rankings, from 0.0, as a loop over them
     would: ``np.bincount`` adds its weights in input order.
     """

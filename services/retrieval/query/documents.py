@@ -9,9 +9,9 @@ and its dense score, in one call), so neither a query's work nor a worker's memo
 the corpus. What the title features need of the whole corpus, its title statistics, is computed
 by the build and read once (:class:`CorpusStats`).
 
-Documents' point ids are their places among the corpus's doc ids in sorted order
-(:func:`services.retrieval.indexing.points.doc_numbers`): a point id orders documents as their
-doc ids do, which is how every ranking breaks ties without naming its candidates.
+Every document's payload holds its ``ordinal``, its place among the corpus's doc ids in sorted
+order (:func:`services.retrieval.indexing.points.doc_ordinals`): with it every ranking breaks
+ties by doc id without naming its candidates, and ranks a document among the whole corpus.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from services.retrieval.types import DocInfo, Hit
 
 #: What a ranking reads of a document it meets outside the judged ones (and of a judged one,
 #: once per version): its name, its title and the ranker's static features.
-RANKER_FIELDS = ("doc_id", "title", "title_terms", "train_votes", "text_length")
+RANKER_FIELDS = ("doc_id", "title", "title_terms", "train_votes", "text_length", "ordinal")
 
 
 def doc_info(payload: Mapping[str, Any]) -> DocInfo:
@@ -64,14 +64,17 @@ class CorpusStats:
 class JudgedDocs:
     """The documents any voting query judged, by column of the judgement matrix (doc id order).
 
-    Built from their stored points (:data:`RANKER_FIELDS` and vectors); ``points`` ascend with
-    the columns, since point ids order documents as their ids do.
+    Built from their stored points (:data:`RANKER_FIELDS` and vectors); ``ordinals`` ascend with
+    the columns.
     """
 
     def __init__(self, hits: Sequence[Hit]) -> None:
         """Index the judged documents' points, read from the store."""
-        ordered = sorted(hits, key=lambda h: int(h.id))
+        ordered = sorted(hits, key=lambda h: str(h.payload["doc_id"]))
         self.points = np.array([int(h.id) for h in ordered], dtype=np.int64)
+        self.ordinals = np.array([int(h.payload["ordinal"]) for h in ordered], dtype=np.int64)
+        self._by_point = np.argsort(self.points, kind="stable")
+        self._sorted_points = self.points[self._by_point]
         self.doc_ids = [str(h.payload["doc_id"]) for h in ordered]
         self.titles = [str(h.payload.get("title", "")) for h in ordered]
         self.info = {d: doc_info(h.payload) for d, h in zip(self.doc_ids, ordered, strict=True)}
@@ -81,11 +84,12 @@ class JudgedDocs:
 
     def locate(self, points: npt.NDArray[np.int64]) -> Located:
         """The columns of documents by point id (``known`` False for a document not judged)."""
-        at = np.searchsorted(self.points, points)
+        at = np.searchsorted(self._sorted_points, points)
         inside = at < len(self.points)
         known = np.zeros(len(points), dtype=np.bool_)
-        known[inside] = self.points[at[inside]] == points[inside]
-        return Located(np.where(known, at, 0), known)
+        known[inside] = self._sorted_points[at[inside]] == points[inside]
+        columns = self._by_point[np.where(known, at, 0)] if len(self.points) else at
+        return Located(np.where(known, columns, 0), known)
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,6 +106,7 @@ class Outsiders:
     titles: list[str]
     info: list[DocInfo]
     cosines: npt.NDArray[np.float64]
+    ordinals: npt.NDArray[np.int64]
 
     @classmethod
     def of_hits(
@@ -119,7 +124,10 @@ class Outsiders:
             [str(h.payload.get("title", "")) for h in ordered],
             [doc_info(h.payload) for h in ordered],
             np.array([h.score for h in ordered], dtype=np.float64),
+            np.array([int(h.payload["ordinal"]) for h in ordered], dtype=np.int64),
         )
 
 
-NO_OUTSIDERS = Outsiders(np.zeros(0, dtype=np.intp), [], [], [], np.zeros(0))
+NO_OUTSIDERS = Outsiders(
+    np.zeros(0, dtype=np.intp), [], [], [], np.zeros(0), np.zeros(0, dtype=np.int64)
+)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import numpy.typing as npt
@@ -45,19 +45,43 @@ Column = npt.NDArray[np.float64]
 _COL = {name: i for i, name in enumerate(FEATURES)}
 
 
+class RowIndex:
+    """Candidates' rows by point id (every id asked must be a candidate's)."""
+
+    def __init__(self, points: npt.NDArray[np.int64]) -> None:
+        """Index the candidates' point ids."""
+        self._order = np.argsort(points, kind="stable")
+        self._sorted = points[self._order]
+
+    def __call__(self, points: npt.NDArray[np.int64]) -> npt.NDArray[np.intp]:
+        """The rows of ``points``."""
+        return self._order[np.searchsorted(self._sorted, points)]
+
+
 @dataclass(frozen=True, slots=True)
 class Candidates:
     """A query's candidates: point ids, their columns among the judged documents, the others read.
 
     ``located`` places them in the judgement matrix (``known`` False: no voting query judged
-    it); ``outsiders`` is what the store said of those at the candidates. Their ids are named
-    on demand: serving names only the few it answers with.
+    it); ``outsiders`` is what the store said of those at the candidates; ``ordinals`` are their
+    places in doc id order (what ties break by), ``rows`` finds a candidate by point id. Their
+    ids are named on demand: serving names only the few it answers with.
     """
 
     points: npt.NDArray[np.int64]
     located: Located
     judged: JudgedDocs
     outsiders: Outsiders = NO_OUTSIDERS
+    ordinals: npt.NDArray[np.int64] = field(init=False)
+    rows: RowIndex = field(init=False)
+
+    def __post_init__(self) -> None:
+        """The candidates' ordinals: the judged documents' table's, or what was read of them."""
+        at, known = self.located.at, self.located.known
+        ordinals = np.where(known, self.judged.ordinals[at], 0) if len(at) else at.copy()
+        ordinals[self.outsiders.rows] = self.outsiders.ordinals
+        object.__setattr__(self, "ordinals", ordinals)
+        object.__setattr__(self, "rows", RowIndex(self.points))
 
     def __len__(self) -> int:
         """Number of candidates."""
@@ -94,19 +118,6 @@ class CandidateSet:
     def doc_ids(self) -> list[str]:
         """The candidates' doc ids."""
         return self.candidates.doc_ids
-
-
-class RowIndex:
-    """Candidates' rows by point id (every id asked must be a candidate's)."""
-
-    def __init__(self, points: npt.NDArray[np.int64]) -> None:
-        """Index the candidates' point ids."""
-        self._order = np.argsort(points, kind="stable")
-        self._sorted = points[self._order]
-
-    def __call__(self, points: npt.NDArray[np.int64]) -> npt.NDArray[np.intp]:
-        """The rows of ``points``."""
-        return self._order[np.searchsorted(self._sorted, points)]
 
 
 def _list_features(
@@ -309,7 +320,7 @@ def build_features(
     """
     located, n = cands.located, len(cands.located)
     rows = np.empty((n, len(FEATURES)), dtype=np.float32)
-    row_of = RowIndex(cands.points)
+    row_of = cands.rows
     _fill_list(
         rows,
         (_COL["dense_score"], _COL["dense_rank"], _COL["dense_z"]),
@@ -340,7 +351,7 @@ def build_features(
     rows[:, _COL["query_terms"]] = len(query.terms)
     rows[:, _COL["title_overlap"]] = doc.title_overlap
     rows[:, _COL["co_score"]], rows[:, _COL["co_rank"]] = co_relevance.columns(
-        located, cands.points
+        located, cands.ordinals
     )
     rows[:, _COL["lex_vote"]] = query.lexical.vote
     rows[:, _COL["lex_voters"]] = query.lexical.voters

@@ -98,9 +98,9 @@ class Top(NamedTuple):
 
 
 def _best(cs: CandidateSet, scores: npt.NDArray[np.float64], top_k: int) -> Top:
-    """The ``top_k`` best candidates by score, ties by doc id (point ids are in doc id order)."""
+    """The ``top_k`` best candidates by score, ties by doc id (by their ordinals)."""
     points = cs.candidates.points
-    best = np.lexsort((points, -scores))[:top_k]
+    best = np.lexsort((cs.candidates.ordinals, -scores))[:top_k]
     names = cs.candidates.names(best.tolist())
     return Top(points[best].tolist(), names, scores[best].tolist())
 
@@ -187,7 +187,7 @@ class RankingPipeline:
             judged.vectors, voters.vectors, matrix, leave_one_out=self._leave_one_out
         )
         doc_table = DocTable(judged.info, stats.titles)  # read by column
-        co = CoRelevance(matrix, judged.points)
+        co = CoRelevance(matrix, judged.ordinals)
         return SupervisedTables(
             knn, judged, doc_table, matrix, voters.names, co, lexical, judged_by, nudged, model
         )
@@ -234,12 +234,17 @@ class RankingPipeline:
             points, votes = candidates(evidence, t.judgements, t.judged, s.knn, exclude_query)
             cands = self._located(collection, t, q, points)
         with stage(_tracer, "build features") as span:
-            ranked = anchors([evidence.dense.points, evidence.rm3.points])
-            anchored = t.judged.locate(np.fromiter(ranked, dtype=np.int64, count=len(ranked)))
-            weights = np.fromiter(ranked.values(), dtype=np.float64, count=len(ranked))
-            columns = dict(
-                zip(anchored.at[anchored.known].tolist(), weights[anchored.known], strict=True)
-            )
+            ordinal = cands.ordinals
+            lists = [ordinal[cands.rows(r.points)] for r in (evidence.dense, evidence.rm3)]
+            ranked = anchors(lists)  # by ordinal
+            # The judged ones among them, by column (the judged ordinals ascend with the columns).
+            by = t.judged.ordinals
+            at = np.searchsorted(by, np.fromiter(ranked, dtype=np.int64, count=len(ranked)))
+            columns = {
+                int(c): w
+                for c, (o, w) in zip(at.tolist(), ranked.items(), strict=True)
+                if c < len(by) and by[c] == o
+            }
             co = t.co_relevance.scores(columns, exclude_query)
             located = cands.located
             lexical = t.lexical.columns(q.terms, located, exclude_query)
