@@ -21,6 +21,10 @@ Sections and their targets:
                                 CPU per query, spans unexported and exported
   load      make bench-load     our load generator and Locust's FastHttpUser in turns: CPU per
                                 request over A2A 1.0 and 0.3, and the ratio
+  scale     make bench-scale    NFCorpus and larger corpora (NFCorpus plus distractors), full and
+                                zero-shot: one record per size and mode (cost, latency, memory,
+                                start-up, index size, quality, HNSW recall), the composed
+                                vectors' measured error, and each record's figures flat for quotes
 
 ``python -m devtools.figures SECTION REPORT`` records a section from a target's JSON report;
 ``python -m devtools.figures --check`` only compares (exit 1 with the stale pages). Targets may
@@ -262,6 +266,62 @@ def _load(report: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+#: A scale record's figures: its name in the record -> its name in a quote (the ending says how it
+#: is written, see :func:`formatted`), and the decimals it keeps.
+SCALE_FIGURES = {
+    "cpu_ms_per_query": ("cpu_ms", 2),
+    "p50_ms_c1": ("p50_c1_ms", 1),
+    "p99_ms_c1": ("p99_c1_ms", 1),
+    "p50_ms_c4": ("p50_c4_ms", 1),
+    "p99_ms_c4": ("p99_c4_ms", 1),
+    "rss_mb_after_start": ("rss_after_start_mb", 0),
+    "rss_mb_after_queries": ("rss_after_queries_mb", 0),
+    "ready_s": ("ready_s", 1),
+    "index_mb": ("index_mb", 0),
+    "ndcg5": ("ndcg5", 4),
+    "ndcg10": ("ndcg10", 4),
+    "ndcg5_judged": ("ndcg5_judged", 4),
+    "distractor_share_top10": ("distractor_share_top10", 4),
+    "recall_at_100": ("recall_at_100", 4),
+}
+SCALE_RECORD_FIELDS = (
+    "documents", "distractors", "mode", "queries", "failed", "quality_queries",
+    "cpu_ms_per_query", "cpu_ms_per_query_c4", "cpu_ms_event_loop", "cpu_ms_other_threads",
+    "stage_ms", "p50_ms_c1", "p99_ms_c1", "p50_ms_c4", "p99_ms_c4", "rss_mb_after_start",
+    "rss_mb_after_queries", "ready_s", "index_mb", "ndcg5", "ndcg10", "ndcg5_judged",
+    "distractor_share_top10", "queries_with_distractor_top5", "recall_at_100",
+)  # fmt: skip
+
+
+def _rounded(value: Any, places: int = 4) -> Any:
+    if isinstance(value, float):
+        return round(value, places)
+    if isinstance(value, dict):
+        return {k: _rounded(v, places) for k, v in value.items()}
+    return value
+
+
+def _scale(report: dict[str, Any]) -> dict[str, Any]:
+    """Every record (rounded), the composed vectors' error, and flat figures to quote.
+
+    A quote names ``scale.<mode>_<documents>_<figure>``, ``full_36330_cpu_ms`` say (``zs`` for
+    zero-shot); a figure never measured (recall without its helper) is left out of the flat ones.
+    """
+    records = [{k: _rounded(r.get(k)) for k in SCALE_RECORD_FIELDS} for r in report["records"]]
+    out: dict[str, Any] = {
+        "sizes": report["sizes"],
+        "records": records,
+        "machine_cpus": report["machine"]["cpus"],
+    }
+    out.update({f"composed_{k}": _rounded(v) for k, v in report["composed_vectors"].items()})
+    for r in report["records"]:
+        tag = "full" if r["mode"] == "full" else "zs"
+        for field, (name, places) in SCALE_FIGURES.items():
+            if r.get(field) is not None:
+                out[f"{tag}_{r['documents']}_{name}"] = round(float(r[field]), places)
+    return out
+
+
 #: Section -> its target and how its headline is read off the target's JSON report.
 FROM_REPORT: dict[str, tuple[str, Callable[[dict[str, Any]], dict[str, Any]]]] = {
     "image": ("make test-image", _image),
@@ -269,6 +329,7 @@ FROM_REPORT: dict[str, tuple[str, Callable[[dict[str, Any]], dict[str, Any]]]] =
     "pair": ("make bench-pair", _pair),
     "frame": ("make bench-frame", _frame),
     "load": ("make bench-load", _load),
+    "scale": ("make bench-scale", _scale),
 }
 
 
