@@ -86,6 +86,9 @@ def formatted(key: str, value: Any) -> str:
     name = key.rpartition(".")[2]
     if name.startswith("ndcg@") and isinstance(value, float):
         return f"{value:.4f}"
+    if any(w in name for w in ("ndcg", "recall", "cosine", "share", "overlap")):
+        if isinstance(value, float):  # a measure between 0 and 1 (a delta of one)
+            return f"{value:.4f}"
     if name.endswith("sha256"):
         return f"`{value[:8]}…`"
     if name.endswith("_bytes"):
@@ -284,6 +287,14 @@ SCALE_FIGURES = {
     "distractor_share_top10": ("distractor_share_top10", 4),
     "recall_at_100": ("recall_at_100", 4),
 }
+#: The large size's figure over the small one's: record field -> quoted name (+ ``_x``).
+SCALE_RATIOS = {
+    "cpu_ms_per_query": "cpu",
+    "p99_ms_c4": "p99_c4",
+    "rss_mb_after_start": "rss_after_start",
+    "ready_s": "ready",
+    "index_mb": "index",
+}
 SCALE_RECORD_FIELDS = (
     "documents", "distractors", "mode", "queries", "failed", "quality_queries",
     "cpu_ms_per_query", "cpu_ms_per_query_c4", "cpu_ms_event_loop", "cpu_ms_other_threads",
@@ -302,23 +313,38 @@ def _rounded(value: Any, places: int = 4) -> Any:
 
 
 def _scale(report: dict[str, Any]) -> dict[str, Any]:
-    """Every record (rounded), the composed vectors' error, and flat figures to quote.
+    """Every record (rounded), the composed vectors' error, and the figures a page quotes.
 
-    A quote names ``scale.<mode>_<documents>_<figure>``, ``full_36330_cpu_ms`` say (``zs`` for
-    zero-shot); a figure never measured (recall without its helper) is left out of the flat ones.
+    A page quotes the smallest and the largest size of the run, whatever sizes it had:
+    ``scale.<mode>_<small|large>_<figure>`` (``full_large_cpu_ms``; ``zs`` for zero-shot), and
+    the large size against the small one as issue 53 states its bounds: ``<mode>_<figure>_x``
+    for cost, latency, memory and start-up, ``<mode>_ndcg5_judged_delta``. A figure the run did
+    not measure (recall without its helper) is left out of the quotable ones.
     """
     records = [{k: _rounded(r.get(k)) for k in SCALE_RECORD_FIELDS} for r in report["records"]]
+    sizes = sorted(report["sizes"])
     out: dict[str, Any] = {
-        "sizes": report["sizes"],
+        "sizes": sizes,
+        "documents_small": sizes[0],
+        "documents_large": sizes[-1],
         "records": records,
         "machine_cpus": report["machine"]["cpus"],
     }
     out.update({f"composed_{k}": _rounded(v) for k, v in report["composed_vectors"].items()})
-    for r in report["records"]:
-        tag = "full" if r["mode"] == "full" else "zs"
-        for field, (name, places) in SCALE_FIGURES.items():
-            if r.get(field) is not None:
-                out[f"{tag}_{r['documents']}_{name}"] = round(float(r[field]), places)
+    for mode, tag in (("full", "full"), ("zero-shot", "zs")):
+        by_size = {r["documents"]: r for r in report["records"] if r["mode"] == mode}
+        for role, size in (("small", sizes[0]), ("large", sizes[-1])):
+            for field, (name, places) in SCALE_FIGURES.items():
+                value = by_size.get(size, {}).get(field)
+                if value is not None:
+                    out[f"{tag}_{role}_{name}"] = round(float(value), places)
+        small, large = by_size.get(sizes[0]), by_size.get(sizes[-1])
+        if small is None or large is None:
+            continue
+        for field, name in SCALE_RATIOS.items():
+            if small.get(field) and large.get(field) is not None:
+                out[f"{tag}_{name}_x"] = round(large[field] / small[field], 2)
+        out[f"{tag}_ndcg5_judged_delta"] = round(large["ndcg5_judged"] - small["ndcg5_judged"], 4)
     return out
 
 

@@ -104,5 +104,7 @@ def test_the_charts_and_the_figures_section(run: tuple[dict[str, Any], Path]) ->
     _, section = FROM_REPORT["scale"]
     figures = section(report)
     assert figures["records"][0]["documents"] == SIZE
-    assert f"zs_{SIZE}_cpu_ms" in figures and f"zs_{SIZE}_ndcg5_judged" in figures
+    assert figures["documents_small"] == figures["documents_large"] == SIZE
+    assert "zs_large_cpu_ms" in figures and figures["zs_cpu_x"] == 1.0
+    assert figures["zs_ndcg5_judged_delta"] == 0.0
     assert figures["composed_measured"] == MEASURED

@@ -64,7 +64,13 @@ def measure_one(
     """Build, serve and measure one size in one mode: its record."""
     root, data_dir = size_folder(options.plan.work, size), prepared.folders[size].path
     target = Target(
-        size, mode, data_dir, root / mode / "edge", options.plan.cache_dir, root / "logs"
+        size,
+        mode,
+        data_dir,
+        root / mode / "edge",
+        options.plan.cache_dir,
+        root / "logs",
+        prepared.vector_files[size],
     )
     log.info("n=%d %s: indexing", size, mode)
     built = build_index(target)
