@@ -20,6 +20,8 @@ a document.
 from __future__ import annotations
 
 import logging
+import os
+import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -112,13 +114,27 @@ def compose(drawn: Sequence[Recipe], pool: Pool, parts: list[int], part_vectors:
 def write_for_indexer(cache_dir: Path, model_id: str, fingerprint: str, vectors: Matrix) -> Path:
     """Put ``vectors`` where the indexer reads them for the corpus of ``fingerprint``.
 
-    Written as the indexer writes its own (a temporary file renamed into place); an existing
-    file of the right shape is kept.
+    The key names the corpus, not how its vectors were made: a file from another composition
+    would pass the indexer's shape check, so anything but these exact vectors is replaced
+    (written to a temporary file and renamed over it, as the indexer writes its own).
     """
-    cached_vectors(
-        vectors_dir(cache_dir), f"{model_id}-{fingerprint}", len(vectors), lambda: vectors
-    )
-    return vectors_dir(cache_dir) / f"{model_id}-{fingerprint}.npy"
+    folder = vectors_dir(cache_dir)
+    path = folder / f"{model_id}-{fingerprint}.npy"
+    try:
+        if np.array_equal(np.load(path, mmap_mode="r"), vectors):
+            return path
+    except (OSError, ValueError):
+        pass
+    folder.mkdir(parents=True, exist_ok=True)
+    with tempfile.NamedTemporaryFile(dir=folder, suffix=".npy", delete=False) as tmp:
+        try:
+            np.save(tmp, vectors)
+        except BaseException:
+            os.unlink(tmp.name)
+            raise
+    os.replace(tmp.name, path)
+    log.info("vectors of corpus %s written to %s", fingerprint, path)
+    return path
 
 
 def _top(queries: Matrix, corpus: Matrix, k: int = TOP) -> np.ndarray:
