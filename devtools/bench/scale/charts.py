@@ -49,9 +49,14 @@ def linear(n: float, n0: float, y0: float) -> float:
     return y0 * n / n0
 
 
+#: Room left and right of the outermost sizes, as a share of the plot's width.
+X_PAD = 0.05
+
+
 def _x(n: float, low: float, high: float) -> float:
     span = math.log10(high) - math.log10(low) or 1.0
-    return LEFT + PLOT_W * (math.log10(n) - math.log10(low)) / span
+    share = (math.log10(n) - math.log10(low)) / span
+    return LEFT + PLOT_W * (X_PAD + (1 - 2 * X_PAD) * share)
 
 
 def _points(records: Sequence[Record], curve: Curve) -> list[tuple[float, float]]:
@@ -66,7 +71,7 @@ def chart(title: str, y_label: str, records: Sequence[Record], curves: Sequence[
     """An ``<svg>`` of ``curves`` over the sizes in ``records``, each with its sound-design line."""
     lines = [(c, _points(records, c)) for c in curves]
     sizes = sorted({float(r["documents"]) for r in records}) or [1.0]
-    low, high = sizes[0], max(sizes[-1], sizes[0] * 10)
+    low, high = sizes[0], sizes[-1] if sizes[-1] > sizes[0] else sizes[0] * 10
     expected = [
         [(n, c.sound(n, pts[0][0], pts[0][1])) for n in sizes] if pts else [] for c, pts in lines
     ]
