@@ -86,9 +86,9 @@ def formatted(key: str, value: Any) -> str:
     name = key.rpartition(".")[2]
     if name.startswith("ndcg@") and isinstance(value, float):
         return f"{value:.4f}"
-    if any(w in name for w in ("ndcg", "recall", "cosine", "share", "overlap")):
-        if isinstance(value, float):  # a measure between 0 and 1 (a delta of one)
-            return f"{value:.4f}"
+    measure = any(w in name for w in ("ndcg", "recall", "cosine", "share", "overlap"))
+    if measure and isinstance(value, float):  # a measure between 0 and 1 (or a delta of one)
+        return f"{value:.4f}"
     if name.endswith("sha256"):
         return f"`{value[:8]}…`"
     if name.endswith("_bytes"):
