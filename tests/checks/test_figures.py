@@ -52,6 +52,9 @@ def test_figures_are_written_as_their_names_say() -> None:
     assert formatted("pair.c16_throughput_x", 1.6161) == "1.62x"
     assert formatted("pair.head_c16_qps", 175.61) == "175.6 q/s"
     assert formatted("pair.head_rss_mb", 263.96) == "264 MB"
+    assert formatted("scale.full_large_ndcg5_judged", 0.517) == "0.5170"
+    assert formatted("scale.full_ndcg5_judged_delta", -0.0012) == "-0.0012"
+    assert formatted("scale.full_cpu_x", 1.234) == "1.23x"
 
 
 def test_recording_a_run_rewrites_the_section_and_every_quote(tmp_path: Path) -> None:
