@@ -8,7 +8,7 @@ from services.retrieval.indexing import training
 from services.retrieval.indexing.points import doc_ordinals
 from services.retrieval.query.bm25_table import FieldStats
 from services.retrieval.query.corelevance import CoRelevance, CoScores, anchors
-from services.retrieval.query.documents import JudgedDocs, Outsiders
+from services.retrieval.query.documents import DocRecord, JudgedDocs, Outsiders, RecordCache
 from services.retrieval.query.evidence import Depths, Evidence, RankedDocs, gather
 from services.retrieval.query.features import (
     FEATURES,
@@ -288,7 +288,7 @@ def test_documents_read_at_the_candidates_get_the_bits_of_a_table_holding_them(
     judged = _judged(judgements)
     points = np.arange(3, dtype=np.int64)
     rows = np.array([2], dtype=np.intp)
-    outsiders = Outsiders(rows, ["C"], ["C."], [info["C"]], np.array([0.25]), np.array([2]))
+    outsiders = Outsiders(rows, [DocRecord("C", "C.", info["C"], 2)], np.array([0.25]))
     cands = Candidates(points, judged.locate(points), judged, outsiders)
     assert cands.doc_ids == ["A", "B", "C"] and cands.names([2]) == [("C", "C.")]
     part = DocTable({d: info[d] for d in ("A", "B")}, titles).columns(cands, query, {"C": 1})
@@ -384,3 +384,12 @@ def test_gather_numbers_documents_by_point_id_and_refuses_uuid_ones() -> None:
 def test_documents_ordinals_are_their_places_in_doc_id_order() -> None:
     corpus = [Document(d, "", "") for d in ("MED-10", "MED-1", "MED-2", "MED-100")]
     assert doc_ordinals(corpus) == [1, 0, 3, 2]  # MED-1 < MED-10 < MED-100 < MED-2
+
+
+def test_the_record_cache_holds_the_last_records_up_to_its_bound() -> None:
+    cache = RecordCache(size=2)
+    record = {p: DocRecord(f"D{p}", "", DocInfo((), 0), p) for p in range(3)}
+    cache.put({0: record[0], 1: record[1]})
+    assert cache.get([1, 0]) == [record[1], record[0]]  # 1, then 0, used last
+    cache.put({2: record[2]})  # beyond the bound: the least recently used (1) goes
+    assert cache.get([0, 1, 2]) == [record[0], None, record[2]]

@@ -16,6 +16,8 @@ ties by doc id without naming its candidates, and ranks a document among the who
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -93,41 +95,78 @@ class JudgedDocs:
 
 
 @dataclass(frozen=True, slots=True)
-class Outsiders:
-    """The candidates of one query that no voting query judged, read at the candidates.
+class DocRecord:
+    """What a ranking reads of a document outside the judged ones: name, title, features, place."""
 
-    ``rows`` are their places among the candidates; ``doc_ids``, ``titles`` and ``info`` come
-    from their payloads, ``cosines`` are their dense scores for the query (the store's cosine:
-    a document nobody judged is not nudged, so its nudged cosine is its plain one).
-    """
-
-    rows: npt.NDArray[np.intp]
-    doc_ids: list[str]
-    titles: list[str]
-    info: list[DocInfo]
-    cosines: npt.NDArray[np.float64]
-    ordinals: npt.NDArray[np.int64]
+    doc_id: str
+    title: str
+    info: DocInfo
+    ordinal: int
 
     @classmethod
-    def of_hits(
-        cls, rows: npt.NDArray[np.intp], points: Sequence[int], hits: Sequence[Hit]
-    ) -> Outsiders:
-        """The candidates at ``rows`` (point ids ``points``) from the store's scored points."""
-        found = {int(h.id): h for h in hits}
-        missing = [p for p in points if p not in found]
-        if missing:
-            raise LookupError(f"documents {missing[:5]} are not in the store")
-        ordered = [found[p] for p in points]
+    def of_payload(cls, payload: Mapping[str, Any]) -> DocRecord:
+        """The record of a document from its payload's :data:`RANKER_FIELDS`."""
         return cls(
-            rows,
-            [str(h.payload["doc_id"]) for h in ordered],
-            [str(h.payload.get("title", "")) for h in ordered],
-            [doc_info(h.payload) for h in ordered],
-            np.array([h.score for h in ordered], dtype=np.float64),
-            np.array([int(h.payload["ordinal"]) for h in ordered], dtype=np.int64),
+            str(payload["doc_id"]),
+            str(payload.get("title", "")),
+            doc_info(payload),
+            int(payload["ordinal"]),
         )
 
 
-NO_OUTSIDERS = Outsiders(
-    np.zeros(0, dtype=np.intp), [], [], [], np.zeros(0), np.zeros(0, dtype=np.int64)
-)
+class RecordCache:
+    """The records of the last documents read outside the judged ones, at most ``size`` of them.
+
+    A document's record does not change within an index version, and the same few outsiders
+    come back query after query (on NFCorpus, the 13 documents no voting query judged); the
+    bound keeps a worker's memory from growing with the corpus. Safe across search threads.
+    """
+
+    def __init__(self, size: int = 4096) -> None:
+        """Hold at most ``size`` records, the least recently used dropped first."""
+        self._size = size
+        self._records: OrderedDict[int, DocRecord] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, points: Sequence[int]) -> list[DocRecord | None]:
+        """The held record of each point id (None where there is none)."""
+        with self._lock:
+            found = [self._records.get(p) for p in points]
+            for p, record in zip(points, found, strict=True):
+                if record is not None:
+                    self._records.move_to_end(p)
+            return found
+
+    def put(self, records: Mapping[int, DocRecord]) -> None:
+        """Hold ``records`` (point id -> record), dropping the least recently used beyond the bound."""
+        with self._lock:
+            self._records.update(records)
+            while len(self._records) > self._size:
+                self._records.popitem(last=False)
+
+
+@dataclass(frozen=True, slots=True)
+class Outsiders:
+    """The candidates of one query that no voting query judged, read at the candidates.
+
+    ``rows`` are their places among the candidates; ``records`` what their payloads say,
+    ``cosines`` their dense scores for the query (the store's cosine: a document nobody judged
+    is not nudged, so its nudged cosine is its plain one).
+    """
+
+    rows: npt.NDArray[np.intp]
+    records: list[DocRecord]
+    cosines: npt.NDArray[np.float64]
+
+    @property
+    def ordinals(self) -> npt.NDArray[np.int64]:
+        """Their places among the corpus's doc ids."""
+        return np.array([r.ordinal for r in self.records], dtype=np.int64)
+
+    @property
+    def info(self) -> list[DocInfo]:
+        """Their ranker features."""
+        return [r.info for r in self.records]
+
+
+NO_OUTSIDERS = Outsiders(np.zeros(0, dtype=np.intp), [], np.zeros(0))

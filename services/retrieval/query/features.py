@@ -97,8 +97,8 @@ class Candidates:
                 column = int(at[row])
                 named.append((self.judged.doc_ids[column], self.judged.titles[column]))
             else:
-                k = outside[row]
-                named.append((self.outsiders.doc_ids[k], self.outsiders.titles[k]))
+                record = self.outsiders.records[outside[row]]
+                named.append((record.doc_id, record.title))
         return named
 
     @property

@@ -117,7 +117,7 @@ class Store(Protocol):
         name: str,
         vector: Sequence[float],
         ids: Sequence[PointId],
-        payload: Sequence[str],
+        payload: Sequence[str] | bool,
     ) -> list[Hit]:
         """The points ``ids`` (those that exist) with their dense score for ``vector`` and payload.
 

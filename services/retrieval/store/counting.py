@@ -114,7 +114,7 @@ class CountingStore:
         name: str,
         vector: Sequence[float],
         ids: Sequence[PointId],
-        payload: Sequence[str],
+        payload: Sequence[str] | bool,
     ) -> list[Hit]:
         """Counted :meth:`Store.score_points`."""
         return self._call("score_points", self._inner.score_points, name, vector, ids, payload)

@@ -294,7 +294,7 @@ class EdgeStore:
         name: str,
         vector: Sequence[float],
         ids: Sequence[PointId],
-        payload: Sequence[str],
+        payload: Sequence[str] | bool,
     ) -> list[Hit]:
         """A dense search restricted to ``ids`` (a filter on them), with their payload."""
         request = qe.QueryRequest(

@@ -236,7 +236,7 @@ class ServerStore:
         name: str,
         vector: Sequence[float],
         ids: Sequence[PointId],
-        payload: Sequence[str],
+        payload: Sequence[str] | bool,
     ) -> list[Hit]:
         """A dense search restricted to ``ids`` (a filter on them), with their payload."""
         response = self._call(
@@ -247,7 +247,7 @@ class ServerStore:
             using=DENSE,
             query_filter=models.Filter(must=[models.HasIdCondition(has_id=list(ids))]),
             limit=max(len(ids), 1),
-            with_payload=list(payload),
+            with_payload=payload if isinstance(payload, bool) else list(payload),
             # Exact: a handful of points, and an HNSW graph may not reach every one of them.
             search_params=None if self._local else self._params[True],
         )
