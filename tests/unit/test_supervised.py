@@ -7,17 +7,11 @@ from services.nfcorpus.dataset import Document
 from services.retrieval.indexing import training
 from services.retrieval.indexing.points import doc_ordinals
 from services.retrieval.query.bm25_table import FieldStats
+from services.retrieval.query.candidates import Candidates, candidates
 from services.retrieval.query.corelevance import CoRelevance, CoScores, anchors
 from services.retrieval.query.documents import DocRecord, JudgedDocs, Outsiders, RecordCache
 from services.retrieval.query.evidence import Depths, Evidence, RankedDocs, gather
-from services.retrieval.query.features import (
-    FEATURES,
-    Candidates,
-    DocTable,
-    QuerySide,
-    build_features,
-    candidates,
-)
+from services.retrieval.query.features import FEATURES, DocTable, QuerySide, build_features
 from services.retrieval.query.judgements import Judgements, Located
 from services.retrieval.query.ranker import Ranker
 from services.retrieval.query.votes import LexicalColumns, VoteTable

@@ -15,18 +15,18 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
 
 from services.retrieval.query.bm25_table import Bm25Table, FieldStats, text_score
+from services.retrieval.query.candidates import Candidates, RowIndex
 from services.retrieval.query.corelevance import CoScores
-from services.retrieval.query.documents import NO_OUTSIDERS, JudgedDocs, Outsiders
+from services.retrieval.query.documents import NO_OUTSIDERS, Outsiders
 from services.retrieval.query.evidence import Evidence, RankedDocs
-from services.retrieval.query.judgements import Judgements, Located
+from services.retrieval.query.judgements import Located
 from services.retrieval.query.votes import LexicalColumns, VoteTable
-from services.retrieval.settings import KnnSettings
 from services.retrieval.types import DocInfo
 
 FEATURES = (
@@ -43,68 +43,6 @@ FEATURES = (
 NAN = math.nan
 Column = npt.NDArray[np.float64]
 _COL = {name: i for i, name in enumerate(FEATURES)}
-
-
-class RowIndex:
-    """Candidates' rows by point id (every id asked must be a candidate's)."""
-
-    def __init__(self, points: npt.NDArray[np.int64]) -> None:
-        """Index the candidates' point ids."""
-        self._order = np.argsort(points, kind="stable")
-        self._sorted = points[self._order]
-
-    def __call__(self, points: npt.NDArray[np.int64]) -> npt.NDArray[np.intp]:
-        """The rows of ``points``."""
-        return self._order[np.searchsorted(self._sorted, points)]
-
-
-@dataclass(frozen=True, slots=True)
-class Candidates:
-    """A query's candidates: point ids, their columns among the judged documents, the others read.
-
-    ``located`` places them in the judgement matrix (``known`` False: no voting query judged
-    it); ``outsiders`` is what the store said of those at the candidates; ``ordinals`` are their
-    places in doc id order (what ties break by), ``rows`` finds a candidate by point id. Their
-    ids are named on demand: serving names only the few it answers with.
-    """
-
-    points: npt.NDArray[np.int64]
-    located: Located
-    judged: JudgedDocs
-    outsiders: Outsiders = NO_OUTSIDERS
-    ordinals: npt.NDArray[np.int64] = field(init=False)
-    rows: RowIndex = field(init=False)
-
-    def __post_init__(self) -> None:
-        """The candidates' ordinals: the judged documents' table's, or what was read of them."""
-        at, known = self.located.at, self.located.known
-        ordinals = np.where(known, self.judged.ordinals[at], 0) if len(at) else at.copy()
-        ordinals[self.outsiders.rows] = self.outsiders.ordinals
-        object.__setattr__(self, "ordinals", ordinals)
-        object.__setattr__(self, "rows", RowIndex(self.points))
-
-    def __len__(self) -> int:
-        """Number of candidates."""
-        return len(self.points)
-
-    def names(self, rows: Sequence[int]) -> list[tuple[str, str]]:
-        """The doc id and title of the candidates at ``rows``."""
-        outside = {row: k for k, row in enumerate(self.outsiders.rows.tolist())}
-        at, known = self.located.at, self.located.known
-        named = []
-        for row in rows:
-            if known[row]:
-                column = int(at[row])
-                named.append((self.judged.doc_ids[column], self.judged.titles[column]))
-            else:
-                record = self.outsiders.records[outside[row]]
-                named.append((record.doc_id, record.title))
-        return named
-
-    @property
-    def doc_ids(self) -> list[str]:
-        """The candidates' doc ids, in candidate order."""
-        return [d for d, _ in self.names(range(len(self.points)))]
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,27 +73,6 @@ def _list_features(
     kept = scores[first]
     z = (kept - mean) / spread if spread > 0 else np.zeros(len(first))
     return ranked.points[first], kept, first + 1, z
-
-
-def candidates(
-    evidence: Evidence,
-    judgements: Judgements,
-    judged: JudgedDocs,
-    knn: KnnSettings,
-    exclude_query: str | None = None,
-) -> tuple[npt.NDArray[np.int64], VoteTable]:
-    """Union of the retrievers' lists and the ``knn.vote_depth`` most-voted documents.
-
-    Point ids in order of first appearance: dense, BM25, RM3, then the votes (``judged`` names
-    the judgement matrix's columns by point id).
-    """
-    votes = VoteTable(judgements, evidence.neighbours, knn.neighbours, knn.power, exclude_query)
-    voted = judged.points[votes.top_at(knn.vote_depth)]
-    listed = np.concatenate(
-        (evidence.dense.points, evidence.bm25.points, evidence.rm3.points, voted)
-    )
-    _, first = np.unique(listed, return_index=True)
-    return listed[np.sort(first)], votes
 
 
 def _fill_list(

@@ -18,30 +18,17 @@ import numpy as np
 import numpy.typing as npt
 
 from services.retrieval.encoders.dense import DenseEncoder
+from services.retrieval.query.candidates import candidates, locate
 from services.retrieval.query.corelevance import CoRelevance, anchors
-from services.retrieval.query.documents import (
-    RANKER_FIELDS,
-    DocRecord,
-    JudgedDocs,
-    Outsiders,
-    RecordCache,
-)
+from services.retrieval.query.documents import JudgedDocs, RecordCache
 from services.retrieval.query.evidence import (
     Depths,
     Evidence,
-    RankedDocs,
     gather,
     gather_many,
     named,
 )
-from services.retrieval.query.features import (
-    Candidates,
-    CandidateSet,
-    DocTable,
-    QuerySide,
-    build_features,
-    candidates,
-)
+from services.retrieval.query.features import CandidateSet, DocTable, QuerySide, build_features
 from services.retrieval.query.fusion import fuse
 from services.retrieval.query.hybrid import HybridSearcher
 from services.retrieval.query.index_version import (
@@ -247,7 +234,7 @@ class RankingPipeline:
         s = self._settings
         with stage(_tracer, "knn votes"):
             points, votes = candidates(evidence, t.judgements, t.judged, s.knn, exclude_query)
-            cands = self._located(collection, t, q, points, evidence.dense)
+            cands = locate(self._store, collection, t.judged, t.records, q, points, evidence.dense)
         with stage(_tracer, "build features") as span:
             ordinal = cands.ordinals
             lists = [ordinal[cands.rows(r.points)] for r in (evidence.dense, evidence.rm3)]
@@ -273,46 +260,6 @@ class RankingPipeline:
             )
             span.set_attribute("ranking.candidates", len(located))
         return CandidateSet(cands, rows)
-
-    def _located(
-        self,
-        collection: str,
-        t: SupervisedTables,
-        q: EncodedQuery,
-        points: npt.NDArray[np.int64],
-        dense: RankedDocs,
-    ) -> Candidates:
-        """The candidates ``points`` among the judged documents, the others read from the store.
-
-        Of those no voting query judged, a query needs the record (:data:`RANKER_FIELDS`) and
-        the dense score: records come from the version's :class:`RecordCache`, scores from the
-        dense list (``dense``); what neither holds is read in one call restricted to them.
-        """
-        located = t.judged.locate(points)
-        rows = np.flatnonzero(~located.known)
-        if not len(rows):
-            return Candidates(points, located, t.judged)
-        outside = points[rows].tolist()
-        records = t.records.get(outside)
-        listed = dict(zip(dense.points.tolist(), dense.scores.tolist(), strict=True))
-        wanted = [p for p, r in zip(outside, records, strict=True) if r is None or p not in listed]
-        if wanted:
-            fields = RANKER_FIELDS if any(r is None for r in records) else False
-            with stage(_tracer, "read outsiders") as span:
-                span.set_attribute("ranking.outsiders", len(wanted))
-                hits = self._store.score_points(collection, q.dense, wanted, fields)
-            found = {int(h.id): h for h in hits}
-            if len(found) < len(wanted):
-                raise StoreError(f"{collection} lacks documents its searches found: rebuild it")
-            read = {p: DocRecord.of_payload(h.payload) for p, h in found.items() if h.payload}
-            t.records.put(read)
-            listed.update((p, found[p].score) for p in wanted)
-            records = [
-                r if r is not None else read[p] for p, r in zip(outside, records, strict=True)
-            ]
-        cosines = np.array([listed[p] for p in outside], dtype=np.float64)
-        held = [r for r in records if r is not None]  # every one, by now
-        return Candidates(points, located, t.judged, Outsiders(rows, held, cosines))
 
     def rank(self, q: EncodedQuery, top_k: int, include_text: bool = True) -> list[RankedDocument]:
         """Top ``top_k`` documents with title and, with ``include_text``, abstract (else empty)."""
