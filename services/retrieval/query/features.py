@@ -202,10 +202,14 @@ class DocTable:
         lengths = np.array([i.text_length for i in infos], dtype=np.float64)
         out.doc_length[rows] = np.log1p(lengths)
         out.title_length[rows] = [float(len(i.title_terms)) for i in infos]
+        shared = [len(terms.intersection(i.title_terms)) for i in infos]
         if terms:
-            shared = [float(len(terms.intersection(i.title_terms))) for i in infos]
-            out.title_overlap[rows] = np.array(shared) / len(terms)
-        out.title_bm25[rows] = [text_score(i.title_terms, query_terms, self._stats) for i in infos]
+            out.title_overlap[rows] = np.array(shared, dtype=np.float64) / len(terms)
+        # A title that shares no term with the query scores 0.0 (nothing is added to it).
+        out.title_bm25[rows] = [
+            text_score(i.title_terms, query_terms, self._stats) if n else 0.0
+            for i, n in zip(infos, shared, strict=True)
+        ]
 
 
 def _votes_of(outsiders: Outsiders, row: int) -> int:
