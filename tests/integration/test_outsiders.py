@@ -25,7 +25,13 @@ from services.retrieval.types import (
     VectorQuery,
 )
 
-VECTORS = [[1, 0, 0, 0], [0, 1, 0, 0], [0.6, 0.8, 0, 0], [0.8, 0, 0.6, 0], [0, 0, 0, 1]]
+VECTORS: list[list[float]] = [
+    [1, 0, 0, 0],
+    [0, 1, 0, 0],
+    [0.6, 0.8, 0, 0],
+    [0.8, 0, 0.6, 0],
+    [0, 0, 0, 1],
+]
 QUERY = EncodedQuery([0.8, 0.6, 0.0, 0.0], SparseVector([], []), "q", ("heart",))
 
 
