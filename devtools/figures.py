@@ -279,6 +279,8 @@ SCALE_FIGURES = {
     "p99_ms_c4": ("p99_c4_ms", 1),
     "rss_mb_after_start": ("rss_after_start_mb", 0),
     "rss_mb_after_queries": ("rss_after_queries_mb", 0),
+    "rss_anon_mb_after_start": ("rss_anon_after_start_mb", 0),
+    "rss_anon_mb_after_queries": ("rss_anon_after_queries_mb", 0),
     "ready_s": ("ready_s", 1),
     "index_mb": ("index_mb", 0),
     "ndcg5": ("ndcg5", 4),
@@ -299,7 +301,8 @@ SCALE_RECORD_FIELDS = (
     "documents", "distractors", "mode", "queries", "failed", "quality_queries",
     "cpu_ms_per_query", "cpu_ms_per_query_c4", "cpu_ms_event_loop", "cpu_ms_other_threads",
     "stage_ms", "p50_ms_c1", "p99_ms_c1", "p50_ms_c4", "p99_ms_c4", "rss_mb_after_start",
-    "rss_mb_after_queries", "ready_s", "index_mb", "ndcg5", "ndcg10", "ndcg5_judged",
+    "rss_mb_after_queries", "rss_anon_mb_after_start", "rss_anon_mb_after_queries", "ready_s",
+    "index_mb", "ndcg5", "ndcg10", "ndcg5_judged",
     "distractor_share_top10", "queries_with_distractor_top5", "recall_at_100",
 )  # fmt: skip
 
@@ -316,7 +319,8 @@ def _scale(report: dict[str, Any]) -> dict[str, Any]:
     """Every record (rounded), the composed vectors' error, and the figures a page quotes.
 
     A page quotes the smallest and the largest size of the run, whatever sizes it had:
-    ``scale.<mode>_<small|large>_<figure>`` (``full_large_cpu_ms``; ``zs`` for zero-shot), and
+    ``scale.<mode>_<small|large>_<figure>`` (``full_large_cpu_ms``; ``zs`` for zero-shot), any
+    size by its number of documents (``full_n36330_cpu_ms``), and
     the large size against the small one as issue 53 states its bounds: ``<mode>_<figure>_x``
     for cost, latency, memory and start-up, ``<mode>_ndcg5_judged_delta``. A figure the run did
     not measure (recall without its helper) is left out of the quotable ones.
@@ -333,7 +337,8 @@ def _scale(report: dict[str, Any]) -> dict[str, Any]:
     out.update({f"composed_{k}": _rounded(v) for k, v in report["composed_vectors"].items()})
     for mode, tag in (("full", "full"), ("zero-shot", "zs")):
         by_size = {r["documents"]: r for r in report["records"] if r["mode"] == mode}
-        for role, size in (("small", sizes[0]), ("large", sizes[-1])):
+        roles = [("small", sizes[0]), ("large", sizes[-1])] + [(f"n{n}", n) for n in sizes]
+        for role, size in roles:
             for field, (name, places) in SCALE_FIGURES.items():
                 value = by_size.get(size, {}).get(field)
                 if value is not None:

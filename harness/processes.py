@@ -158,10 +158,21 @@ class ServerProcess:
 
     def rss_kb(self) -> int:
         """Resident memory of the running child, in KiB (from /proc)."""
+        return self.memory_kb()["VmRSS"]
+
+    def memory_kb(self) -> dict[str, int]:
+        """The child's resident memory in KiB by kind, from /proc.
+
+        ``VmRSS`` (all of it), ``RssAnon`` (its own), ``RssFile`` (mapped files: the page
+        cache, shared with every process mapping them) and ``RssShmem``.
+        """
         status = Path(f"/proc/{self.pid}/status").read_text()
-        return int(
-            next(line for line in status.splitlines() if line.startswith("VmRSS")).split()[1]
-        )
+        wanted = ("VmRSS", "RssAnon", "RssFile", "RssShmem")
+        return {
+            name: int(value.split()[0])
+            for name, _, value in (line.partition(":") for line in status.splitlines())
+            if name in wanted
+        }
 
     def cpu_seconds(self) -> float:
         """CPU time (user + system) the running child has used so far (from /proc)."""

@@ -29,8 +29,8 @@ BASE, SIZE, MEASURED, QUALITY, QUERIES = 100, 250, 20, 20, 40
 RECORD_FIELDS = {
     "documents", "distractors", "mode", "cpu_ms_per_query", "cpu_ms_per_query_c4",
     "cpu_ms_event_loop", "cpu_ms_other_threads", "stage_ms", "p50_ms_c1", "p99_ms_c1",
-    "p50_ms_c4", "p99_ms_c4", "rss_mb_after_start", "rss_mb_after_queries", "ready_s",
-    "index_mb", "ndcg5", "ndcg10", "ndcg5_judged", "distractor_share_top10",
+    "p50_ms_c4", "p99_ms_c4", "rss_mb_after_start", "rss_mb_after_queries",
+    "rss_anon_mb_after_start", "rss_anon_mb_after_queries", "ready_s", "index_mb", "ndcg5", "ndcg10", "ndcg5_judged", "distractor_share_top10",
     "queries_with_distractor_top5", "recall_at_100", "queries", "failed", "quality_queries",
     "index_build_s", "indexer_vector_cache_hit", "indexer_encoded_documents",
 }  # fmt: skip
@@ -67,8 +67,11 @@ def test_every_record_holds_every_field_for_its_size(run: tuple[dict[str, Any], 
         assert 0.0 <= record[name] <= 1.0, name
     assert record["recall_at_100"] is None or 0.0 <= record["recall_at_100"] <= 1.0
     # Measured, whatever their values on this machine: present, as numbers.
-    for name in ("ready_s", "rss_mb_after_start", "index_mb"):
+    for name in ("ready_s", "rss_mb_after_start", "rss_anon_mb_after_start", "index_mb"):
         assert isinstance(record[name], float), name
+    # The worker's own memory is a part of its resident memory (the rest: mapped files).
+    for when in ("after_start", "after_queries"):
+        assert record[f"rss_anon_mb_{when}"] <= record[f"rss_mb_{when}"], when
 
 
 def test_the_indexer_read_every_vector_from_its_cache(run: tuple[dict[str, Any], Path]) -> None:

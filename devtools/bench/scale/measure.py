@@ -198,7 +198,7 @@ def serve_and_measure(
     server.start()
     try:
         ready_s = time.monotonic() - started
-        rss_start = server.rss_kb() / 1024
+        memory_start = server.memory_kb()
         warm = [f"{t} (warm-up)" for t in itertools.islice(itertools.cycle(load_texts), WARM_UP)]
         _phase(server, warm, 1)  # first calls allocate; never a measured question
         before = _scrape(server)
@@ -206,7 +206,7 @@ def serve_and_measure(
         after = _scrape(server)
         rest = max(total - len(quality_texts), 0)
         c4 = _phase(server, list(itertools.islice(itertools.cycle(load_texts), rest)), 4)
-        rss_after = server.rss_kb() / 1024
+        memory_after = server.memory_kb()
     finally:
         server.stop()
     stage_ms = {
@@ -217,8 +217,11 @@ def serve_and_measure(
     }
     figures = {
         "ready_s": ready_s,
-        "rss_mb_after_start": rss_start,
-        "rss_mb_after_queries": rss_after,
+        "rss_mb_after_start": memory_start["VmRSS"] / 1024,
+        "rss_mb_after_queries": memory_after["VmRSS"] / 1024,
+        # What the worker owns, apart from the index's mapped pages (the shared page cache).
+        "rss_anon_mb_after_start": memory_start["RssAnon"] / 1024,
+        "rss_anon_mb_after_queries": memory_after["RssAnon"] / 1024,
         "queries": len(quality_texts) + rest,
         "failed": c1["failed"] + c4["failed"],
         "cpu_ms_per_query": c1["cpu_ms_per_query"],
