@@ -20,6 +20,7 @@ import pytest
 
 from devtools.bench.hnsw_recall import dense_recall
 from services.retrieval.settings import DenseIndex, StoreSettings
+from services.retrieval.store.copies import SHARED_FILES
 from services.retrieval.store.edge import EdgeStore
 from services.retrieval.store.server import ServerStore
 from services.retrieval.types import CollectionSpec, Point, Scored, SparseVector, VectorQuery
@@ -147,6 +148,37 @@ def test_opening_a_served_shard_builds_nothing(tmp_path: Path) -> None:
         reader.close()
     assert graph_files() == built
     assert sorted(p.name for p in (tmp_path / "c" / "segments").iterdir()) == segments
+
+
+def _digests(folder: Path) -> dict[str, str]:
+    return {
+        p.relative_to(folder).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file()
+    }
+
+
+def test_a_private_copy_links_the_files_the_engine_only_reads(tmp_path: Path) -> None:
+    # Every worker maps the same vectors, graph and BM25 index; only what the engine may write
+    # is its own. Searching through the copy changes nothing of the shared files.
+    root, copies_root = tmp_path / "store", tmp_path / "copies"
+    store, _ = _built(root, _points(2000), replace(INDEX, quantized=True))
+    payloads = store.retrieve("c", [5, 1])
+    store.close()
+    built = _digests(root / "c")
+    reader = EdgeStore(root, private_copy=True, copies_root=copies_root, index=INDEX)
+    try:
+        exact = [replace(q, exact=True) for q in _queries(20, 50)]
+        assert reader.search("c", _queries(20, 50)) == reader.search("c", exact)
+        assert reader.retrieve("c", [5, 1]) == payloads
+        copied = [p for p in copies_root.rglob("*") if p.is_file()]
+        linked = {p.name for p in copied if p.is_symlink()}
+        assert {"matrix.dat", "quantized.data", "inverted_index.dat"} <= linked <= SHARED_FILES
+        assert all(p.resolve().is_relative_to(root.resolve()) for p in copied if p.is_symlink())
+    finally:
+        reader.close()
+    assert _digests(root / "c") == built
+    assert not any(copies_root.rglob("*.dat"))  # the copy, links and all, is gone
 
 
 def test_quantized_vectors_are_rescored_to_the_exact_neighbours(tmp_path: Path) -> None:

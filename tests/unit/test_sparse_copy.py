@@ -1,5 +1,6 @@
-"""Private shard copies stay sparse even when the original lost its holes (an image layer), and
-a compacted shard (an image's index) copies back to the bytes it was built with."""
+"""Private shard copies stay sparse even when the original lost its holes (an image layer), a
+compacted shard (an image's index) copies back to the bytes it was built with, and the files
+the engine only reads are linked, not copied."""
 
 from __future__ import annotations
 
@@ -92,3 +93,19 @@ def test_a_compacted_shard_opens_through_a_private_copy_only(tmp_path: Path) -> 
         assert reader.search("c", [VectorQuery([1, 0, 0, 0], 3)]) == [before]
     finally:
         reader.close()
+
+
+def test_a_file_compacting_trimmed_is_copied_never_linked(tmp_path: Path) -> None:
+    shard = tmp_path / "shard"
+    (shard / "segments" / "s").mkdir(parents=True)
+    data = os.urandom(50_000) + b"\1"
+    (shard / "segments/s/matrix.dat").write_bytes(data + bytes(4 * MB))  # trimmed below
+    (shard / "segments/s/quantized.data").write_bytes(data)  # nothing to trim
+    compact.compact(shard)
+    copy = tmp_path / "copy"
+    copy_tree_sparse(shard, copy)
+    # Its size comes back in the copy, and the original stays as compacted.
+    assert not (copy / "segments/s/matrix.dat").is_symlink()
+    assert (copy / "segments/s/matrix.dat").read_bytes() == data + bytes(4 * MB)
+    assert (shard / "segments/s/matrix.dat").read_bytes() == data
+    assert (copy / "segments/s/quantized.data").is_symlink()

@@ -70,6 +70,13 @@ def is_compacted(shard: Path) -> bool:
     return (shard / SIZES).is_file()
 
 
+def trimmed(shard: Path) -> frozenset[str]:
+    """The files (relative paths) that compacting ``shard`` trimmed: none if it was not."""
+    if not is_compacted(shard):
+        return frozenset()
+    return frozenset(json.loads((shard / SIZES).read_text()))
+
+
 def restore_sizes(shard: Path, copy: Path) -> None:
     """Give the files of ``copy``, a copy of the compacted ``shard``, their sizes back (holes)."""
     for name, size in json.loads((shard / SIZES).read_text()).items():

@@ -25,6 +25,14 @@ from services.retrieval.store import compact
 log = logging.getLogger(__name__)
 
 COPIES_ROOT = Path(tempfile.gettempdir()) / "nfcorpus-shard-copies"
+#: Files of a rebuilt (immutable) segment that qdrant-edge opens read-only, whatever the calls
+#: made on it: the dense vectors, their int8 copies, the HNSW graph and the BM25 inverted index
+#: (checked with the files made immutable, which refuses any opening for writing;
+#: docs/scale.md). The payload pages and the stored sparse vectors are mapped for writing,
+#: though never written by a search, so they are copied.
+SHARED_FILES = frozenset(
+    {"matrix.dat", "quantized.data", "graph.bin", "links_compressed.bin", "inverted_index.dat"}
+)
 _BLOCK = 64 * 1024  # the granularity at which zeros become holes
 _ZEROS = bytes(_BLOCK)
 _CHUNK = 1 << 20
@@ -121,14 +129,22 @@ def _write_holey(dst: BinaryIO, chunk: bytes) -> None:
 
 
 def copy_tree_sparse(source: Path, target: Path) -> None:
-    """``shutil.copytree`` with :func:`copy_file_sparse` for every file.
+    """``shutil.copytree`` with :func:`copy_file_sparse` for every file, or a link to it.
 
-    A compacted ``source`` is copied without its record of sizes, and its files get their sizes
-    back in the copy (:func:`.compact.restore_sizes`).
+    The files the engine maps read-only (:data:`SHARED_FILES`) are linked, not copied: every
+    worker then shares one copy of them in the page cache, and a worker's start-up and its
+    share of ``/tmp`` grow only with what the engine may write. A compacted ``source`` is copied
+    without its record of sizes, and its files get their sizes back in the copy
+    (:func:`.compact.restore_sizes`); a file it trimmed is copied, never linked.
     """
+    trimmed = compact.trimmed(source)
 
     def copy(src: str, dst: str) -> str:
-        copy_file_sparse(Path(src), Path(dst))
+        path = Path(src)
+        if path.name in SHARED_FILES and path.relative_to(source).as_posix() not in trimmed:
+            os.symlink(path.resolve(), dst)
+            return dst
+        copy_file_sparse(path, Path(dst))
         shutil.copystat(src, dst)
         return dst
 
