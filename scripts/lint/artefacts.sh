@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Every offline check of the deployment artefacts (make lint-k8s):
-#   1. helm lint --strict and helm template for each helm/nfcorpus-retrieval/ci/*-values.yaml
+#   1. helm lint --strict and helm template for each helm/nfcorpus-retrieval/ci/*-values.yaml and
+#      each of the chart's values examples, examples/values-*.yaml (examples/ holds other charts'
+#      values too: prometheus-adapter's, which the chart does not take)
 #   2. k8s/base is what the chart renders now (render.sh --check); the kustomize overlays build
 #   3. kubernetes-validate --strict, against the oldest and the newest supported Kubernetes, on
 #      every rendered scenario, k8s/base and the built overlays
@@ -55,9 +57,12 @@ fi
 rm -rf "$out" && mkdir -p "$out/rendered"
 
 if wanted helm; then
-    step "helm lint --strict + helm template, per scenario"
-    for values in "$chart"/ci/*-values.yaml; do
-        name=$(basename "$values" -values.yaml)
+    step "helm lint --strict + helm template, per scenario and values example"
+    for values in "$chart"/ci/*-values.yaml "$chart"/examples/values-*.yaml; do
+        case $values in
+            "$chart"/ci/*) name=$(basename "$values" -values.yaml) ;;
+            *) name=example-$(basename "$values" .yaml) ;;
+        esac
         # helm lint's own status decides; only its [INFO] notes are left out of what is shown.
         if ! lint=$("$tools/bin/helm" lint --strict --quiet "$chart" --namespace nfcorpus-retrieval \
             --values "$values" 2>&1); then

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.k8s.rendering import Rendered, ToolMissing, render, scenarios, tool
+from tests.k8s.rendering import Rendered, ToolMissing, render, scenarios, tool, values_examples
 
 
 @pytest.fixture(autouse=True, scope="session")
@@ -19,7 +19,11 @@ def _k8s_tools() -> None:
         pytest.fail(problem, pytrace=False)
 
 
-@pytest.fixture(params=scenarios())
+@pytest.fixture(params=scenarios() + values_examples())
 def rendered(request: pytest.FixtureRequest) -> Rendered:
-    """The chart rendered with one ``ci/*-values.yaml`` scenario."""
+    """The chart rendered with one ``ci/*-values.yaml`` scenario or ``examples/values-*.yaml``.
+
+    What every release must hold (probes, hardening, selectors, ports, wiring) holds for the
+    values examples too: they are what a user installs.
+    """
     return render(request.param)

@@ -176,6 +176,15 @@ def scenarios() -> list[str]:
     return sorted(f"ci/{p.name}" for p in (CHART / "ci").glob("*-values.yaml"))
 
 
+def values_examples() -> list[str]:
+    """The chart's values examples, examples/values-*.yaml, relative to the chart.
+
+    examples/ also holds values of other charts (prometheus-adapter's), which this chart does not
+    take: only ``values-*.yaml`` are this chart's.
+    """
+    return sorted(f"examples/{p.name}" for p in (CHART / "examples").glob("values-*.yaml"))
+
+
 def store_backend(scenario: str) -> str:
     """The scenario's store.backend (the chart's default, server, when it sets none)."""
     values = yaml.safe_load((CHART / scenario).read_text()) or {}
