@@ -112,6 +112,18 @@ def disk_mb(folder: Path) -> float:
     return total / 1e6
 
 
+def served_mb(edge_path: Path, collection: str) -> float:
+    """What the served version occupies: ``collection`` and its companions (``-knn``…).
+
+    A re-run's store also keeps the version its rebuild replaced (for a rollback): not counted.
+    """
+    return sum(
+        disk_mb(d)
+        for d in edge_path.iterdir()
+        if d.is_dir() and (d.name == collection or d.name.startswith(f"{collection}-"))
+    )
+
+
 def stage_sums(text: str) -> dict[str, tuple[float, float]]:
     """(sum, count) of each stage's histogram in a ``/metrics`` page."""
     wanted = {v: k for k, v in STAGES.items()}

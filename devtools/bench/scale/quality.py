@@ -84,6 +84,15 @@ def quality(queries: TestQueries, answers: Sequence[Sequence[str]]) -> dict[str,
     }
 
 
+def served_collection(store: StoreSettings, alias: str) -> str:
+    """The collection ``alias`` names in ``store`` (the alias itself if it names none)."""
+    opened = open_store(store)
+    try:
+        return opened.resolve_alias(alias) or alias
+    finally:
+        opened.close()
+
+
 def recall_at_100(store: StoreSettings, alias: str, vectors: Matrix) -> float | None:
     """HNSW's mean recall@100 against exact search for ``vectors``; None without the helper."""
     try:

@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from devtools.bench.scale.corpus import ID_PATTERN
-from devtools.bench.scale.measure import Target, build_index, disk_mb, serve_and_measure
+from devtools.bench.scale.measure import Target, build_index, serve_and_measure, served_mb
 from devtools.bench.scale.prepare import Plan, Prepared, prepare, size_folder, test_query_vectors
-from devtools.bench.scale.quality import TestQueries, quality, recall_at_100
+from devtools.bench.scale.quality import TestQueries, quality, recall_at_100, served_collection
 from devtools.bench.scale.vectors import TOKENS_PER_WORD
 from harness.processes import REPO
 from services.nfcorpus.dataset import load_qrels, load_queries
@@ -87,7 +87,7 @@ def measure_one(
         **served,
         **quality(queries, answers),
         "quality_queries": len(queries.ids),
-        "index_mb": disk_mb(target.edge_path),
+        "index_mb": served_mb(target.edge_path, served_collection(store, options.alias)),
         "recall_at_100": recall_at_100(store, options.alias, vectors),
         **built,
     }
