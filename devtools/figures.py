@@ -320,7 +320,8 @@ def _scale(report: dict[str, Any]) -> dict[str, Any]:
 
     A page quotes the smallest and the largest size of the run, whatever sizes it had:
     ``scale.<mode>_<small|large>_<figure>`` (``full_large_cpu_ms``; ``zs`` for zero-shot), any
-    size by its number of documents (``full_n36330_cpu_ms``), and
+    size by its number of documents (``full_n36330_cpu_ms``; a stage's time per query as
+    ``full_n36330_store_stage_ms``), and
     the large size against the small one as issue 53 states its bounds: ``<mode>_<figure>_x``
     for cost, latency, memory and start-up, ``<mode>_ndcg5_judged_delta``. A figure the run did
     not measure (recall without its helper) is left out of the quotable ones.
@@ -343,6 +344,8 @@ def _scale(report: dict[str, Any]) -> dict[str, Any]:
                 value = by_size.get(size, {}).get(field)
                 if value is not None:
                     out[f"{tag}_{role}_{name}"] = round(float(value), places)
+            for stage, ms in (by_size.get(size, {}).get("stage_ms") or {}).items():
+                out[f"{tag}_{role}_{stage}_stage_ms"] = round(float(ms), 1)
         small, large = by_size.get(sizes[0]), by_size.get(sizes[-1])
         if small is None or large is None:
             continue
