@@ -300,7 +300,7 @@ SCALE_RATIOS = {
 SCALE_RECORD_FIELDS = (
     "documents", "distractors", "mode", "queries", "failed", "quality_queries",
     "cpu_ms_per_query", "cpu_ms_per_query_c4", "cpu_ms_event_loop", "cpu_ms_other_threads",
-    "stage_ms", "p50_ms_c1", "p99_ms_c1", "p50_ms_c4", "p99_ms_c4", "rss_mb_after_start",
+    "stage_ms", "store_call_ms", "store_calls_per_query", "p50_ms_c1", "p99_ms_c1", "p50_ms_c4", "p99_ms_c4", "rss_mb_after_start",
     "rss_mb_after_queries", "rss_anon_mb_after_start", "rss_anon_mb_after_queries", "ready_s",
     "index_mb", "ndcg5", "ndcg10", "ndcg5_judged",
     "distractor_share_top10", "queries_with_distractor_top5", "recall_at_100",
@@ -321,7 +321,7 @@ def _scale(report: dict[str, Any]) -> dict[str, Any]:
     A page quotes the smallest and the largest size of the run, whatever sizes it had:
     ``scale.<mode>_<small|large>_<figure>`` (``full_large_cpu_ms``; ``zs`` for zero-shot), any
     size by its number of documents (``full_n36330_cpu_ms``; a stage's time per query as
-    ``full_n36330_store_stage_ms``), and
+    ``full_n36330_store_stage_ms``, a store operation's as ``full_n36330_retrieve_call_ms``), and
     the large size against the small one as issue 53 states its bounds: ``<mode>_<figure>_x``
     for cost, latency, memory and start-up, ``<mode>_ndcg5_judged_delta``. A figure the run did
     not measure (recall without its helper) is left out of the quotable ones.
@@ -346,6 +346,8 @@ def _scale(report: dict[str, Any]) -> dict[str, Any]:
                     out[f"{tag}_{role}_{name}"] = round(float(value), places)
             for stage, ms in (by_size.get(size, {}).get("stage_ms") or {}).items():
                 out[f"{tag}_{role}_{stage}_stage_ms"] = round(float(ms), 1)
+            for operation, ms in (by_size.get(size, {}).get("store_call_ms") or {}).items():
+                out[f"{tag}_{role}_{operation}_call_ms"] = round(float(ms), 2)
         small, large = by_size.get(sizes[0]), by_size.get(sizes[-1])
         if small is None or large is None:
             continue

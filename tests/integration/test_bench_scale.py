@@ -28,7 +28,8 @@ from services.nfcorpus.dataset import DEFAULT_DATA_DIR, load_corpus
 BASE, SIZE, MEASURED, QUALITY, QUERIES = 100, 250, 20, 20, 40
 RECORD_FIELDS = {
     "documents", "distractors", "mode", "cpu_ms_per_query", "cpu_ms_per_query_c4",
-    "cpu_ms_event_loop", "cpu_ms_other_threads", "stage_ms", "p50_ms_c1", "p99_ms_c1",
+    "cpu_ms_event_loop", "cpu_ms_other_threads", "stage_ms", "store_call_ms",
+    "store_calls_per_query", "p50_ms_c1", "p99_ms_c1",
     "p50_ms_c4", "p99_ms_c4", "rss_mb_after_start", "rss_mb_after_queries",
     "rss_anon_mb_after_start", "rss_anon_mb_after_queries", "ready_s", "index_mb", "ndcg5", "ndcg10", "ndcg5_judged", "distractor_share_top10",
     "queries_with_distractor_top5", "recall_at_100", "queries", "failed", "quality_queries",
@@ -63,6 +64,9 @@ def test_every_record_holds_every_field_for_its_size(run: tuple[dict[str, Any], 
     assert record["queries"] == QUERIES and record["quality_queries"] == QUALITY
     assert record["failed"] == 0
     assert set(record["stage_ms"]) == {"encode", "store", "ranking"}
+    # Every query searches the store; each operation's time is reported beside its calls.
+    assert record["store_calls_per_query"]["search"] >= 1
+    assert set(record["store_calls_per_query"]) <= set(record["store_call_ms"])
     for name in ("ndcg5", "ndcg10", "ndcg5_judged", "distractor_share_top10"):
         assert 0.0 <= record[name] <= 1.0, name
     assert record["recall_at_100"] is None or 0.0 <= record["recall_at_100"] <= 1.0

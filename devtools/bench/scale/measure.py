@@ -50,6 +50,8 @@ STAGES = {
     "store": "mcp_store_query_duration_seconds",
     "ranking": "mcp_ranking_duration_seconds",
 }
+#: The histogram of each store call, by operation (the same module).
+STORE_CALLS = "mcp_store_call_duration_seconds"
 WARM_UP = 10
 #: The indexer's log line when it read the document vectors from its cache.
 CACHE_HIT = "document vectors from cache"
@@ -140,10 +142,43 @@ def stage_sums(text: str) -> dict[str, tuple[float, float]]:
     return found
 
 
-def _scrape(server: ServerProcess) -> dict[str, tuple[float, float]]:
+def store_call_sums(text: str) -> dict[str, tuple[float, float]]:
+    """(sum, count) of the store calls' histogram by operation in a ``/metrics`` page."""
+    found: dict[str, tuple[float, float]] = {}
+    for family in text_string_to_metric_families(text):
+        if family.name != STORE_CALLS:
+            continue
+        for sample in family.samples:
+            operation = sample.labels.get("operation", "")
+            total, count = found.get(operation, (0.0, 0.0))
+            if sample.name == f"{STORE_CALLS}_sum":
+                found[operation] = (sample.value, count)
+            elif sample.name == f"{STORE_CALLS}_count":
+                found[operation] = (total, sample.value)
+    return found
+
+
+def _scrape(server: ServerProcess) -> tuple[dict[str, tuple[float, float]], ...]:
+    """The stages' and the store calls' sums and counts, as the server reports them now."""
     response = httpx.get(server.base_url + "/metrics", timeout=10.0)
     response.raise_for_status()
-    return stage_sums(response.text)
+    return stage_sums(response.text), store_call_sums(response.text)
+
+
+def _per(
+    after: dict[str, tuple[float, float]],
+    before: dict[str, tuple[float, float]],
+    queries: int | None = None,
+) -> dict[str, float]:
+    """Milliseconds per observation of each histogram between two scrapes.
+
+    Given ``queries``: per query of the phase between them instead.
+    """
+    out = {}
+    for name, (total, count) in after.items():
+        was_total, was_count = before.get(name, (0.0, 0.0))
+        out[name] = (total - was_total) * 1000 / max(queries or count - was_count, 1.0)
+    return out
 
 
 async def _ask(texts: Sequence[str], base_url: str, in_flight: int) -> tuple[list[list[str]], list[float], int]:  # fmt: skip
@@ -221,11 +256,11 @@ def serve_and_measure(
         memory_after = server.memory_kb()
     finally:
         server.stop()
-    stage_ms = {
-        stage: (after[stage][0] - before.get(stage, (0.0, 0.0))[0])
-        * 1000
-        / max(after[stage][1] - before.get(stage, (0.0, 0.0))[1], 1.0)
-        for stage in after
+    (stages_before, calls_before), (stages_after, calls_after) = before, after
+    queries = max(len(quality_texts), 1)
+    calls = {
+        op: (count - calls_before.get(op, (0.0, 0.0))[1]) / queries
+        for op, (_, count) in calls_after.items()
     }
     figures = {
         "ready_s": ready_s,
@@ -240,7 +275,10 @@ def serve_and_measure(
         "cpu_ms_event_loop": c1["cpu_ms_event_loop"],
         "cpu_ms_other_threads": c1["cpu_ms_other_threads"],
         "cpu_ms_per_query_c4": c4["cpu_ms_per_query"],
-        "stage_ms": stage_ms,
+        "stage_ms": _per(stages_after, stages_before),
+        # The store's time by operation, per query of the same phase, and its calls per query.
+        "store_call_ms": _per(calls_after, calls_before, queries),
+        "store_calls_per_query": {op: n for op, n in calls.items() if n},
         "p50_ms_c1": c1["p50_ms"],
         "p99_ms_c1": c1["p99_ms"],
         "p50_ms_c4": c4["p50_ms"],
