@@ -352,6 +352,10 @@ def test_judged_documents_locate_point_ids_and_leave_others_unknown() -> None:
     assert located.at[located.known].tolist() == [0, 2, 1]
     cands = Candidates(np.array([2, 7], dtype=np.int64), judged.locate(np.array([2, 7])), judged)
     assert cands.ordinals.tolist() == [5, 0] and cands.doc_ids == ["C", "A"]
+    # By ordinal too (what co-relevance's anchors are known by): 4 and 6 are no judged one's.
+    by_ordinal = judged.at_ordinals(np.array([5, 4, 0, 6, 3], dtype=np.int64))
+    assert by_ordinal.known.tolist() == [True, False, True, False, True]
+    assert by_ordinal.at[by_ordinal.known].tolist() == [2, 0, 1]
 
 
 class _DenseOnly:

@@ -140,19 +140,21 @@ def locate(
     listed = dict(zip(dense.points.tolist(), dense.scores.tolist(), strict=True))
     unscored = [p for p in outside if p not in listed]
     unread = [p for p, r in zip(outside, held, strict=True) if r is None]
-    with stage(_tracer, "read outsiders") as span:
-        span.set_attribute("ranking.outsiders", len(outside))
-        span.set_attribute("ranking.outsiders_read", len(unread))
-        # Two calls, not one search with payloads: the engine reads payloads by id at a
-        # fraction of what it costs inside a search (docs/scale.md has the figures).
-        if unscored:
-            scored = store.score_points(collection, q.dense, unscored, False)
-            listed.update((int(h.id), h.score) for h in scored)
-        read = store.retrieve(collection, unread, RANKER_FIELDS) if unread else []
-    if len(read) < len(unread) or any(p not in listed for p in unscored):
-        raise StoreError(f"{collection} lacks documents its searches found: rebuild it")
-    fresh = {int(h.id): DocRecord.of_payload(h.payload) for h in read}
-    records.put(fresh)
+    fresh: dict[int, DocRecord] = {}
+    if unscored or unread:
+        with stage(_tracer, "read outsiders") as span:
+            span.set_attribute("ranking.outsiders", len(outside))
+            span.set_attribute("ranking.outsiders_read", len(unread))
+            # Two calls, not one search with payloads: the engine reads payloads by id at a
+            # fraction of what it costs inside a search (docs/scale.md has the figures).
+            if unscored:
+                scored = store.score_points(collection, q.dense, unscored, False)
+                listed.update((int(h.id), h.score) for h in scored)
+            read = store.retrieve(collection, unread, RANKER_FIELDS) if unread else []
+        if len(read) < len(unread) or any(p not in listed for p in unscored):
+            raise StoreError(f"{collection} lacks documents its searches found: rebuild it")
+        fresh = {int(h.id): DocRecord.of_payload(h.payload) for h in read}
+        records.put(fresh)
     every = [r if r is not None else fresh[p] for p, r in zip(outside, held, strict=True)]
     cosines = np.array([listed[p] for p in outside], dtype=np.float64)
     return Candidates(points, located, judged, Outsiders(rows, every, cosines))

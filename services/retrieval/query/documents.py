@@ -86,12 +86,25 @@ class JudgedDocs:
 
     def locate(self, points: npt.NDArray[np.int64]) -> Located:
         """The columns of documents by point id (``known`` False for a document not judged)."""
-        at = np.searchsorted(self._sorted_points, points)
-        inside = at < len(self.points)
-        known = np.zeros(len(points), dtype=np.bool_)
-        known[inside] = self._sorted_points[at[inside]] == points[inside]
+        at, known = _members(self._sorted_points, points)
         columns = self._by_point[np.where(known, at, 0)] if len(self.points) else at
         return Located(np.where(known, columns, 0), known)
+
+    def at_ordinals(self, ordinals: npt.NDArray[np.int64]) -> Located:
+        """The columns of documents by ordinal (the ordinals ascend with the columns)."""
+        at, known = _members(self.ordinals, ordinals)
+        return Located(np.where(known, at, 0), known)
+
+
+def _members(
+    ascending: npt.NDArray[np.int64], values: npt.NDArray[np.int64]
+) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.bool_]]:
+    """Where each of ``values`` is in ``ascending``, and whether it is there at all."""
+    at = np.searchsorted(ascending, values)
+    inside = at < len(ascending)
+    known = np.zeros(len(values), dtype=np.bool_)
+    known[inside] = ascending[at[inside]] == values[inside]
+    return at, known
 
 
 @dataclass(frozen=True, slots=True)

@@ -60,9 +60,10 @@ class SupervisedTables:
     It holds the documents some voting query judged (``judged``: by column of the judgement
     matrix, in doc id order) and none of the others, which a query reads where it meets them
     (:mod:`.documents`) and keeps the records of the last few it read (``records``); ``names``
-    maps voting queries' point ids to their ids, and ``judgements`` holds their qrels. With them, per-query searches return bare ids and scores
-    instead of payloads, and a search that wants no abstracts reads the store again only for
-    the candidates outside the judged documents.
+    maps voting queries' point ids to their ids, and ``judgements`` holds their qrels. With
+    them, per-query searches return bare ids and scores instead of payloads, and a search that
+    wants no abstracts reads the store again only for the candidates outside the judged
+    documents.
     """
 
     knn: str
@@ -239,13 +240,14 @@ class RankingPipeline:
             ordinal = cands.ordinals
             lists = [ordinal[cands.rows(r.points)] for r in (evidence.dense, evidence.rm3)]
             ranked = anchors(lists)  # by ordinal
-            # The judged ones among them, by column (the judged ordinals ascend with the columns).
-            by = t.judged.ordinals
-            at = np.searchsorted(by, np.fromiter(ranked, dtype=np.int64, count=len(ranked)))
+            # The judged ones among them spread co-relevance, by column.
+            found = t.judged.at_ordinals(np.fromiter(ranked, dtype=np.int64, count=len(ranked)))
             columns = {
-                int(c): w
-                for c, (o, w) in zip(at.tolist(), ranked.items(), strict=True)
-                if c < len(by) and by[c] == o
+                c: w
+                for c, k, w in zip(
+                    found.at.tolist(), found.known.tolist(), ranked.values(), strict=True
+                )
+                if k
             }
             co = t.co_relevance.scores(columns, exclude_query)
             located = cands.located
