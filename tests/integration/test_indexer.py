@@ -124,18 +124,37 @@ def test_resumes_a_half_built_collection(tmp_path: Path, encoder: OnnxMiniLM) ->
         store.close()
 
 
-def test_cache_is_used_and_a_corrupt_cache_is_ignored(tmp_path: Path, encoder: OnnxMiniLM) -> None:
-    settings = _settings(tmp_path, "embedded")
+class _Counting:
+    """The real model, counting the texts it encodes."""
+
+    def __init__(self, encoder: OnnxMiniLM) -> None:
+        self._encoder = encoder
+        self.model_id, self.dimension = encoder.model_id, encoder.dimension
+        self.texts = 0
+
+    def encode(self, texts: list[str], batch_size: int = 32) -> Any:
+        self.texts += len(texts)
+        return self._encoder.encode(texts, batch_size)
+
+
+def test_chunks_are_checkpointed_and_a_damaged_checkpoint_encoded_again(
+    tmp_path: Path, encoder: OnnxMiniLM
+) -> None:
+    settings = _settings(tmp_path, "embedded", index_chunk=8)
+    counting = _Counting(encoder)
     store = open_store(settings.store)
     try:
-        build_index(settings, store, encoder)
-        (cached,) = (tmp_path / "cache" / "vectors").glob("*.npy")
-        vectors = np.load(cached)
-        assert vectors.shape == (DOCS, 384)
-        np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
-        cached.write_bytes(b"not an npy file")
-        assert build_index(settings, store, encoder, force=True).built
-        assert np.load(cached).shape == (DOCS, 384)  # rewritten
+        build_index(settings, store, counting)  # type: ignore[arg-type]
+        files = sorted((tmp_path / "cache" / "vectors" / "chunks").glob("*.npy"))
+        rows = [np.load(f) for f in files]
+        assert sorted(len(r) for r in rows) == [6, 8, 8, 8] and counting.texts == DOCS
+        for r in rows:
+            np.testing.assert_allclose(np.linalg.norm(r, axis=1), 1.0, atol=1e-5)
+        assert not build_index(settings, store, counting).built  # type: ignore[arg-type]
+        files[0].write_bytes(b"not an npy file")
+        assert build_index(settings, store, counting, force=True).built  # type: ignore[arg-type]
+        assert counting.texts == DOCS + len(rows[0])  # that chunk alone, encoded again
+        assert np.array_equal(np.load(files[0]), rows[0])  # rewritten
     finally:
         store.close()
 

@@ -3,9 +3,7 @@ import math
 import numpy as np
 import pytest
 
-from services.nfcorpus.dataset import Document
 from services.retrieval.indexing import training
-from services.retrieval.indexing.points import doc_ordinals
 from services.retrieval.query.bm25_table import FieldStats
 from services.retrieval.query.candidates import Candidates, candidates
 from services.retrieval.query.corelevance import CoRelevance, CoScores, anchors
@@ -377,11 +375,6 @@ def test_gather_numbers_documents_by_point_id_and_refuses_uuid_ones() -> None:
     uuid = "6f1d3c2e-8a4b-4e1f-9c7d-2b5a0e9f4c31"
     with pytest.raises(StoreError, match="older index schema"):
         gather(_DenseOnly([0, uuid]), "docs", None, q, depths, {})  # type: ignore[arg-type]
-
-
-def test_documents_ordinals_are_their_places_in_doc_id_order() -> None:
-    corpus = [Document(d, "", "") for d in ("MED-10", "MED-1", "MED-2", "MED-100")]
-    assert doc_ordinals(corpus) == [1, 0, 3, 2]  # MED-1 < MED-10 < MED-100 < MED-2
 
 
 def test_the_record_cache_holds_the_last_records_up_to_its_bound() -> None:

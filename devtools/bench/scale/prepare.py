@@ -2,8 +2,8 @@
 
 For every size: the real documents (a prefix of NFCorpus, all of it by default) and as many
 distractors as the size lacks, written by :mod:`.corpus`; their vectors (real for the real
-documents, composed for the distractors, :mod:`.vectors`) written under the key the indexer
-computes for that folder. The distractors of all sizes come from one draw, so a smaller size's
+documents, composed for the distractors, :mod:`.vectors`) written as the indexer's own
+checkpoints of that folder's chunks. The distractors of all sizes come from one draw, so a smaller size's
 distractors are the first of a larger one's and the pool's parts are encoded once for all.
 The composition's error is measured once, on the first distractors.
 """
@@ -35,8 +35,9 @@ from devtools.bench.scale.vectors import (
     used_parts,
     write_for_indexer,
 )
-from services.nfcorpus.dataset import load_corpus, load_qrels, load_queries
+from services.nfcorpus.dataset import iter_corpus, load_corpus, load_qrels, load_queries
 from services.retrieval.encoders.dense import DenseEncoder, Matrix
+from services.retrieval.settings import RetrievalSettings
 from services.retrieval.text import document_text
 
 log = logging.getLogger(__name__)
@@ -58,11 +59,11 @@ class Plan:
 
 @dataclass(frozen=True, slots=True)
 class Prepared:
-    """The folders by size, the vectors file each one's indexer reads, the measured error."""
+    """The folders by size, the chunks of vectors each one's indexer reads, the measured error."""
 
     base_documents: int
     folders: dict[int, Folder]
-    vector_files: dict[int, Path]
+    chunks: dict[int, int]
     error: dict[str, Any]
 
 
@@ -88,12 +89,13 @@ def prepare(plan: Plan, encoder: DenseEncoder) -> Prepared:
     pool = Pool.of(base)
     drawn = recipes(pool, max(plan.sizes) - len(base), plan.seed, plan.sentences)
     log.info("pool: %d texts; %d distractors drawn at most", len(pool.texts), len(drawn))
-    base_vectors = real_vectors(encoder, base, source_docs, plan.cache_dir)
+    chunk = RetrievalSettings().index_chunk
+    base_vectors = real_vectors(encoder, base, plan.cache_dir, chunk)
     parts = used_parts(drawn)
     part_vectors = encoded(encoder, [pool.texts[i] for i in parts], plan.cache_dir, "parts")
     composed = compose(drawn, pool, parts, part_vectors)
     error = measure_error(plan, encoder, pool, drawn, composed, base_vectors)
-    folders, files = {}, {}
+    folders, chunks = {}, {}
     fingerprint = source_fingerprint(base)
     for size in sorted(plan.sizes):
         extra = size - len(base)
@@ -102,11 +104,11 @@ def prepare(plan: Plan, encoder: DenseEncoder) -> Prepared:
             size_folder(plan.work, size) / "data", plan.source, base, pool, drawn[:extra], params
         )
         vectors = np.concatenate([base_vectors, composed[:extra]]).astype(np.float32)
-        files[size] = write_for_indexer(
-            plan.cache_dir, encoder.model_id, folder.fingerprint, vectors
+        chunks[size] = write_for_indexer(
+            plan.cache_dir, encoder, iter_corpus(folder.path), vectors, chunk
         )
         folders[size] = folder
-    return Prepared(len(base), folders, files, error)
+    return Prepared(len(base), folders, chunks, error)
 
 
 def measure_error(

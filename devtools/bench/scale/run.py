@@ -70,7 +70,6 @@ def measure_one(
         root / mode / "edge",
         options.plan.cache_dir,
         root / "logs",
-        prepared.vector_files[size],
     )
     log.info("n=%d %s: indexing", size, mode)
     built = build_index(target)
@@ -121,7 +120,7 @@ def run(options: Options) -> dict[str, Any]:
             "method": METHOD,
         },
         "folders": {str(n): asdict(f) | {"path": str(f.path)} for n, f in prepared.folders.items()},
-        "vector_files": {str(n): str(p) for n, p in prepared.vector_files.items()},
+        "checkpoints": {str(n): count for n, count in prepared.chunks.items()},
         "composed_vectors": prepared.error,
         "records": records,
     }

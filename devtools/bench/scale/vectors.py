@@ -5,34 +5,31 @@ vector is *composed*: every title and sentence of the pool is encoded once with 
 encoder, and a distractor's vector is the normalised, length-weighted mean of its parts' vectors.
 The model itself mean-pools its tokens, so a part weighs what its tokens do (words stand in for
 tokens), and parts past the model's token budget are dropped as the model truncates them. The
-real documents are always encoded for real (the NFCorpus vectors the indexer cached are reused).
+real documents are always encoded for real (the chunks an NFCorpus index encoded are reused).
 
 The error is measured, not assumed: :func:`composition_error` encodes the first distractors for
 real and reports the cosine between composed and real vectors, and what swapping one for the other
 does to a dense top 10 of the test queries.
 
-The whole matrix is written where the indexer looks (``<cache_dir>/vectors/<model>-<corpus
-fingerprint>.npy``, through :func:`~services.retrieval.indexing.vector_cache.cached_vectors`),
-so the ordinary ``python -m services.retrieval.indexing.index`` builds the index without encoding
-a document.
+The vectors are written where the indexer looks, as its own checkpoints of the corpus's chunks
+(:class:`~services.retrieval.indexing.chunks.Checkpoints`), so the ordinary
+``python -m services.retrieval.indexing.index`` builds the index without encoding a document.
 """
 
 from __future__ import annotations
 
 import logging
-import os
-import tempfile
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 import numpy as np
 import scipy.sparse
 
 from devtools.bench.scale.corpus import Pool, Recipe, digest
-from services.nfcorpus.dataset import Document, corpus_fingerprint
+from services.nfcorpus.dataset import Document
 from services.retrieval.encoders.dense import MAX_TOKENS, DenseEncoder, Matrix
+from services.retrieval.indexing.chunks import Checkpoints, checkpoint_folder, chunked
 from services.retrieval.indexing.vector_cache import cached_vectors
-from services.retrieval.text import document_text
 
 log = logging.getLogger(__name__)
 
@@ -58,26 +55,17 @@ def encoded(encoder: DenseEncoder, texts: Sequence[str], cache_dir: Path, kind: 
     )
 
 
-def real_vectors(encoder: DenseEncoder, base: list[Document], source: list[Document],
-                 cache_dir: Path) -> Matrix:  # fmt: skip
-    """The real documents' vectors, encoded for real.
+def real_vectors(
+    encoder: DenseEncoder, base: list[Document], cache_dir: Path, chunk: int
+) -> Matrix:
+    """The real documents' vectors, encoded for real, chunk by chunk as the indexer encodes.
 
-    ``base`` is a prefix of ``source`` (the whole corpus): when the indexer cached the whole
-    corpus's vectors, the prefix's rows are read from there; else the prefix is encoded.
+    Each chunk goes through the indexer's own checkpoints: the chunks an index of NFCorpus
+    already encoded are read back, the others encoded and kept for the indexer.
     """
-    whole = vectors_dir(cache_dir) / f"{encoder.model_id}-{corpus_fingerprint(source)}.npy"
-    try:
-        cached = np.load(whole, mmap_mode="r")
-        if cached.shape[0] == len(source) and cached.dtype == np.float32:
-            log.info("real document vectors from the indexer's cache %s", whole)
-            return np.array(cached[: len(base)])
-    except (OSError, ValueError):
-        pass
-    key = f"{encoder.model_id}-{corpus_fingerprint(base)}"
-    texts = [document_text(d) for d in base]
-    return cached_vectors(
-        vectors_dir(cache_dir), key, len(base), lambda: encoder.encode(texts, BATCH)
-    )
+    kept = Checkpoints(checkpoint_folder(cache_dir), encoder, BATCH)
+    parts = [kept.vectors(c) for c in chunked(base, chunk)]
+    return np.concatenate(parts) if parts else np.zeros((0, encoder.dimension), np.float32)
 
 
 def used_parts(drawn: Sequence[Recipe]) -> list[int]:
@@ -111,30 +99,29 @@ def compose(drawn: Sequence[Recipe], pool: Pool, parts: list[int], part_vectors:
     return np.asarray(summed / np.clip(norms, 1e-12, None), dtype=np.float32)
 
 
-def write_for_indexer(cache_dir: Path, model_id: str, fingerprint: str, vectors: Matrix) -> Path:
-    """Put ``vectors`` where the indexer reads them for the corpus of ``fingerprint``.
+def write_for_indexer(
+    cache_dir: Path,
+    encoder: DenseEncoder,
+    documents: Iterable[Document],
+    vectors: Matrix,
+    chunk: int,
+) -> int:
+    """Put ``vectors`` (one row per document) in the indexer's checkpoints; how many chunks.
 
-    The key names the corpus, not how its vectors were made: a file from another composition
-    would pass the indexer's shape check, so anything but these exact vectors is replaced
-    (written to a temporary file and renamed over it, as the indexer writes its own).
+    A checkpoint is named by its chunk's content, not by how its vectors were made: one from
+    another composition would pass the indexer's shape check, so anything but these exact
+    rows is replaced (written to a temporary file and renamed over it, as the indexer does).
     """
-    folder = vectors_dir(cache_dir)
-    path = folder / f"{model_id}-{fingerprint}.npy"
-    try:
-        if np.array_equal(np.load(path, mmap_mode="r"), vectors):
-            return path
-    except (OSError, ValueError):
-        pass
-    folder.mkdir(parents=True, exist_ok=True)
-    with tempfile.NamedTemporaryFile(dir=folder, suffix=".npy", delete=False) as tmp:
-        try:
-            np.save(tmp, vectors)
-        except BaseException:
-            os.unlink(tmp.name)
-            raise
-    os.replace(tmp.name, path)
-    log.info("vectors of corpus %s written to %s", fingerprint, path)
-    return path
+    kept = Checkpoints(checkpoint_folder(cache_dir), encoder, BATCH)
+    count = 0
+    for part in chunked(documents, chunk):
+        rows = vectors[part.start : part.start + len(part.documents)]
+        found = kept.load(part)
+        if found is None or not np.array_equal(found, rows):
+            kept.save(part, np.ascontiguousarray(rows, dtype=np.float32))
+        count += 1
+    log.info("vectors of %d documents written as %d chunks", len(vectors), count)
+    return count
 
 
 def _top(queries: Matrix, corpus: Matrix, k: int = TOP) -> np.ndarray:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from services.retrieval.text import analyze, term_index
 from services.retrieval.types import SparseVector
@@ -50,21 +50,50 @@ def query_vector(terms: Sequence[str]) -> SparseVector:
     return SparseVector(list(merged), [float(tf) for _, tf in merged.values()])
 
 
+@dataclass(slots=True)
+class TermStats:
+    """What BM25 weighs a document's terms by: the corpus's size, total length and each df.
+
+    Filled one document at a time (a build's first pass over the corpus); its size grows with
+    the vocabulary, never with the documents.
+    """
+
+    documents: int = 0
+    length: int = 0
+    df: Counter[str] = field(default_factory=Counter)
+
+    def add(self, bag: Counter[str]) -> None:
+        """Count one document's analyzed terms."""
+        self.documents += 1
+        self.length += sum(bag.values())
+        self.df.update(bag.keys())
+
+    @property
+    def average_length(self) -> float:
+        """Mean document length in terms (0.0 for an empty corpus)."""
+        # Whole numbers summed, then one division: the same float however the corpus is read.
+        return self.length / max(self.documents, 1)
+
+
+def document_vector(
+    bag: Counter[str], stats: TermStats, params: Bm25Params = Bm25Params()
+) -> SparseVector:
+    """One document's BM25-weighted sparse vector, weighed by the whole corpus's ``stats``."""
+    avgdl = stats.average_length
+    dl = sum(bag.values())
+    norm = params.k1 * (1 - params.b + params.b * dl / avgdl) if avgdl else params.k1
+    merged = _merge(bag)
+    values = [
+        idf(stats.documents, stats.df[term]) * tf * (params.k1 + 1) / (tf + norm)
+        for term, tf in merged.values()
+    ]
+    return SparseVector(list(merged), values)
+
+
 def encode_documents(texts: Sequence[str], params: Bm25Params = Bm25Params()) -> list[SparseVector]:
-    """BM25-weighted sparse vectors for a whole corpus (IDF needs all of it at once)."""
+    """BM25-weighted sparse vectors for a whole corpus held in memory (tests, small corpora)."""
     bags = [Counter(analyze(t)) for t in texts]
-    n_docs = len(bags)
-    avgdl = sum(sum(bag.values()) for bag in bags) / max(n_docs, 1)
-    df: Counter[str] = Counter()
+    stats = TermStats()
     for bag in bags:
-        df.update(bag.keys())
-    vectors = []
-    for bag in bags:
-        dl = sum(bag.values())
-        norm = params.k1 * (1 - params.b + params.b * dl / avgdl) if avgdl else params.k1
-        merged = _merge(bag)
-        values = []
-        for term, tf in merged.values():
-            values.append(idf(n_docs, df[term]) * tf * (params.k1 + 1) / (tf + norm))
-        vectors.append(SparseVector(list(merged), values))
-    return vectors
+        stats.add(bag)
+    return [document_vector(bag, stats, params) for bag in bags]

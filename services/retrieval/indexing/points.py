@@ -8,16 +8,19 @@ reads (``tests/integration/test_indexer.py`` reads back a whole build).
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections import Counter
+from collections.abc import Iterator, Mapping, Sequence
 
-from services.nfcorpus.dataset import Document
 from services.retrieval.encoders.dense import DIMENSION, Matrix
+from services.retrieval.encoders.sparse import Bm25Params, document_vector
+from services.retrieval.indexing.chunks import Chunk
+from services.retrieval.indexing.scan import CorpusScan
 from services.retrieval.query.documents import CorpusStats
 from services.retrieval.query.index_version import CORPUS_POINT, RANKER_POINT
 from services.retrieval.query.ranker import Ranker
 from services.retrieval.store.base import Store
-from services.retrieval.text import analyze
-from services.retrieval.types import CollectionSpec, Point, SparseVector, point_id
+from services.retrieval.text import analyze, document_text
+from services.retrieval.types import CollectionSpec, Point, point_id
 
 #: The training-query collection: one MiniLM embedding per query, judgements as payload.
 KNN_SPEC = CollectionSpec(dense_size=DIMENSION, sparse=False)
@@ -26,52 +29,61 @@ KNN_SPEC = CollectionSpec(dense_size=DIMENSION, sparse=False)
 RANKER_SPEC = CollectionSpec(dense_size=1, sparse=False)
 
 
-def doc_ordinals(documents: Sequence[Document]) -> list[int]:
-    """Each document's place among the corpus's doc ids in sorted order (its ``ordinal``).
-
-    A ranking breaks ties between equal scores by doc id; with the ordinals of its candidates
-    it does so without naming them, and ranks a document among the whole corpus by id
-    without holding the corpus's ids.
-    """
-    by_id = sorted(range(len(documents)), key=lambda i: documents[i].doc_id)
-    ordinals = [0] * len(documents)
-    for ordinal, i in enumerate(by_id):
-        ordinals[i] = ordinal
-    return ordinals
-
-
 def document_points(
-    documents: Sequence[Document],
+    chunk: Chunk,
     dense: Matrix,
-    sparse: Sequence[SparseVector],
+    scan: CorpusScan,
     train_votes: Mapping[str, int],
-    ordinals: Sequence[int],
+    bm25: Bm25Params,
 ) -> list[Point]:
-    """One point per document, numbered in the order given (the corpus's order).
+    """One point per document of ``chunk``, numbered by its place in the corpus.
 
     The same corpus gives the same numbers, so re-upserting replaces, never duplicates; the
     order given is also the order of upserting, and the engine's own numbering of the points
     (which a rebuilt segment takes from the point ids) breaks ties between equal scores.
     """
-    return [
-        Point(
-            id=i,
-            dense=dense[i].tolist(),
-            sparse=sparse[i],
-            payload={
-                "doc_id": d.doc_id,
-                "title": d.title,
-                "text": d.text,
-                # Ranker features: analyzed title terms, how many training queries mark the
-                # document relevant (the query-independent prior), the abstract's length.
-                "title_terms": analyze(d.title),
-                "train_votes": train_votes.get(d.doc_id, 0),
-                "text_length": len(analyze(d.text)),
-                "ordinal": ordinals[i],
-            },
+    points = []
+    for offset, d in enumerate(chunk.documents):
+        i = chunk.start + offset
+        bag = Counter(analyze(document_text(d)))
+        points.append(
+            Point(
+                id=i,
+                dense=dense[offset].tolist(),
+                sparse=document_vector(bag, scan.terms, bm25),
+                payload={
+                    "doc_id": d.doc_id,
+                    "title": d.title,
+                    "text": d.text,
+                    # Ranker features: analyzed title terms, how many training queries mark the
+                    # document relevant (the query-independent prior), the abstract's length.
+                    "title_terms": analyze(d.title),
+                    "train_votes": train_votes.get(d.doc_id, 0),
+                    "text_length": len(analyze(d.text)),
+                    "ordinal": int(scan.ordinals[i]),
+                },
+            )
         )
-        for i, d in enumerate(documents)
-    ]
+    return points
+
+
+def point_bytes(point: Point) -> int:
+    """About what ``point`` weighs in a write: its vectors' values and its payload as JSON."""
+    sparse = len(point.sparse.indices) * 8 if point.sparse is not None else 0
+    return len(point.dense) * 4 + sparse + len(json.dumps(point.payload))
+
+
+def by_bytes(points: Sequence[Point], limit: int) -> Iterator[Sequence[Point]]:
+    """``points`` in order, in writes of at most ``limit`` bytes (a bigger point goes alone)."""
+    start, size = 0, 0
+    for i, point in enumerate(points):
+        weight = point_bytes(point)
+        if i > start and size + weight > limit:
+            yield points[start:i]
+            start, size = i, 0
+        size += weight
+    if start < len(points):
+        yield points[start:]
 
 
 def knn_points(

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -37,14 +37,10 @@ class FieldStats:
     @classmethod
     def of(cls, texts: Iterable[Sequence[str]]) -> FieldStats:
         """The statistics of these analyzed texts (repeats kept, as BM25 counts them)."""
-        df: Counter[str] = Counter()
-        lengths = []
+        counts = FieldCounts()
         for terms in texts:
-            df.update(set(terms))
-            lengths.append(len(terms))
-        mean = np.array(lengths, dtype=np.float64).mean() if lengths else 0.0
-        # Whole-number lengths add up exactly in any order: the mean of any pass over them.
-        return cls(len(lengths), float(mean) if lengths and mean > 0 else 1.0, dict(df))
+            counts.add(terms)
+        return counts.stats()
 
     def to_payload(self) -> dict[str, Any]:
         """As stored (:meth:`from_payload` reads it back; the mean by its exact ``repr``)."""
@@ -60,6 +56,27 @@ class FieldStats:
     def idf(self, term: str) -> float:
         """The field's BM25 IDF of ``term``."""
         return idf(self.texts, self.df.get(term, 0))
+
+
+@dataclass(slots=True)
+class FieldCounts:
+    """:class:`FieldStats` gathered one text at a time (a build's pass over the corpus)."""
+
+    texts: int = 0
+    length: int = 0
+    df: Counter[str] = field(default_factory=Counter)
+
+    def add(self, terms: Sequence[str]) -> None:
+        """Count one analyzed text."""
+        self.texts += 1
+        self.length += len(terms)
+        self.df.update(set(terms))
+
+    def stats(self) -> FieldStats:
+        """The statistics of the texts counted (a mean length of 1.0 where there are none)."""
+        # Whole-number lengths add up exactly in any order: the mean of any pass over them.
+        mean = self.length / self.texts if self.texts else 0.0
+        return FieldStats(self.texts, mean if mean > 0 else 1.0, dict(self.df))
 
 
 def text_score(
