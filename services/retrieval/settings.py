@@ -329,6 +329,15 @@ class RetrievalSettings(BaseSettings):
             "core) or an Indexed Job's pod; a finishing step writes the collection."
         ),
     )
+    index_wait_seconds: float = Field(
+        default=0.0,
+        ge=0.0,
+        le=7 * 24 * 3600.0,
+        description=(
+            "Seconds a build's finishing step waits for the slices' checkpoints before it "
+            "names the slices that did not finish (pods of a Job running beside it)."
+        ),
+    )
     upsert_bytes: int = Field(
         default=4 * 1024 * 1024,
         ge=64 * 1024,

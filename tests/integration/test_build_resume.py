@@ -141,3 +141,19 @@ def test_a_build_spread_over_slices_ends_as_the_serial_one(
     assert both.returncode == 0, both.stderr[-3000:]
     assert both.stderr.count(ENCODED) == CHUNKS and "slice 2 of 2" in both.stderr
     assert _collection(tmp_path / "edge", data) == serial
+
+
+def test_a_finishing_step_started_first_waits_for_the_slices(
+    data: Path, serial: dict[str, Any], tmp_path: Path
+) -> None:
+    # As on a cluster: the finishing step's pod starts beside the slices' pods and waits.
+    env = _env(data, tmp_path, RETRIEVAL_INDEX_SLICES="2", RETRIEVAL_INDEX_WAIT_SECONDS="300")
+    finish = subprocess.Popen(
+        [*INDEXER, "--finish"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    slices = [_run({**env, "JOB_COMPLETION_INDEX": str(i)}) for i in range(2)]
+    assert [s.returncode for s in slices] == [0, 0], [s.stderr[-2000:] for s in slices]
+    _, err = finish.communicate(timeout=600)
+    assert finish.returncode == 0, err[-3000:]
+    assert "waiting for" in err and ENCODED not in err
+    assert _collection(tmp_path / "edge", data) == serial

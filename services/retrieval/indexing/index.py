@@ -20,7 +20,8 @@ import logging
 import os
 import subprocess
 import sys
-from collections.abc import Iterator, Sequence
+import time
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -57,6 +58,8 @@ from services.telemetry.logging import setup_logging
 from services.telemetry.progress import progress
 
 log = logging.getLogger(__name__)
+#: Seconds between two looks for the slices' checkpoints while a finishing step waits.
+WAIT_POLL_S = 10.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -206,18 +209,30 @@ def build(
 def require_checkpoints(
     settings: RetrievalSettings, encoder: DenseEncoder, plan: IndexPlan
 ) -> None:
-    """Raise naming the slices whose chunks lack their vectors (a slice failed or never ran)."""
+    """Wait for every chunk's checkpoint (``index_wait_seconds`` at most).
+
+    Raises naming the slices still without theirs: a slice failed, or never ran.
+    """
     kept = checkpoints(settings, encoder)
-    missing = [
-        c.number for c in chunked(plan.corpus(), settings.index_chunk) if kept.load(c) is None
-    ]
+    missing = {c.number: kept.path(c) for c in chunked(plan.corpus(), settings.index_chunk)}
+    deadline = time.monotonic() + settings.index_wait_seconds
+    while True:
+        missing = {n: path for n, path in missing.items() if not path.is_file()}
+        left = deadline - time.monotonic()
+        if not missing or left <= 0:
+            break
+        log.info("waiting for %d chunks of slice(s) %s", len(missing), _slices(missing, settings))
+        time.sleep(min(WAIT_POLL_S, left))
     if missing:
-        count = settings.index_slices
-        slices = sorted({n % count + 1 for n in missing})
         raise MissingSlices(
-            f"{len(missing)} chunks have no vectors (first: {missing[:5]}): "
-            f"slice(s) {slices} of {count} did not finish; run them again"
+            f"{len(missing)} chunks have no vectors (first: {sorted(missing)[:5]}): slice(s) "
+            f"{_slices(missing, settings)} of {settings.index_slices} did not finish; run them again"
         )
+
+
+def _slices(chunks: Iterable[int], settings: RetrievalSettings) -> list[int]:
+    """The slices (counted from 1) that hold ``chunks``."""
+    return sorted({n % settings.index_slices + 1 for n in chunks})
 
 
 class MissingSlices(RuntimeError):
