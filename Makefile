@@ -9,8 +9,10 @@ REPORTS := reports
 ROUNDS ?= 2
 # Corpus sizes of make bench-scale, in documents: NFCorpus alone, then NFCorpus plus distractors.
 SCALES ?= 3633,36330,363300
+# Corpus sizes of make bench-scale-build: the builds measured from scratch.
+SCALE_BUILDS ?= 36330,363300
 
-.PHONY: install run test lint tools-reliability tools-prometheus tools-chromium tools-jq tools-mcp-conformance reliability observe fuzz format index eval eval-rest eval-a2a eval-quality ranker-lab bench bench-frame bench-pair bench-load bench-scale lock clean conformance
+.PHONY: install run test lint tools-reliability tools-prometheus tools-chromium tools-jq tools-mcp-conformance reliability observe fuzz format index eval eval-rest eval-a2a eval-quality ranker-lab bench bench-frame bench-pair bench-load bench-scale bench-scale-build lock clean conformance
 
 install: $(STAMP)  ## create .venv and install everything (idempotent)
 
@@ -75,6 +77,10 @@ bench-load: index  ## our load generator and Locust's FastHttpUser in turns on o
 bench-scale: install  ## NFCorpus and larger corpora (SCALES=3633,36330,...; distractors from its sentences), full and zero-shot: cost, latency, memory, start-up, quality, HNSW recall -> reports/bench_scale.json, docs/figures.json, docs/images/scale-*.svg
 	$(PY) -m devtools.bench.scale --sizes $(SCALES) --out $(REPORTS)/bench_scale.json --charts docs/images
 	$(PY) -m devtools.figures scale $(REPORTS)/bench_scale.json
+
+bench-scale-build: install  ## the indexer's build from scratch at larger corpora (SCALE_BUILDS=36330,363300): wall time, peak RSS, time per phase; and its encoding in 2 processes against 1 -> reports/bench_scale_build.json, docs/figures.json
+	$(PY) -m devtools.bench.scale.build --sizes $(SCALE_BUILDS) --out $(REPORTS)/bench_scale_build.json
+	$(PY) -m devtools.figures scale_build $(REPORTS)/bench_scale_build.json
 
 rankings: index  ## every test query's top 100 ids and their digest -> reports/rankings.json, docs/figures.json (EXPECT=sha256 or EXPECT=recorded checks it)
 	$(PY) -m devtools.eval.rankings --out $(REPORTS)/rankings.json --record $(if $(EXPECT),--expect $(EXPECT))

@@ -22,6 +22,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -143,10 +144,11 @@ def encode_slice(
     """
     kept = checkpoints(settings, encoder)
     encoded = 0
-    for chunk in chunked(plan.corpus(), settings.index_chunk):
-        if part.holds(chunk) and kept.load(chunk) is None:
-            kept.vectors(chunk)
-            encoded += 1
+    with phase("encode"):
+        for chunk in chunked(plan.corpus(), settings.index_chunk):
+            if part.holds(chunk) and kept.load(chunk) is None:
+                kept.vectors(chunk)
+                encoded += 1
     log.info("slice %d of %d: %d chunks encoded", part.index + 1, part.count, encoded)
     return encoded
 
@@ -180,15 +182,17 @@ def build(
     """
     name = plan.name
     judged = {d for qrels in plan.data.voters.values() for d in qrels} if plan.data else set()
-    scan = scan_corpus(plan.corpus(), judged)
+    with phase("scan"):
+        scan = scan_corpus(plan.corpus(), judged)
     if scan.documents != plan.documents:
         raise RuntimeError(f"the corpus changed while it was read: {scan.documents} documents")
     if not encode:
-        require_checkpoints(settings, encoder, plan)
+        with phase("wait"):
+            require_checkpoints(settings, encoder, plan)
     fresh_collection(store, name, settings.store.collection, encoder.dimension)
     votes = train_votes(plan.data.learners) if plan.data is not None else {}
     kept = checkpoints(settings, encoder)
-    with progress(f"indexing into {name}", plan.documents) as advance:
+    with phase("write"), progress(f"indexing into {name}", plan.documents) as advance:
         for chunk in chunked(plan.corpus(), settings.index_chunk):
             points = document_points(chunk, kept.vectors(chunk), scan, votes, plan.bm25)
             for batch in by_bytes(points, settings.upsert_bytes):
@@ -200,10 +204,20 @@ def build(
             f"{name} holds {stored} points after upserting {plan.documents} documents"
         )
     log.info("indexing %s (an HNSW graph from %d points on)", name, settings.store.hnsw_threshold)
-    store.optimize(name)
+    with phase("optimize"):
+        store.optimize(name)
     if plan.data is not None:
-        save_corpus_stats(store, corpus_collection(name), CorpusStats(scan.titles))
-        build_supervised(store, name, encoder, plan.data, settings, scan.numbers)
+        with phase("supervised"):
+            save_corpus_stats(store, corpus_collection(name), CorpusStats(scan.titles))
+            build_supervised(store, name, encoder, plan.data, settings, scan.numbers)
+
+
+@contextmanager
+def phase(name: str) -> Iterator[None]:
+    """Log how long the build's phase ``name`` took (``make bench-scale-build`` reads it)."""
+    started = time.monotonic()
+    yield
+    log.info("build phase %s: %.1f s", name, time.monotonic() - started)
 
 
 def require_checkpoints(
@@ -251,7 +265,8 @@ def build_index(
     Without ``encode`` this is a parallel build's finishing step: the slices encoded every
     chunk, and the alias moves only if each one is in.
     """
-    plan = plan_index(settings, encoder)
+    with phase("plan"):
+        plan = plan_index(settings, encoder)
     alias = settings.store.collection
     if not force and is_current(store, alias, plan):
         log.info("alias %s already points at complete collection %s", alias, plan.name)

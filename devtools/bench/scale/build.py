@@ -1,0 +1,189 @@
+"""``make bench-scale-build``: the indexer's build at several corpus sizes, and its encoding split.
+
+Each size is prepared as ``make bench-scale`` prepares it (NFCorpus plus distractors, every
+vector in the indexer's checkpoints, :mod:`.prepare`), then built from scratch by the ordinary
+indexer in full mode into a scratch store: its wall time, the peak RSS of its processes (the
+kernel's own high-water mark, from ``wait4``) and the time of each phase (the indexer's
+``build phase`` log lines). The checkpoints hold every vector, so these builds measure what a
+build does besides encoding; encoding is measured apart, as the split:
+
+The split: the real indexer's slices encoding the first documents of NFCorpus from empty
+checkpoints, once as one process of one model thread, once as two such processes at once (two
+slices). On a machine of two cores a sound split encodes nearly twice as fast; a process that
+already used every core would say nothing about the split.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import logging
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from devtools.bench.scale.prepare import Plan, prepare, size_folder
+from harness.processes import BASE_ENV, REPO
+from services.common.files import atomic_write_text
+from services.retrieval.encoders.dense import OnnxMiniLM
+from services.retrieval.settings import RetrievalSettings
+from services.telemetry.logging import setup_logging
+
+log = logging.getLogger("devtools.bench.scale.build")
+INDEXER = [sys.executable, "-m", "services.retrieval.indexing.index"]
+PHASE = re.compile(r"build phase (\w+): ([\d.]+) s")
+ENCODED = "encoded chunk"
+
+
+def run_measured(command: Sequence[str], env: dict[str, str], log_path: Path) -> dict[str, Any]:
+    """Run ``command`` to its end: wall seconds, peak RSS (MB) of it and its children, its log."""
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    started = time.monotonic()
+    with open(log_path, "wb") as out:
+        process = subprocess.Popen(
+            list(command), cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT
+        )
+        # wait4, not wait: the rusage of this child (and the children it waited for) alone.
+        _, status, usage = os.wait4(process.pid, 0)
+    process.returncode = os.waitstatus_to_exitcode(status)
+    wall = time.monotonic() - started
+    text = log_path.read_text(errors="replace")
+    if process.returncode != 0:
+        raise RuntimeError(
+            f"{command} failed ({process.returncode}), see {log_path}:\n{text[-2000:]}"
+        )
+    return {"wall_s": wall, "peak_rss_mb": usage.ru_maxrss / 1024, "log": text}
+
+
+def measure_build(
+    size: int, data_dir: Path, cache_dir: Path, work: Path, mode: str
+) -> dict[str, Any]:
+    """A build of one size from scratch in ``mode`` (its vectors already checkpointed)."""
+    root = size_folder(work, size) / "build"
+    shutil.rmtree(root, ignore_errors=True)
+    env = {
+        **os.environ, **BASE_ENV,
+        "RETRIEVAL_DATA_DIR": str(data_dir),
+        "RETRIEVAL_STORE": "embedded",
+        "RETRIEVAL_EDGE_PATH": str(root / "edge"),
+        "RETRIEVAL_CACHE_DIR": str(cache_dir),
+        "RETRIEVAL_MODE": mode,
+        "RETRIEVAL_INDEX_SLICES": "1",
+    }  # fmt: skip
+    log.info("n=%d: building from scratch", size)
+    ran = run_measured(INDEXER, env, root / "index.log")
+    text = ran.pop("log")
+    shutil.rmtree(root / "edge", ignore_errors=True)  # gigabytes at the larger sizes
+    return {
+        "documents": size,
+        "mode": mode,
+        **ran,
+        "phases_s": {m[1]: float(m[2]) for m in PHASE.finditer(text)},
+        "encoded_chunks": text.count(ENCODED),
+    }
+
+
+def measure_split(source: Path, cache_dir: Path, work: Path, documents: int) -> dict[str, Any]:
+    """Encoding ``documents`` of NFCorpus: one process of one thread against two at once."""
+    walls = {}
+    for processes in (1, 2):
+        cache = work / "split" / f"processes-{processes}"
+        shutil.rmtree(cache, ignore_errors=True)
+        cache.mkdir(parents=True)
+        # The prepared model is shared; the checkpoints start empty.
+        (cache / "models").symlink_to((cache_dir / "models").resolve())
+        env = {
+            **os.environ, **BASE_ENV,
+            "RETRIEVAL_DATA_DIR": str(source),
+            "RETRIEVAL_CACHE_DIR": str(cache),
+            "RETRIEVAL_INDEX_SLICES": str(processes),
+            "RETRIEVAL_ENCODE_THREADS": "1",
+        }  # fmt: skip
+        command = [*INDEXER, "--max-docs", str(documents)]
+        started = time.monotonic()
+        slices = [
+            subprocess.Popen(
+                [*command, "--slice", str(i)],
+                cwd=REPO,
+                env=env,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            for i in range(processes)
+        ]
+        logs = [p.communicate()[1] for p in slices]
+        walls[processes] = time.monotonic() - started
+        failed = [p.returncode for p in slices if p.returncode != 0]
+        if failed:
+            raise RuntimeError(f"a slice failed: {logs[0][-2000:]}")
+        chunks = sum(text.count(ENCODED) for text in logs)
+        log.info("%d process(es): %d chunks in %.1f s", processes, chunks, walls[processes])
+        shutil.rmtree(cache)
+    return {
+        "documents": documents,
+        "wall_s_1_proc": walls[1],
+        "wall_s_2_procs": walls[2],
+        "docs_per_s_1_proc": documents / walls[1],
+        "docs_per_s_2_procs": documents / walls[2],
+        "encode_speedup_2_procs": walls[1] / walls[2],
+    }
+
+
+def run(plan: Plan, split_documents: int, mode: str = "full") -> dict[str, Any]:
+    """Prepare every size, build each from scratch, then measure the split: the report."""
+    load = os.getloadavg()
+    encoder = OnnxMiniLM(threads=2, cache_dir=plan.cache_dir)
+    prepared = prepare(plan, encoder)
+    del encoder
+    records = [
+        measure_build(size, prepared.folders[size].path, plan.cache_dir, plan.work, mode)
+        for size in sorted(plan.sizes)
+    ]
+    split = measure_split(plan.source, plan.cache_dir, plan.work, split_documents)
+    return {
+        "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        "machine": {"cpus": os.cpu_count(), "load_average_at_start": load},
+        "sizes": sorted(plan.sizes),
+        "chunk": RetrievalSettings().index_chunk,
+        "records": records,
+        "split": split,
+    }
+
+
+def main() -> None:
+    """Parse the options, run, write the report."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="36330,363300", help="corpus sizes, comma-separated")
+    parser.add_argument("--base-docs", type=int, default=None, help="real documents (default all)")
+    parser.add_argument(
+        "--split-docs", type=int, default=1024, help="NFCorpus documents the split encodes"
+    )
+    parser.add_argument("--mode", choices=("full", "zero-shot"), default="full")
+    parser.add_argument(
+        "--measure", type=int, default=1000, help="distractors encoded to measure composition"
+    )
+    parser.add_argument("--work", type=Path, default=REPO / "var" / "bench-scale")
+    parser.add_argument("--out", type=Path, default=REPO / "reports" / "bench_scale_build.json")
+    args = parser.parse_args()
+    setup_logging()
+    settings = RetrievalSettings()
+    sizes = tuple(int(s.replace("_", "")) for s in args.sizes.split(",") if s.strip())
+    plan = Plan(
+        settings.data_dir, args.work.resolve(), settings.cache_dir, sizes, args.base_docs,
+        measure=args.measure,
+    )  # fmt: skip
+    report = run(plan, args.split_docs, args.mode)
+    atomic_write_text(args.out, json.dumps(report, indent=2) + "\n")
+    log.info("report written to %s", args.out)
+
+
+if __name__ == "__main__":
+    main()
