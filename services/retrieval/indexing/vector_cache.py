@@ -1,8 +1,9 @@
-"""On-disk cache of document embeddings, keyed by model and corpus content.
+"""On-disk cache of encoded texts held whole (the training queries), keyed by model and content.
 
-Encoding NFCorpus with MiniLM takes minutes on 2 cores; the cache makes re-runs on the same
-machine take seconds. It is only ever an accelerator: a missing, unreadable or mis-shaped file is
-ignored and the vectors are computed again.
+Encoding the voting and held-out queries takes a while on 2 cores; the cache makes re-runs on
+the same machine take seconds. It is only ever an accelerator: a missing, unreadable or
+mis-shaped file is ignored and the vectors are computed again. The corpus's documents are
+never held whole: their vectors are checkpointed chunk by chunk (:mod:`.chunks`).
 """
 
 from __future__ import annotations
