@@ -32,6 +32,7 @@ from services.retrieval.settings._base import REPO_ROOT, Env, Group
 from services.retrieval.settings.store import (
     QUANTIZATION_QUANTILE,
     DenseIndex,
+    ServerLayout,
     StoreSettings,
 )
 
@@ -46,6 +47,7 @@ __all__ = [
     "KnnSettings",
     "RankerSettings",
     "RetrievalSettings",
+    "ServerLayout",
     "StoreSettings",
 ]
 
