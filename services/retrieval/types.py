@@ -55,10 +55,16 @@ class SparseVector:
 
 @dataclass(frozen=True, slots=True)
 class CollectionSpec:
-    """Vectors a collection holds: one dense vector and optionally one sparse vector."""
+    """Vectors a collection holds: one dense vector and optionally one sparse vector.
+
+    ``small`` marks a collection that does not grow with the corpus (one point or a few
+    thousand, read whole or by every search): a Qdrant server keeps it in one shard with a copy
+    on every node, where the documents are sharded.
+    """
 
     dense_size: int
     sparse: bool = True
+    small: bool = False
 
 
 @dataclass(frozen=True, slots=True)

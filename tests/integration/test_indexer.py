@@ -271,3 +271,50 @@ def test_served_supervision_lets_dev_queries_vote_and_teach() -> None:
     assert not dev & set(honest.voters) and not dev & set(honest.learners)
     assert set(honest.held_out) == dev & set(load_queries(data))
     assert served.fingerprint() != honest.fingerprint()
+
+
+#: A layout for three Qdrant nodes (tests/integration/test_server_wire.py reads what it sends).
+THREE_NODES = {
+    "qdrant_shards": 6,
+    "qdrant_replication_factor": 2,
+    "qdrant_write_consistency_factor": 2,
+    "qdrant_nodes": 3,
+    "qdrant_on_disk_vectors": True,
+    "qdrant_on_disk_payload": True,
+    "quantization_always_ram": True,
+}
+
+
+def test_a_build_laid_out_for_three_nodes_completes_and_answers_in_local_mode(
+    tmp_path: Path, encoder: OnnxMiniLM
+) -> None:
+    # Local mode takes the layout and ignores it: every collection of a supervised build is
+    # created with it (the documents sharded, the small ones copied) and the version serves.
+    settings = _settings(tmp_path, "server", 40, 60, mode="full", supervision="train")
+    laid_out = settings.updated(store=THREE_NODES)
+    store = open_store(laid_out.store)
+    try:
+        report = build_index(laid_out, store, encoder)
+        name = report.collection
+        assert report.built and store.count(name) == 40
+        assert store.count(knn_collection(name)) == 60
+        assert load_ranker(store, ranker_collection(name)).meta["train_queries"] == 60
+        results = RankingPipeline(store, encoder, laid_out).search("vitamin D and cancer", 7)
+        assert len({r["doc_id"] for r in results}) == 7
+        assert not build_index(laid_out, store, encoder).built  # idempotent with a layout too
+    finally:
+        store.close()
+
+
+def test_another_layout_is_another_version(tmp_path: Path, encoder: OnnxMiniLM) -> None:
+    # A collection keeps the layout it was made with: a new one is built beside the served one.
+    settings = _settings(tmp_path, "server")
+    store = open_store(settings.store)
+    try:
+        first = build_index(settings, store, encoder)
+        second = build_index(settings.updated(store=THREE_NODES), store, encoder)
+        assert second.built and second.collection != first.collection
+        assert store.resolve_alias("nfcorpus") == second.collection
+        assert store.count(second.collection) == DOCS
+    finally:
+        store.close()

@@ -9,7 +9,7 @@ import pytest
 from services.retrieval.encoders.sparse import Bm25Params
 from services.retrieval.indexing.versions import dense_index_config, supervised_config
 from services.retrieval.query import bm25_table, votes
-from services.retrieval.settings import Env, RetrievalSettings, StoreSettings
+from services.retrieval.settings import Env, RetrievalSettings, ServerLayout, StoreSettings
 
 # Every variable, a value that is not its default, and where it must land.
 FLAT = {
@@ -26,6 +26,18 @@ FLAT = {
     "RETRIEVAL_HNSW_EF": ("100", ("store", "hnsw_ef"), 100),
     "RETRIEVAL_QUANTIZATION": ("none", ("store", "quantization"), "none"),
     "RETRIEVAL_QUANTIZATION_OVERSAMPLING": ("3", ("store", "quantization_oversampling"), 3.0),
+    "RETRIEVAL_QUANTIZATION_ALWAYS_RAM": ("true", ("store", "quantization_always_ram"), True),
+    "RETRIEVAL_QDRANT_GRPC_PORT": ("6334", ("store", "qdrant_grpc_port"), 6334),
+    "RETRIEVAL_QDRANT_SHARDS": ("6", ("store", "qdrant_shards"), 6),
+    "RETRIEVAL_QDRANT_REPLICATION_FACTOR": ("2", ("store", "qdrant_replication_factor"), 2),
+    "RETRIEVAL_QDRANT_WRITE_CONSISTENCY_FACTOR": (
+        "2",
+        ("store", "qdrant_write_consistency_factor"),
+        2,
+    ),
+    "RETRIEVAL_QDRANT_NODES": ("3", ("store", "qdrant_nodes"), 3),
+    "RETRIEVAL_QDRANT_ON_DISK_VECTORS": ("true", ("store", "qdrant_on_disk_vectors"), True),
+    "RETRIEVAL_QDRANT_ON_DISK_PAYLOAD": ("false", ("store", "qdrant_on_disk_payload"), False),
     "RETRIEVAL_CANDIDATES": ("50", ("hybrid", "candidates"), 50),
     "RETRIEVAL_FUSION": ("rrf", ("hybrid", "fusion"), "rrf"),
     "RETRIEVAL_DENSE_WEIGHT": ("0.25", ("hybrid", "dense_weight"), 0.25),
@@ -141,3 +153,50 @@ def test_the_index_version_follows_how_the_dense_index_is_built() -> None:
     # Read at search time: a version serves any of them.
     searched = settings.updated(store={"hnsw_ef": 64, "quantization_oversampling": 4.0})
     assert dense_index_config(searched) == dense_index_config(settings)
+
+
+def test_a_server_layout_left_unset_is_the_servers_own() -> None:
+    # Nothing chosen: a single node and local mode create collections as before these settings.
+    assert StoreSettings().server_layout == ServerLayout()
+    assert ServerLayout().chosen() == ""
+    # A small collection has a copy on every node, or as many copies as the documents' shards.
+    assert ServerLayout(replication_factor=2, nodes=3).small_replication_factor == 3
+    assert ServerLayout(replication_factor=2).small_replication_factor == 2
+
+
+@pytest.mark.parametrize(
+    ("layout", "message"),
+    [
+        (
+            {"qdrant_replication_factor": 2, "qdrant_write_consistency_factor": 3},
+            "WRITE_CONSISTENCY_FACTOR=3 asks more copies than RETRIEVAL_QDRANT_REPLICATION_FACTOR=2",
+        ),
+        (
+            {"qdrant_replication_factor": 3, "qdrant_nodes": 2},
+            "REPLICATION_FACTOR=3 needs as many nodes, RETRIEVAL_QDRANT_NODES=2",
+        ),
+    ],
+)
+def test_copies_that_cannot_exist_are_refused(layout: dict[str, int], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        StoreSettings(**layout)
+
+
+def test_the_index_version_follows_the_layout_chosen_on_a_server() -> None:
+    local = RetrievalSettings().updated(store={"backend": "server", "qdrant_path": ":memory:"})
+    unset = dense_index_config(local)
+    # The server's defaults name a version as before (no layout in its hash) ...
+    assert unset == dense_index_config(RetrievalSettings())
+    # ... a layout chosen names another, each one its own; the embedded store has no layout.
+    chosen = {
+        dense_index_config(local.updated(store=change))
+        for change in (
+            {"qdrant_shards": 6},
+            {"qdrant_shards": 3},
+            {"qdrant_on_disk_vectors": True},
+            {"qdrant_on_disk_vectors": False},
+        )
+    }
+    assert len(chosen - {unset}) == 4
+    embedded = RetrievalSettings().updated(store={"qdrant_shards": 6})
+    assert dense_index_config(embedded) == unset

@@ -361,7 +361,8 @@ that only reads (the read-only key, when qdrant.apiKey.readOnly.enabled), else t
 {{- if and .reader $k.readOnly.enabled }}{{ $k.readOnly.existingSecretKey }}{{ else }}{{ $k.existingSecretKey }}{{ end }}
 {{- end }}
 
-{{/* Qdrant URL and key of a client: (dict "root" $ "reader" true|false). */}}
+{{/* Qdrant URL and key of a client: (dict "root" $ "reader" true|false). A writer (the indexer)
+also gets how it lays out the collections it creates (nfcorpus.qdrantLayout). */}}
 {{- define "nfcorpus.qdrantEnv" -}}
 - name: RETRIEVAL_QDRANT_URL
   value: {{ include "nfcorpus.qdrantUrl" .root | quote }}
@@ -372,6 +373,39 @@ that only reads (the read-only key, when qdrant.apiKey.readOnly.enabled), else t
       name: {{ include "nfcorpus.qdrantApiKeySecret" .root }}
       key: {{ include "nfcorpus.qdrantKeyName" . }}
 {{- end }}
+{{- if not .reader }}
+{{- $layout := include "nfcorpus.qdrantLayout" .root | fromYaml }}
+{{- range $name := keys $layout | sortAlpha }}
+- name: {{ $name }}
+  value: {{ get $layout $name | toString | quote }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/* How the indexer creates a version's collections on Qdrant, as YAML {variable: value}
+(services/retrieval/settings/store.py, docs/retrieval.md "On a Qdrant server"). With the
+release's StatefulSet: the documents' shards and copies as qdrant.cluster gives new collections,
+the peers every small collection is copied to, and gRPC on port 6334 (qdrant.grpc). With an
+external Qdrant: its own defaults (retrieval.settings may name them) and gRPC only on
+qdrant.external.grpcPort. Either way, where the documents are held (qdrant.collections). */}}
+{{- define "nfcorpus.qdrantLayout" -}}
+{{- $q := .Values.qdrant }}
+{{- $env := dict
+  "RETRIEVAL_QDRANT_ON_DISK_VECTORS" $q.collections.onDiskVectors
+  "RETRIEVAL_QDRANT_ON_DISK_PAYLOAD" $q.collections.onDiskPayload
+  "RETRIEVAL_QUANTIZATION_ALWAYS_RAM" $q.collections.quantizationAlwaysRam }}
+{{- if include "nfcorpus.qdrantInRelease" . }}
+{{- $_ := set $env "RETRIEVAL_QDRANT_SHARDS" (mul $q.cluster.shardNumberPerNode $q.replicaCount) }}
+{{- $_ = set $env "RETRIEVAL_QDRANT_REPLICATION_FACTOR" $q.cluster.replicationFactor }}
+{{- $_ = set $env "RETRIEVAL_QDRANT_WRITE_CONSISTENCY_FACTOR" $q.cluster.writeConsistencyFactor }}
+{{- $_ = set $env "RETRIEVAL_QDRANT_NODES" $q.replicaCount }}
+{{- if $q.grpc }}
+{{- $_ = set $env "RETRIEVAL_QDRANT_GRPC_PORT" 6334 }}
+{{- end }}
+{{- else if $q.external.grpcPort }}
+{{- $_ := set $env "RETRIEVAL_QDRANT_GRPC_PORT" $q.external.grpcPort }}
+{{- end }}
+{{- toYaml $env }}
 {{- end }}
 
 {{/* Environment every process of the image shares: thread counts and OpenTelemetry.
@@ -533,6 +567,29 @@ value, rather than ignored while store.backend's default picks another store. */
 {{- end }}
 {{- if and .Values.qdrant.cluster.enabled (gt (int .Values.qdrant.cluster.replicationFactor) (int .Values.qdrant.replicaCount)) }}
 {{- fail "qdrant.cluster.replicationFactor cannot exceed qdrant.replicaCount" }}
+{{- end }}
+{{- /* The indexer asks the release's Qdrant for these copies explicitly (nfcorpus.qdrantLayout),
+and refuses at start what no peer set can hold: refused here instead of a crash-looping Job. */}}
+{{- if include "nfcorpus.qdrantInRelease" . }}
+{{- with .Values.qdrant }}
+{{- if gt (int .cluster.replicationFactor) (int .replicaCount) }}
+{{- fail (printf "qdrant.cluster.replicationFactor (%d) cannot exceed qdrant.replicaCount (%d): each copy of a shard needs a peer of its own" (int .cluster.replicationFactor) (int .replicaCount)) }}
+{{- end }}
+{{- if gt (int .cluster.writeConsistencyFactor) (int .cluster.replicationFactor) }}
+{{- fail (printf "qdrant.cluster.writeConsistencyFactor (%d) cannot exceed qdrant.cluster.replicationFactor (%d): a write would wait for copies that do not exist" (int .cluster.writeConsistencyFactor) (int .cluster.replicationFactor)) }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- /* retrieval.settings reaches the indexer too: a variable the chart sets from qdrant.* would be
+set twice there, the chart's value silently lost or kept. */}}
+{{- if include "nfcorpus.usesQdrant" . }}
+{{- $layout := include "nfcorpus.qdrantLayout" . | fromYaml }}
+{{- range $key, $_ := .Values.retrieval.settings }}
+{{- $name := printf "RETRIEVAL_%s" (upper $key) }}
+{{- if hasKey $layout $name }}
+{{- fail (printf "retrieval.settings.%s: the chart sets %s for the indexer from qdrant.* (qdrant.cluster, qdrant.replicaCount, qdrant.grpc, qdrant.external.grpcPort, qdrant.collections): set it there" $key $name) }}
+{{- end }}
+{{- end }}
 {{- end }}
 {{- if and .Values.qdrant.external.url .Values.qdrant.apiKey.enabled (not .Values.qdrant.apiKey.existingSecret) (not .Values.qdrant.apiKey.value) }}
 {{- fail "an external Qdrant needs qdrant.apiKey.existingSecret or qdrant.apiKey.value (or qdrant.apiKey.enabled=false)" }}

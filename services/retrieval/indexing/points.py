@@ -22,11 +22,12 @@ from services.retrieval.store.base import Store
 from services.retrieval.text import analyze, document_text
 from services.retrieval.types import CollectionSpec, Point, point_id
 
-#: The training-query collection: one MiniLM embedding per query, judgements as payload.
-KNN_SPEC = CollectionSpec(dense_size=DIMENSION, sparse=False)
+#: The training-query collection: one MiniLM embedding per query, judgements as payload. Small:
+#: the training queries do not grow with the corpus, and every search reads their votes.
+KNN_SPEC = CollectionSpec(dense_size=DIMENSION, sparse=False, small=True)
 #: The ranker and corpus collections: one point whose payload holds the model or the corpus's
 #: statistics (the vector is unused).
-RANKER_SPEC = CollectionSpec(dense_size=1, sparse=False)
+RANKER_SPEC = CollectionSpec(dense_size=1, sparse=False, small=True)
 
 
 def document_points(

@@ -54,9 +54,16 @@ def collection_version(*parts: object) -> str:
 
 
 def dense_index_config(settings: RetrievalSettings) -> str:
-    """What shapes a version's dense index as built (``ef`` and oversampling are read at search)."""
+    """What shapes a version's dense index as built (``ef`` and oversampling are read at search).
+
+    On a Qdrant server, the layout chosen too (shards, copies, what stays on disk): a collection
+    keeps the layout it was created with, so another one takes a new version, built beside the
+    served one, rather than a build that finds its version current and changes nothing.
+    """
     store = settings.store
-    return f"{store.hnsw_threshold}|{store.hnsw_m}|{store.hnsw_ef_construct}|{store.quantization}"
+    built = f"{store.hnsw_threshold}|{store.hnsw_m}|{store.hnsw_ef_construct}|{store.quantization}"
+    layout = store.server_layout.chosen() if store.backend == "server" else ""
+    return f"{built}|{layout}" if layout else built
 
 
 def supervised_config(settings: RetrievalSettings, training_fingerprint: str | None) -> str:

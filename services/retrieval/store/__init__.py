@@ -27,4 +27,6 @@ def open_store(settings: StoreSettings) -> Store:
         api_key=settings.qdrant_api_key,
         path=settings.qdrant_path,
         index=settings.dense_index,
+        layout=settings.server_layout,
+        grpc_port=settings.qdrant_grpc_port,
     )

@@ -1,13 +1,19 @@
 """The ``server`` store backend: qdrant-client against a Qdrant server or its local mode (tests).
 
-The same class serves both: ``QdrantClient(url=...)`` talks to a server over HTTP,
-``QdrantClient(path=...)`` or ``":memory:"`` runs qdrant-client's local engine, which is how the
-test suite exercises every line of this backend without a server binary.
+The same class serves both: ``QdrantClient(url=...)`` talks to a server over HTTP (or gRPC, when
+given its port), ``QdrantClient(path=...)`` or ``":memory:"`` runs qdrant-client's local engine,
+which is how the test suite exercises every line of this backend without a server binary.
 
 The server indexes by itself, in the background: a collection is created with the same dense
 index settings as an embedded shard (an HNSW graph from the threshold on, in Qdrant's unit, KB of
 vectors, per segment; the BM25 index on disk), and :meth:`ServerStore.optimize` waits until the
 server reports it done. Local mode takes the settings and searches exactly whatever they say.
+
+A server may hold the index over several nodes (:class:`~services.retrieval.settings.ServerLayout`):
+the documents' collection sharded and replicated, its vectors and payloads on disk if asked; a
+small collection (:attr:`~services.retrieval.types.CollectionSpec.small`) one shard with a copy
+on every node. What is sent to the server is tested at qdrant-client's boundary
+(``tests/integration/test_server_wire.py``), since local mode ignores it.
 """
 
 from __future__ import annotations
@@ -19,7 +25,12 @@ from typing import Any
 from qdrant_client import QdrantClient, models
 from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedResponse
 
-from services.retrieval.settings import QUANTIZATION_QUANTILE, DenseIndex, StoreSettings
+from services.retrieval.settings import (
+    QUANTIZATION_QUANTILE,
+    DenseIndex,
+    ServerLayout,
+    StoreSettings,
+)
 from services.retrieval.store.base import Fusion, StoreError, hit_from_point, scored_from_points
 from services.retrieval.types import (
     DENSE,
@@ -70,18 +81,27 @@ class ServerStore:
         timeout_s: int = 10,
         index: DenseIndex | None = None,
         optimize_timeout_s: float = 3600.0,
+        layout: ServerLayout | None = None,
+        grpc_port: int | None = None,
     ) -> None:
         """Connect to ``url`` or open local mode at ``path`` (``":memory:"`` for RAM only).
 
         ``index`` is how dense vectors are indexed and searched (the settings' defaults if
         None); :meth:`optimize` waits up to ``optimize_timeout_s`` for the server's indexing.
+        ``layout`` is how new collections are spread and held (the server's defaults if None).
+        With ``grpc_port`` the client speaks gRPC to the server at ``url``'s host: a batch of
+        points travels as packed floats, where REST sends every number as JSON text.
         """
         self._index = index if index is not None else StoreSettings().dense_index
+        self._layout = layout if layout is not None else ServerLayout()
         self._params = {exact: search_params(self._index, exact) for exact in (False, True)}
         self._optimize_timeout_s = optimize_timeout_s
         self._local = not url
         if url:
-            self._client = QdrantClient(url=url, api_key=api_key, timeout=timeout_s)
+            grpc: dict[str, Any] = (
+                {"prefer_grpc": True, "grpc_port": grpc_port} if grpc_port else {}
+            )
+            self._client = QdrantClient(url=url, api_key=api_key, timeout=timeout_s, **grpc)
         elif path == ":memory:":
             self._client = QdrantClient(location=":memory:")
         elif path:
@@ -103,34 +123,66 @@ class ServerStore:
         """Cosine dense vector plus an optional plain (dot-product) sparse vector.
 
         Segments from the threshold's size on get an HNSW graph (and int8 copies of the vectors,
-        if asked for); the BM25 index of those is kept on disk, memory-mapped.
+        if asked for); the BM25 index of those is kept on disk, memory-mapped. The layout's
+        shards, copies and placement on disk apply to a collection that grows with the corpus;
+        a small one is one shard copied to every node (:meth:`_placement`).
         """
-        index = self._index
+        index, layout = self._index, self._layout
         threshold_kb = index.threshold_kb(spec.dense_size)
+        # The small collections are read whole or by every search: their few vectors stay in
+        # memory, whatever the documents' placement.
+        on_disk = None if spec.small else layout.on_disk_vectors
+        # Qdrant's placement flags as every 1.x server takes them (on_disk, always_ram,
+        # on_disk_payload); servers from 1.19 also take a newer `memory` field, which an older
+        # external Qdrant would refuse.
         quantization = (
             models.ScalarQuantization(
                 scalar=models.ScalarQuantizationConfig(
-                    type=models.ScalarType.INT8, quantile=QUANTIZATION_QUANTILE
+                    type=models.ScalarType.INT8,
+                    quantile=QUANTIZATION_QUANTILE,
+                    always_ram=None if spec.small else layout.quantized_in_ram,
                 )
             )
             if index.quantized
             else None
         )
         sparse = models.SparseVectorParams(index=models.SparseIndexParams(on_disk=True))
+        dense = models.VectorParams(
+            size=spec.dense_size, distance=models.Distance.COSINE, on_disk=on_disk
+        )
         self._call(
             "create_collection",
             self._client.create_collection,
             name,
-            vectors_config={
-                DENSE: models.VectorParams(size=spec.dense_size, distance=models.Distance.COSINE)
-            },
+            vectors_config={DENSE: dense},
             sparse_vectors_config={SPARSE: sparse} if spec.sparse else None,
             hnsw_config=models.HnswConfigDiff(
                 m=index.m, ef_construct=index.ef_construct, full_scan_threshold=threshold_kb
             ),
             optimizers_config=models.OptimizersConfigDiff(indexing_threshold=threshold_kb),
             quantization_config=quantization,
+            on_disk_payload=None if spec.small else layout.on_disk_payload,
+            **self._placement(spec),
         )
+
+    def _placement(self, spec: CollectionSpec) -> dict[str, int | None]:
+        """Shards and copies of a new collection (None: the server's default).
+
+        A small collection is one shard with a copy on every node: any node answers its reads
+        alone, where shards would make each read ask every node for its part of a few points.
+        """
+        layout = self._layout
+        if spec.small:
+            return {
+                "shard_number": 1,
+                "replication_factor": layout.small_replication_factor,
+                "write_consistency_factor": layout.write_consistency_factor,
+            }
+        return {
+            "shard_number": layout.shards,
+            "replication_factor": layout.replication_factor,
+            "write_consistency_factor": layout.write_consistency_factor,
+        }
 
     def optimize(self, name: str) -> None:
         """Wait until the server has indexed the collection (its status is green).
@@ -166,7 +218,11 @@ class ServerStore:
         return sorted(c.name for c in response.collections)
 
     def upsert(self, name: str, points: Sequence[Point]) -> None:
-        """Upsert and wait until the batch is applied."""
+        """Upsert and wait until the batch is applied: one request, the batch as given.
+
+        The caller sizes the batches (the indexer by bytes, ``RETRIEVAL_UPSERT_BYTES``);
+        qdrant-client's ``upsert`` neither splits nor joins them, on REST or gRPC.
+        """
         structs = []
         for p in points:
             vectors: dict[str, Any] = {DENSE: _vector(p.dense)}

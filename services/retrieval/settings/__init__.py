@@ -9,16 +9,16 @@ Every field is read from one environment variable. Top-level fields use the ``RE
 (``RETRIEVAL_MODE``); grouped fields are read from flat names too, which each field declares
 with :class:`Env` metadata (``RETRIEVAL_KNN_NEIGHBOURS`` -> ``knn.neighbours``,
 ``RETRIEVAL_STORE`` -> ``store.backend``). Services build one instance in ``__main__`` and pass
-it down.
+it down. The store's group lives in :mod:`.store` (with how the engine holds the index), the
+groups' common base in :mod:`._base`; every name is imported from here.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import Field
 from pydantic.fields import FieldInfo
 from pydantic_settings import (
     BaseSettings,
@@ -28,165 +28,31 @@ from pydantic_settings import (
 )
 
 from services.nfcorpus.dataset import BEIR_NFCORPUS_MD5, BEIR_NFCORPUS_URL, DEFAULT_DATA_DIR
+from services.retrieval.settings._base import REPO_ROOT, Env, Group
+from services.retrieval.settings.store import (
+    QUANTIZATION_QUANTILE,
+    DenseIndex,
+    ServerLayout,
+    StoreSettings,
+)
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-
-
-@dataclass(frozen=True, slots=True)
-class Env:
-    """Field metadata: the environment variable a grouped setting is read from."""
-
-    name: str
-
-
-class _Group(BaseModel):
-    """A group of settings; each field names its variable with :class:`Env` metadata."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-@dataclass(frozen=True, slots=True)
-class DenseIndex:
-    """How the engine indexes a collection's dense vectors (:attr:`StoreSettings.dense_index`).
-
-    Below ``threshold`` points a collection has no graph and every search is exact; from it on,
-    an HNSW graph of ``m`` edges per node built with ``ef_construct`` candidates, searched with
-    ``ef``, and with ``quantized`` int8 copies of the vectors searched first, ``oversampling``
-    times the results asked, then rescored with the original vectors.
-    """
-
-    threshold: int
-    m: int
-    ef_construct: int
-    ef: int
-    quantized: bool
-    oversampling: float
-
-    def threshold_kb(self, dense_size: int) -> int:
-        """The threshold in Qdrant's unit: KB of float32 vectors of ``dense_size`` dimensions.
-
-        Qdrant scans a segment's vectors exactly below its ``full_scan_threshold`` (even with a
-        graph) and builds no graph below its ``indexing_threshold``, both in this unit.
-        """
-        return max(1, self.threshold * dense_size * 4 // 1024)
+__all__ = [
+    "QUANTIZATION_QUANTILE",
+    "REPO_ROOT",
+    "DenseIndex",
+    "Env",
+    "ExperimentSettings",
+    "FeedbackSettings",
+    "HybridSettings",
+    "KnnSettings",
+    "RankerSettings",
+    "RetrievalSettings",
+    "ServerLayout",
+    "StoreSettings",
+]
 
 
-#: The quantile of the values int8 quantization covers (Qdrant's usual choice: a few outliers
-#: are clipped rather than widening every step).
-QUANTIZATION_QUANTILE = 0.99
-
-#: Spellings of the store backend that were renamed, and their names now: ``edge`` was the code's
-#: name of the embedded backend, ``qdrant`` the chart's name of the server one.
-_RENAMED_BACKENDS = {
-    "edge": ("embedded", "the in-process qdrant-edge shard"),
-    "qdrant": ("server", "a Qdrant server through qdrant-client"),
-}
-
-
-class StoreSettings(_Group):
-    """Which Qdrant holds the index, how it indexes the dense vectors, and the alias read.
-
-    Two backends: ``embedded``, Qdrant's engine in-process through qdrant-edge (a shard under
-    ``edge_path``), and ``server``, qdrant-client against a Qdrant server (``qdrant_url``) or its
-    local mode (``qdrant_path``, tests). The chart's ``store.backend`` uses the same two names.
-    """
-
-    backend: Annotated[Literal["embedded", "server"], Env("RETRIEVAL_STORE")] = Field(
-        default="embedded",
-        description=(
-            "embedded: the in-process qdrant-edge shard under edge_path; "
-            "server: a Qdrant server at qdrant_url (or qdrant-client's local mode at qdrant_path)."
-        ),
-    )
-    edge_path: Annotated[Path, Env("RETRIEVAL_EDGE_PATH")] = Field(
-        default=REPO_ROOT / "var" / "qdrant-edge",
-        description="Folder of the qdrant-edge shards (backend=embedded).",
-    )
-    edge_private_copy: Annotated[bool, Env("RETRIEVAL_EDGE_PRIVATE_COPY")] = Field(
-        default=False,
-        description=(
-            "Open a private copy of the qdrant-edge shard (backend=embedded; needed when several "
-            "worker processes serve)."
-        ),
-    )
-    qdrant_url: Annotated[str | None, Env("RETRIEVAL_QDRANT_URL")] = Field(
-        default=None, description="Qdrant server URL (backend=server)."
-    )
-    qdrant_api_key: Annotated[str | None, Env("RETRIEVAL_QDRANT_API_KEY")] = Field(
-        default=None, description="Qdrant API key."
-    )
-    qdrant_path: Annotated[str | None, Env("RETRIEVAL_QDRANT_PATH")] = Field(
-        default=None,
-        description="qdrant-client local mode path or ':memory:' (backend=server without a URL).",
-    )
-    collection: Annotated[str, Env("RETRIEVAL_COLLECTION")] = Field(
-        default="nfcorpus", description="Alias the service reads; versions are '<alias>-<hash>'."
-    )
-    hnsw_threshold: Annotated[int, Env("RETRIEVAL_HNSW_THRESHOLD")] = Field(
-        default=10_000,
-        ge=0,
-        description=(
-            "Points from which a collection's dense vectors get an HNSW graph; smaller ones are "
-            "searched exactly (NFCorpus's 3,633 documents and its training queries)."
-        ),
-    )
-    hnsw_m: Annotated[int, Env("RETRIEVAL_HNSW_M")] = Field(
-        default=32, ge=4, le=128, description="Edges per node of the HNSW graph."
-    )
-    hnsw_ef_construct: Annotated[int, Env("RETRIEVAL_HNSW_EF_CONSTRUCT")] = Field(
-        default=256, ge=4, le=4096, description="Candidates per insertion while the graph is built."
-    )
-    hnsw_ef: Annotated[int, Env("RETRIEVAL_HNSW_EF")] = Field(
-        default=1024,
-        ge=1,
-        le=4096,
-        description="Candidates an HNSW search keeps (at least the number of results asked).",
-    )
-    quantization: Annotated[Literal["none", "int8"], Env("RETRIEVAL_QUANTIZATION")] = Field(
-        default="int8",
-        description=(
-            "int8: scalar-quantized copies of the dense vectors of HNSW collections, searched "
-            "first and rescored with the originals."
-        ),
-    )
-    quantization_oversampling: Annotated[float, Env("RETRIEVAL_QUANTIZATION_OVERSAMPLING")] = Field(
-        default=2.0,
-        ge=1.0,
-        le=16.0,
-        description="Quantized candidates per result asked, rescored with the original vectors.",
-    )
-
-    @property
-    def dense_index(self) -> DenseIndex:
-        """The dense index's parameters, as the store backends take them."""
-        return DenseIndex(
-            threshold=self.hnsw_threshold,
-            m=self.hnsw_m,
-            ef_construct=self.hnsw_ef_construct,
-            ef=self.hnsw_ef,
-            quantized=self.quantization == "int8",
-            oversampling=self.quantization_oversampling,
-        )
-
-    @field_validator("backend", mode="before")
-    @classmethod
-    def _refuse_renamed_backends(cls, value: object) -> object:
-        renamed = _RENAMED_BACKENDS.get(value.strip().lower()) if isinstance(value, str) else None
-        if renamed:
-            name, what = renamed
-            raise ValueError(
-                f"RETRIEVAL_STORE={value} is an old name: use RETRIEVAL_STORE={name} ({what})"
-            )
-        return value
-
-    @model_validator(mode="after")
-    def _server_needs_a_location(self) -> StoreSettings:
-        if self.backend == "server" and not (self.qdrant_url or self.qdrant_path):
-            raise ValueError("RETRIEVAL_STORE=server needs RETRIEVAL_QDRANT_URL or _QDRANT_PATH")
-        return self
-
-
-class HybridSettings(_Group):
+class HybridSettings(Group):
     """The first stage: dense and BM25 candidates and how they are fused."""
 
     candidates: Annotated[int, Env("RETRIEVAL_CANDIDATES")] = Field(
@@ -204,7 +70,7 @@ class HybridSettings(_Group):
     )
 
 
-class FeedbackSettings(_Group):
+class FeedbackSettings(Group):
     """RM3 pseudo-relevance feedback on the BM25 side (chosen on dev queries)."""
 
     docs: Annotated[int, Env("RETRIEVAL_FEEDBACK_DOCS")] = Field(
@@ -218,7 +84,7 @@ class FeedbackSettings(_Group):
     )
 
 
-class KnnSettings(_Group):
+class KnnSettings(Group):
     """Votes of the nearest training queries."""
 
     neighbours: Annotated[int, Env("RETRIEVAL_KNN_NEIGHBOURS")] = Field(
@@ -241,7 +107,7 @@ class KnnSettings(_Group):
     )
 
 
-class RankerSettings(_Group):
+class RankerSettings(Group):
     """The learned ranker."""
 
     enabled: Annotated[bool, Env("RETRIEVAL_USE_RANKER")] = Field(
@@ -250,7 +116,7 @@ class RankerSettings(_Group):
     )
 
 
-class ExperimentSettings(_Group):
+class ExperimentSettings(Group):
     """Slices of the data for tests and smoke runs; unset in production."""
 
     max_train_queries: Annotated[int | None, Env("RETRIEVAL_MAX_TRAIN_QUERIES")] = Field(
@@ -262,7 +128,7 @@ class ExperimentSettings(_Group):
 
 
 def _is_group(info: FieldInfo) -> bool:
-    return isinstance(info.annotation, type) and issubclass(info.annotation, _Group)
+    return isinstance(info.annotation, type) and issubclass(info.annotation, Group)
 
 
 class _Environment(EnvSettingsSource):
