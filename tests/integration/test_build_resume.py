@@ -15,12 +15,9 @@ from typing import Any
 import pytest
 
 from harness.processes import REPO
-from services.nfcorpus.dataset import load_queries
-from services.retrieval.encoders.sparse import query_vector
 from services.retrieval.settings import StoreSettings
 from services.retrieval.store import open_store
-from services.retrieval.text import analyze
-from services.retrieval.types import VectorQuery
+from tests.support.served_collection import served_collection
 from tests.support.small_index import make_subset
 
 DOCS = 96
@@ -59,23 +56,8 @@ def _run(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
 
 
 def _collection(edge: Path, data: Path) -> dict[str, Any]:
-    """Everything a served collection answers: its points, and BM25 and dense searches."""
-    store = open_store(StoreSettings(edge_path=edge))
-    try:
-        name = store.resolve_alias("nfcorpus") or ""
-        points = sorted(store.scroll(name, True, vectors=True), key=lambda h: h.id)
-        texts = list(load_queries(data).values())[:20]
-        asks = [VectorQuery(query_vector(analyze(t)), 10) for t in texts]
-        asks += [VectorQuery(p.dense.tolist(), 10) for p in points[:5] if p.dense is not None]
-        return {
-            "name": name,
-            "points": [
-                (p.id, dict(p.payload), p.dense.tobytes()) for p in points if p.dense is not None
-            ],
-            "searches": [(f.ids, f.scores) for f in store.search(name, asks)],
-        }
-    finally:
-        store.close()
+    """What the embedded store under ``edge`` serves (:func:`served_collection`)."""
+    return served_collection(StoreSettings(edge_path=edge), data)
 
 
 @pytest.fixture(scope="module")

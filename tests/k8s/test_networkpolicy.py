@@ -143,6 +143,8 @@ UNSELECTED = {(a, b, p) for a in ("stranger", "eval") for b in ("stranger", "eva
         ("ci/external-qdrant-values.yaml", CORE),
         # The index is in every MCP pod: nothing reaches a store.
         ("ci/embedded-values.yaml", CORE | LOAD_TEST),
+        # The indexer's slices reach nothing in the release: only the finishing step writes.
+        ("ci/parallel-indexer-values.yaml", CORE | TO_QDRANT),
     ],
 )
 def test_only_the_intended_paths_inside_the_namespace(scenario: str, expected: set[Edge]) -> None:
@@ -154,6 +156,7 @@ def test_every_pod_of_the_release_is_selected_for_both_directions() -> None:
         "ci/default-values.yaml",
         "ci/full-values.yaml",
         "ci/external-qdrant-values.yaml",
+        "ci/parallel-indexer-values.yaml",
     ):
         rendered = render(scenario)
         policies = rendered.of_kind("NetworkPolicy")
@@ -181,6 +184,28 @@ def test_only_the_indexer_reaches_the_internet_and_only_when_allowed() -> None:
     assert reach == {"indexer"}
     blocked = render("ci/external-qdrant-values.yaml")
     assert not any(Cluster(blocked).allows(p, INTERNET, 443) for p in release_pods(blocked))
+
+
+def test_the_indexer_s_slices_reach_dns_and_the_download_only_never_the_store() -> None:
+    # Downloading allowed: the slices may fetch the dataset as the indexer's Job may.
+    rendered = render("ci/parallel-indexer-values.yaml", indexer__data__allowDownload=True)
+    cluster = Cluster(rendered)
+    (slice_pod,) = [p for p in release_pods(rendered) if p.name == "indexer-slices"]
+    reached = {
+        (dst.name, port)
+        for dst in [*release_pods(rendered), KUBE_DNS, VECTOR_DB, INTERNET]
+        for port in (*PORTS, 53)
+        if dst is not slice_pod and cluster.allows(slice_pod, dst, port)
+    }
+    assert reached == {("kube-dns", 53), ("internet", 443)}
+    external = render(
+        "ci/parallel-indexer-values.yaml",
+        qdrant__external__url="http://qdrant.vector-db:6333",
+        qdrant__apiKey__existingSecret="qdrant-credentials",
+    )
+    pods = {p.name: p for p in release_pods(external)}
+    assert Cluster(external).allows(pods["indexer"], VECTOR_DB, 6333)
+    assert not Cluster(external).allows(pods["indexer-slices"], VECTOR_DB, 6333)
 
 
 def test_external_qdrant_is_reached_by_mcp_server_and_indexer_only() -> None:

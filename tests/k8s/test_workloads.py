@@ -39,6 +39,7 @@ def test_every_scenario_renders_the_core_components() -> None:
         "ci/embedded-values.yaml",
         "ci/external-qdrant-values.yaml",
         "ci/full-values.yaml",
+        "ci/parallel-indexer-values.yaml",
     ]
     for scenario in SCENARIOS:
         r = render(scenario)
