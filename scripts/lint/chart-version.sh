@@ -28,7 +28,9 @@ if [[ $now != "$committed" ]]; then
     echo "chart-version: $committed -> $now"
     exit 0
 fi
-set_in=$(git log -1 --format=%H -G '^version:' -- "$chart/Chart.yaml")
+# Along the first parents, a merge compared with its first parent: a merge that sets the
+# version (two branches bumped to the same one) counts as the commit that set it.
+set_in=$(git log -1 --first-parent -m --format=%H -G '^version:' -- "$chart/Chart.yaml")
 mapfile -t changed < <( (git diff --name-only "$set_in" -- "$chart"
     git ls-files --others --exclude-standard -- "$chart") | sort -u)
 if ((${#changed[@]})); then
