@@ -38,6 +38,7 @@ def test_each_size_is_built_from_scratch_from_the_checkpoints(report: dict[str, 
         # Measured, whatever their values here: present, as numbers.
         assert isinstance(record["wall_s"], float) and isinstance(record["peak_rss_mb"], float)
         assert {"plan", "scan", "write", "optimize"} <= set(record["phases_s"])
+        assert set(record["phases_mb"]) == set(record["phases_s"])  # the memory after each
 
 
 def test_the_split_encodes_the_same_documents_in_one_and_in_two_processes(

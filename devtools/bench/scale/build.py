@@ -38,7 +38,7 @@ from services.telemetry.logging import setup_logging
 
 log = logging.getLogger("devtools.bench.scale.build")
 INDEXER = [sys.executable, "-m", "services.retrieval.indexing.index"]
-PHASE = re.compile(r"build phase (\w+): ([\d.]+) s")
+PHASE = re.compile(r"build phase (\w+): ([\d.]+) s, rss (\d+) MB, anon (\d+) MB, peak (\d+) MB")
 ENCODED = "encoded chunk"
 
 
@@ -86,6 +86,11 @@ def measure_build(
         "mode": mode,
         **ran,
         "phases_s": {m[1]: float(m[2]) for m in PHASE.finditer(text)},
+        # After each phase: the resident set, the process's own part of it, the peak so far.
+        "phases_mb": {
+            m[1]: {"rss": int(m[3]), "anon": int(m[4]), "peak": int(m[5])}
+            for m in PHASE.finditer(text)
+        },
         "encoded_chunks": text.count(ENCODED),
     }
 

@@ -214,10 +214,29 @@ def build(
 
 @contextmanager
 def phase(name: str) -> Iterator[None]:
-    """Log how long the build's phase ``name`` took (``make bench-scale-build`` reads it)."""
+    """Log how long the build's phase ``name`` took and the memory after it.
+
+    ``make bench-scale-build`` reads these lines. The memory is the process's resident set, its
+    own share of it (the rest is mapped files: the store's, shared with the page cache) and its
+    peak so far, from ``/proc`` where there is one.
+    """
     started = time.monotonic()
     yield
-    log.info("build phase %s: %.1f s", name, time.monotonic() - started)
+    took = time.monotonic() - started
+    try:
+        status = Path("/proc/self/status").read_text()
+    except OSError:
+        log.info("build phase %s: %.1f s", name, took)
+        return
+    mb = {
+        key: int(value.split()[0]) // 1024
+        for key, _, value in (line.partition(":") for line in status.splitlines())
+        if key in ("VmRSS", "RssAnon", "VmHWM")
+    }
+    log.info(
+        "build phase %s: %.1f s, rss %d MB, anon %d MB, peak %d MB",
+        name, took, mb.get("VmRSS", 0), mb.get("RssAnon", 0), mb.get("VmHWM", 0),
+    )  # fmt: skip
 
 
 def require_checkpoints(
