@@ -292,8 +292,9 @@ def build_index(
         return IndexReport(plan.name, plan.documents, built=False)
     previous = store.resolve_alias(alias)
     build(settings, store, encoder, plan, encode)
-    store.set_alias(alias, plan.name)
-    drop_old_versions(store, alias, keep={plan.name, previous})
+    with phase("alias"):
+        store.set_alias(alias, plan.name)
+        drop_old_versions(store, alias, keep={plan.name, previous})
     log.info("alias %s -> %s (%d documents)", alias, plan.name, plan.documents)
     return IndexReport(plan.name, plan.documents, built=True)
 
