@@ -82,8 +82,9 @@ def test_slices_and_finishing_step_read_the_same_corpus_settings_and_vector_cach
     slices, finish = _jobs(r)
     (s,) = containers(slices)
     (f,) = containers(finish, init=False)
-    # Everything but the threads, the trace name, the store's key and the wait: the data, the
-    # cache, the chunking and every retrieval setting that names a version.
+    # Everything but the threads, the trace name, the store's key, the collections' layout on
+    # Qdrant and the wait (the slices never open the store): the data, the cache, the chunking
+    # and every retrieval setting that shapes a chunk's vectors.
     differ = {
         "OMP_NUM_THREADS",
         "OPENBLAS_NUM_THREADS",
@@ -92,6 +93,10 @@ def test_slices_and_finishing_step_read_the_same_corpus_settings_and_vector_cach
         "RETRIEVAL_QDRANT_API_KEY",
         "RETRIEVAL_INDEX_WAIT_SECONDS",
     }
+    qdrant = {"RETRIEVAL_QUANTIZATION_ALWAYS_RAM"} | {k for k in env(f) if "_QDRANT_" in k}
+    layout = qdrant - {"RETRIEVAL_QDRANT_URL", "RETRIEVAL_QDRANT_API_KEY"}
+    assert layout and not layout & set(env(s))
+    differ |= layout
     same = {k: v for k, v in env(f).items() if k not in differ}
     assert {k: v for k, v in env(s).items() if k not in differ} == same
     assert same["RETRIEVAL_MODE"] == "zero-shot" and same["RETRIEVAL_CACHE_DIR"] == "/data/cache"
