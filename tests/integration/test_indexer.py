@@ -20,6 +20,7 @@ from services.retrieval.settings import ExperimentSettings, RetrievalSettings, S
 from services.retrieval.store import open_store
 from services.retrieval.store.base import Store
 from services.retrieval.types import CollectionSpec
+from tests.support.qdrant_wire import THREE_NODES
 from tests.support.small_index import make_subset
 
 DOCS = 30
@@ -271,18 +272,6 @@ def test_served_supervision_lets_dev_queries_vote_and_teach() -> None:
     assert not dev & set(honest.voters) and not dev & set(honest.learners)
     assert set(honest.held_out) == dev & set(load_queries(data))
     assert served.fingerprint() != honest.fingerprint()
-
-
-#: A layout for three Qdrant nodes (tests/integration/test_server_wire.py reads what it sends).
-THREE_NODES = {
-    "qdrant_shards": 6,
-    "qdrant_replication_factor": 2,
-    "qdrant_write_consistency_factor": 2,
-    "qdrant_nodes": 3,
-    "qdrant_on_disk_vectors": True,
-    "qdrant_on_disk_payload": True,
-    "quantization_always_ram": True,
-}
 
 
 def test_a_build_laid_out_for_three_nodes_completes_and_answers_in_local_mode(

@@ -21,20 +21,9 @@ from services.retrieval.store import open_store
 from services.retrieval.store.base import Store
 from services.retrieval.types import CollectionSpec, Point, SparseVector
 from tests.support.polling import wait_for
-from tests.support.qdrant_wire import QdrantGrpc, QdrantRest
+from tests.support.qdrant_wire import THREE_NODES, QdrantGrpc, QdrantRest
 
 DOCUMENTS = CollectionSpec(dense_size=384)
-#: A layout for three nodes: six shards in two copies each, both copies written before a write
-#: succeeds; the documents' vectors and payloads on disk, their int8 copies in memory.
-THREE_NODES = {
-    "qdrant_shards": 6,
-    "qdrant_replication_factor": 2,
-    "qdrant_write_consistency_factor": 2,
-    "qdrant_nodes": 3,
-    "qdrant_on_disk_vectors": True,
-    "qdrant_on_disk_payload": True,
-    "quantization_always_ram": True,
-}
 #: Qdrant's default bound on a REST request's body (its configuration's
 #: service.max_request_size_mb: 32).
 SERVER_MAX_REQUEST = 32 * 1024 * 1024

@@ -197,3 +197,16 @@ class QdrantGrpc:
             yield self
         finally:
             self._server.stop(grace=None).wait()
+
+
+#: A layout for three nodes: six shards in two copies each, both copies written before a write
+#: succeeds; the documents' vectors and payloads on disk, their int8 copies in memory.
+THREE_NODES = {
+    "qdrant_shards": 6,
+    "qdrant_replication_factor": 2,
+    "qdrant_write_consistency_factor": 2,
+    "qdrant_nodes": 3,
+    "qdrant_on_disk_vectors": True,
+    "qdrant_on_disk_payload": True,
+    "quantization_always_ram": True,
+}
