@@ -20,6 +20,7 @@ import pytest
 
 from devtools.bench.hnsw_recall import dense_recall
 from services.retrieval.settings import DenseIndex, StoreSettings
+from services.retrieval.store.base import StoreError
 from services.retrieval.store.copies import SHARED_FILES
 from services.retrieval.store.edge import EdgeStore
 from services.retrieval.store.server import ServerStore
@@ -125,6 +126,40 @@ def test_a_shard_above_the_threshold_has_a_graph_that_finds_the_exact_neighbours
         assert dense_recall(reader, "c", _vectors(50, 3).tolist(), k=20) >= 0.99
     finally:
         reader.close()
+
+
+def test_a_build_seals_each_segment_as_it_fills(tmp_path: Path) -> None:
+    # Segments of 800 points: 2,000 written in batches that straddle the bound give one sealed
+    # (graph and all) by the 1,500th, a second at the 1,600th, and the tail sealed by the
+    # build's optimize; the engine joins none of them, and together they answer as one shard.
+    points = _points(2000)
+    store = EdgeStore(tmp_path / "cut", index=INDEX, segment_points=800)
+    whole = EdgeStore(tmp_path / "whole", index=INDEX)
+    try:
+        for built in (store, whole):
+            built.create_collection("c", CollectionSpec(dense_size=DIM))
+        for start in range(0, 1500, 300):
+            store.upsert("c", points[start : start + 300])
+        # (The engine removes a sealed segment's old files a moment later: count graphs only.)
+        assert len([m for m in _graph_edges(tmp_path / "cut" / "c") if m]) == 1
+        store.upsert("c", points[1500:])
+        whole.upsert("c", points)
+        for built in (store, whole):
+            built.optimize("c")
+        assert store.count("c") == 2000
+        exact = [replace(q, exact=True) for q in _queries(20, 50)]
+        assert store.search("c", exact) == whole.search("c", exact)
+        assert dense_recall(store, "c", _vectors(50, 3).tolist(), k=20) >= 0.99
+    finally:
+        store.close()
+        whole.close()
+    # Three sealed, and the empty appendable segment the engine keeps.
+    assert sorted(_graph_edges(tmp_path / "cut" / "c")) == [0, INDEX.m, INDEX.m, INDEX.m]
+
+
+def test_segments_below_the_graphs_threshold_are_refused(tmp_path: Path) -> None:
+    with pytest.raises(StoreError, match="below the graph's threshold"):
+        EdgeStore(tmp_path, index=INDEX, segment_points=INDEX.threshold - 1)
 
 
 def test_opening_a_served_shard_builds_nothing(tmp_path: Path) -> None:

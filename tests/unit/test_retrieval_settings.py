@@ -16,6 +16,7 @@ FLAT = {
     "RETRIEVAL_STORE": ("server", ("store", "backend"), "server"),
     "RETRIEVAL_EDGE_PATH": ("/tmp/edge", ("store", "edge_path"), Path("/tmp/edge")),
     "RETRIEVAL_EDGE_PRIVATE_COPY": ("true", ("store", "edge_private_copy"), True),
+    "RETRIEVAL_EDGE_SEGMENT_POINTS": ("50000", ("store", "edge_segment_points"), 50_000),
     "RETRIEVAL_QDRANT_URL": ("http://q:6333", ("store", "qdrant_url"), "http://q:6333"),
     "RETRIEVAL_QDRANT_API_KEY": ("k", ("store", "qdrant_api_key"), "k"),
     "RETRIEVAL_QDRANT_PATH": (":memory:", ("store", "qdrant_path"), ":memory:"),
@@ -145,14 +146,17 @@ def test_the_index_version_follows_the_constants_of_the_ranker_features(
 def test_the_index_version_follows_how_the_dense_index_is_built() -> None:
     settings = RetrievalSettings()
     built = {
-        dense_index_config(settings.updated(store=change))
+        dense_index_config(settings.updated(store=change), 3633)
         for change in ({}, {"hnsw_threshold": 5}, {"hnsw_m": 8}, {"hnsw_ef_construct": 64})
     }
     assert len(built) == 4
-    assert len(built | {dense_index_config(settings.updated(store={"quantization": "none"}))}) == 5
+    assert (
+        len(built | {dense_index_config(settings.updated(store={"quantization": "none"}), 3633)})
+        == 5
+    )
     # Read at search time: a version serves any of them.
     searched = settings.updated(store={"hnsw_ef": 64, "quantization_oversampling": 4.0})
-    assert dense_index_config(searched) == dense_index_config(settings)
+    assert dense_index_config(searched, 3633) == dense_index_config(settings, 3633)
 
 
 def test_a_server_layout_left_unset_is_the_servers_own() -> None:
@@ -184,12 +188,12 @@ def test_copies_that_cannot_exist_are_refused(layout: dict[str, int], message: s
 
 def test_the_index_version_follows_the_layout_chosen_on_a_server() -> None:
     local = RetrievalSettings().updated(store={"backend": "server", "qdrant_path": ":memory:"})
-    unset = dense_index_config(local)
+    unset = dense_index_config(local, 3633)
     # The server's defaults name a version as before (no layout in its hash) ...
-    assert unset == dense_index_config(RetrievalSettings())
+    assert unset == dense_index_config(RetrievalSettings(), 3633)
     # ... a layout chosen names another, each one its own; the embedded store has no layout.
     chosen = {
-        dense_index_config(local.updated(store=change))
+        dense_index_config(local.updated(store=change), 3633)
         for change in (
             {"qdrant_shards": 6},
             {"qdrant_shards": 3},
@@ -199,4 +203,18 @@ def test_the_index_version_follows_the_layout_chosen_on_a_server() -> None:
     }
     assert len(chosen - {unset}) == 4
     embedded = RetrievalSettings().updated(store={"qdrant_shards": 6})
-    assert dense_index_config(embedded) == unset
+    assert dense_index_config(embedded, 3633) == unset
+
+
+def test_the_index_version_follows_the_segments_once_a_corpus_fills_more_than_one() -> None:
+    settings = RetrievalSettings()
+    small = settings.updated(store={"edge_segment_points": 20_000})
+    # A corpus in one segment keeps its name whatever the bound ...
+    assert dense_index_config(small, 3633) == dense_index_config(settings, 3633)
+    # ... a larger one is cut by it: another bound, another version.
+    assert dense_index_config(small, 300_000) != dense_index_config(settings, 300_000)
+
+
+def test_segments_smaller_than_the_graphs_threshold_are_refused() -> None:
+    with pytest.raises(ValueError, match=r"RETRIEVAL_EDGE_SEGMENT_POINTS \(500\) must be at least"):
+        StoreSettings(edge_segment_points=500, hnsw_threshold=1000)

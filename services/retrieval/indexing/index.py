@@ -112,7 +112,7 @@ def plan_index(settings: RetrievalSettings, encoder: DenseEncoder) -> IndexPlan:
         encoder.model_id,
         bm25.k1,
         bm25.b,
-        dense_index_config(settings),
+        dense_index_config(settings, documents),
         supervised_config(settings, training),
     )
     name = versioned_collection(settings.store.collection, version)

@@ -53,16 +53,22 @@ def collection_version(*parts: object) -> str:
     return hashlib.sha256(key.encode()).hexdigest()[:HASH_CHARS]
 
 
-def dense_index_config(settings: RetrievalSettings) -> str:
+def dense_index_config(settings: RetrievalSettings, documents: int) -> str:
     """What shapes a version's dense index as built (``ef`` and oversampling are read at search).
 
     On a Qdrant server, the layout chosen too (shards, copies, what stays on disk): a collection
     keeps the layout it was created with, so another one takes a new version, built beside the
-    served one, rather than a build that finds its version current and changes nothing.
+    served one, rather than a build that finds its version current and changes nothing. In the
+    embedded store, the segments' size once the ``documents`` fill more than one (a corpus in
+    one segment keeps the name it had before segments were bounded).
     """
     store = settings.store
     built = f"{store.hnsw_threshold}|{store.hnsw_m}|{store.hnsw_ef_construct}|{store.quantization}"
-    layout = store.server_layout.chosen() if store.backend == "server" else ""
+    if store.backend == "server":
+        layout = store.server_layout.chosen()
+    else:
+        segmented = documents > store.edge_segment_points
+        layout = f"segments={store.edge_segment_points}" if segmented else ""
     return f"{built}|{layout}" if layout else built
 
 

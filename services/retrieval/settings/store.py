@@ -117,6 +117,15 @@ class StoreSettings(Group):
             "worker processes serve)."
         ),
     )
+    edge_segment_points: Annotated[int, Env("RETRIEVAL_EDGE_SEGMENT_POINTS")] = Field(
+        default=65_536,
+        ge=1,
+        description=(
+            "Points of a qdrant-edge segment at most (backend=embedded): a build seals and "
+            "indexes each segment as it fills, so its memory is one segment's, whatever the "
+            "corpus; a search visits every segment."
+        ),
+    )
     qdrant_url: Annotated[str | None, Env("RETRIEVAL_QDRANT_URL")] = Field(
         default=None, description="Qdrant server URL (backend=server)."
     )
@@ -252,6 +261,17 @@ class StoreSettings(Group):
                 f"RETRIEVAL_STORE={value} is an old name: use RETRIEVAL_STORE={name} ({what})"
             )
         return value
+
+    @model_validator(mode="after")
+    def _segments_take_the_graph(self) -> StoreSettings:
+        # A sealed segment is indexed once, as it fills: below the graph's threshold it would be
+        # left exact and rebuilt, whole, once the collection outgrew it.
+        if self.edge_segment_points < self.hnsw_threshold:
+            raise ValueError(
+                f"RETRIEVAL_EDGE_SEGMENT_POINTS ({self.edge_segment_points}) must be at least "
+                f"RETRIEVAL_HNSW_THRESHOLD ({self.hnsw_threshold})"
+            )
+        return self
 
     @model_validator(mode="after")
     def _server_needs_a_location(self) -> StoreSettings:

@@ -19,6 +19,7 @@ def open_store(settings: StoreSettings) -> Store:
             settings.edge_path,
             private_copy=settings.edge_private_copy,
             index=settings.dense_index,
+            segment_points=settings.edge_segment_points,
         )
     from services.retrieval.store.server import ServerStore
 

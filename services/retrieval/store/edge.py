@@ -5,17 +5,20 @@ replaced atomically (``os.replace``) so a reader sees the old or the new version
 qdrant-edge lets one process open a shard directory: with ``private_copy`` each process opens a
 copy of its own (:mod:`.copies`), so several server workers can read one index.
 
-A shard is written, then :meth:`EdgeStore.optimize` has the engine rebuild its points into one
-immutable segment (beside an empty appendable one it keeps): an HNSW graph for the dense vectors
+A shard is written, then :meth:`EdgeStore.optimize` has the engine rebuild its points into
+immutable segments (beside an empty appendable one it keeps): an HNSW graph for the dense vectors
 from the settings' threshold on (none below it, so every search there is exact), the BM25
-inverted index memory-mapped from its files instead of rebuilt in RAM at each open. A served
-shard only reads what the build wrote: the engine runs no optimizer by itself (optimizations are
-explicit calls), so opening one builds nothing.
+inverted index memory-mapped from its files instead of rebuilt in RAM at each open. A written
+shard is cut into segments of at most ``segment_points`` points, each sealed (optimized) as it
+fills, so building one holds one segment's indexes in memory, not the corpus's (NFCorpus fits
+in one). A served shard only reads what the build wrote: the engine runs no optimizer by itself
+(optimizations are explicit calls), so opening one builds nothing.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
 import shutil
 import tempfile
@@ -50,11 +53,15 @@ _CONFIG = "edge_config.json"
 _REBUILD_FROM_KB = 1
 
 
-def shard_config(dense_size: int, sparse: bool, index: DenseIndex, graph: bool) -> qe.EdgeConfig:
+def shard_config(
+    dense_size: int, sparse: bool, index: DenseIndex, graph: bool, segment_points: int | None
+) -> qe.EdgeConfig:
     """A shard's configuration: cosine dense vectors, dot-product sparse ones, no WAL.
 
     ``graph`` gives the dense vectors an HNSW graph (and the quantized copies, if asked for);
     without it ``m`` is 0, which Qdrant reads as "no graph": an exact scan of the vectors.
+    ``segment_points`` bounds a segment in Qdrant's unit (KB of vectors), so the engine's merge
+    optimizer never joins two sealed segments into one bigger than that.
     """
     quantization = (
         qe.ScalarQuantizationConfig(qe.ScalarType.Int8, quantile=QUANTIZATION_QUANTILE)
@@ -70,11 +77,16 @@ def shard_config(dense_size: int, sparse: bool, index: DenseIndex, graph: bool) 
         full_scan_threshold=index.threshold_kb(dense_size),
     )
     bm25 = qe.EdgeSparseVectorParams(memory=qe.Memory.Cold)
+    vector_kb = dense_size * 4 / 1024  # a float32 vector
+    segment_kb = None if segment_points is None else math.ceil(segment_points * vector_kb)
     return qe.EdgeConfig(
         vectors={DENSE: dense},
         sparse_vectors={SPARSE: bm25} if sparse else None,
         hnsw_config=hnsw,
-        optimizers=qe.EdgeOptimizersConfig(indexing_threshold=_REBUILD_FROM_KB),
+        optimizers=qe.EdgeOptimizersConfig(
+            indexing_threshold=_REBUILD_FROM_KB,
+            max_segment_size=segment_kb,
+        ),
         wal_enabled=False,
         max_search_threads=1,
     )
@@ -121,16 +133,26 @@ class EdgeStore:
         private_copy: bool = False,
         copies_root: Path = copies.COPIES_ROOT,
         index: DenseIndex | None = None,
+        segment_points: int | None = None,
     ) -> None:
         """Use shard directories under ``root`` (created if missing).
 
         With ``private_copy``, copies go to a folder of this store's own under
         ``copies_root/<this process>/``, and the copies of processes that have exited are
         removed first. ``index`` is how dense vectors are indexed and searched (the settings'
-        defaults if None).
+        defaults if None). ``segment_points`` bounds the segments a build writes (None: one
+        segment, however large).
         """
         self._root = root
         self._index = index if index is not None else StoreSettings().dense_index
+        if segment_points is not None and segment_points < self._index.threshold:
+            raise StoreError(
+                f"segments of {segment_points} points would stay below the graph's threshold "
+                f"({self._index.threshold}): each is indexed once, as it fills"
+            )
+        self._segment = segment_points
+        # Points written into each shard's appendable segment since it was last sealed.
+        self._unsealed: dict[str, int] = {}
         self._params = {exact: search_params(self._index, exact) for exact in (False, True)}
         self._shards: dict[str, qe.EdgeShard] = {}
         self._copies: Path | None = None
@@ -184,7 +206,7 @@ class EdgeStore:
         search to another thread and back, which costs CPU on every call; concurrent requests
         search on their own threads.
         """
-        config = shard_config(spec.dense_size, spec.sparse, self._index, graph=False)
+        config = shard_config(spec.dense_size, spec.sparse, self._index, False, self._segment)
         with self._lock:
             self._shards[name] = qe.EdgeShard.create(str(self._path(name)), config)
 
@@ -211,11 +233,13 @@ class EdgeStore:
             # scores tie among points inserted in another order (the training queries' uuids).
             return
         if graph:
-            config = shard_config(stored["vectors"][DENSE]["size"], sparse, self._index, graph)
+            size = stored["vectors"][DENSE]["size"]
+            config = shard_config(size, sparse, self._index, graph, self._segment)
             with self._lock:
                 shard.close()
                 shard = self._shards[name] = qe.EdgeShard.load(str(path), config)
         shard.optimize()
+        self._unsealed[name] = 0
 
     def delete_collection(self, name: str) -> None:
         """Close and remove the shard directory."""
@@ -235,7 +259,10 @@ class EdgeStore:
         One operation per point: inside a multi-point operation the engine numbers the points
         in an order that changes from process to process, and that internal order breaks ties
         between equal scores (NFCorpus holds duplicate documents), so two builds of the same
-        data would train different rankers and serve different rankings.
+        data would train different rankers and serve different rankings. A point that fills the
+        appendable segment seals it (:meth:`optimize`) before the next one is written: each
+        segment is indexed alone, so a build holds one segment's indexes in memory, never the
+        corpus's. The points are counted as this process writes them (a build writes each once).
         """
         shard = self._shard(name)
         for p in points:
@@ -244,6 +271,11 @@ class EdgeStore:
                 vectors[SPARSE] = _vector(p.sparse)
             point = qe.Point(id=p.id, vector=vectors, payload=p.payload)
             shard.update(qe.UpdateOperation.upsert_points([point]))
+            self._unsealed[name] = self._unsealed.get(name, 0) + 1
+            if self._unsealed[name] == self._segment:
+                shard.flush()
+                self.optimize(name)
+                shard = self._shard(name)
         shard.flush()
 
     def count(self, name: str) -> int:
