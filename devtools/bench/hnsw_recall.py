@@ -16,6 +16,11 @@ originals), and exactly; it prints and writes recall@k and the CPU per query of 
 - ``gaussian``: normalized Gaussian vectors and queries, the hardest case for a graph (no
   structure at all).
 
+With ``--served EDGE --data FOLDER`` it builds nothing: it measures the version an embedded
+store at ``EDGE`` serves (its alias), with the test queries of the BEIR folder ``FOLDER``
+encoded by the project's MiniLM, at each ``ef``, as served (int8 and rescoring) and exactly;
+``make bench-scale``'s indexes are such stores (``var/bench-scale/n<N>/full/edge``).
+
 docs/retrieval.md records a run and its command.
 """
 
@@ -33,7 +38,9 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
-from services.retrieval.settings import DenseIndex, StoreSettings
+from services.nfcorpus.dataset import load_qrels, load_queries
+from services.retrieval.encoders.dense import OnnxMiniLM
+from services.retrieval.settings import DenseIndex, RetrievalSettings, StoreSettings
 from services.retrieval.store.base import Store
 from services.retrieval.store.edge import EdgeStore
 from services.retrieval.types import CollectionSpec, Point, VectorQuery
@@ -96,61 +103,74 @@ def synthetic(
     return out, _normalized(asked[rng.choice(len(asked), size=queries, replace=False)])
 
 
-def _build(root: Path, docs: Matrix, index: DenseIndex) -> float:
+def _build(root: Path, docs: Matrix, index: DenseIndex, segment_points: int | None) -> float:
     """Write the shard as the indexer does; seconds the engine took to build its index."""
-    store = EdgeStore(root, index=index)
+    store = EdgeStore(root, index=index, segment_points=segment_points)
     try:
         store.create_collection("c", CollectionSpec(dense_size=docs.shape[1], sparse=False))
+        # Segments are sealed (indexed) as they fill, during the writes: all of it counts.
+        started = time.perf_counter()
         for start in range(0, len(docs), 1000):
             rows = docs[start : start + 1000].tolist()
             store.upsert("c", [Point(start + i, row, {}) for i, row in enumerate(rows)])
-        started = time.perf_counter()
         store.optimize("c")
         return time.perf_counter() - started
     finally:
         store.close()
 
 
-def _cpu_ms(store: Store, queries: Matrix, k: int, exact: bool) -> float:
+def _cpu_ms(store: Store, name: str, queries: Matrix, k: int, exact: bool) -> float:
     """CPU ms per query, one query per search (every thread of the process counts)."""
     rows = queries.tolist()
     started = time.process_time()
     for row in rows:
-        store.search("c", [VectorQuery(row, k, exact=exact)])
+        store.search(name, [VectorQuery(row, k, exact=exact)])
     return (time.process_time() - started) * 1000 / len(rows)
 
 
 def measure(
-    root: Path, queries: Matrix, index: DenseIndex, efs: Sequence[int], k: int
+    root: Path,
+    queries: Matrix,
+    index: DenseIndex,
+    efs: Sequence[int],
+    k: int,
+    alias: str | None = None,
 ) -> list[dict[str, object]]:
-    """Recall@k and CPU per query at each ``ef``, without and with quantization, and exact."""
+    """Recall@k and CPU per query at each ``ef``, without and with quantization, and exact.
+
+    ``alias``: measure the collection it names under ``root`` (a served index, as served: with
+    its int8 copies only) instead of the synthetic shard ``c``.
+    """
     rows: list[dict[str, object]] = []
-    for quantized in (False, True):
+    for quantized in (True,) if alias else (False, True):
         for ef in efs:
             variant = replace(index, ef=ef, quantized=quantized)
-            store = EdgeStore(root, index=variant)
+            store = EdgeStore(root, private_copy=alias is not None, index=variant)
+            name = (store.resolve_alias(alias) or alias) if alias else "c"
             try:
-                store.search("c", [VectorQuery(queries[0].tolist(), k)])  # open, warm
+                for row in queries.tolist()[:20]:  # open, warm
+                    store.search(name, [VectorQuery(row, k)])
                 rows.append(
                     {
                         "search": "hnsw",
                         "ef": ef,
                         "quantization": "int8" if quantized else "none",
                         "oversampling": index.oversampling if quantized else None,
-                        f"recall_at_{k}": round(dense_recall(store, "c", queries.tolist(), k), 4),
-                        "cpu_ms_per_query": round(_cpu_ms(store, queries, k, exact=False), 3),
+                        f"recall_at_{k}": round(dense_recall(store, name, queries.tolist(), k), 4),
+                        "cpu_ms_per_query": round(_cpu_ms(store, name, queries, k, exact=False), 3),
                     }
                 )
             finally:
                 store.close()
             print(json.dumps(rows[-1]), flush=True)
-    store = EdgeStore(root, index=index)
+    store = EdgeStore(root, private_copy=alias is not None, index=index)
+    name = (store.resolve_alias(alias) or alias) if alias else "c"
     try:
         rows.append(
             {
                 "search": "exact",
                 f"recall_at_{k}": 1.0,
-                "cpu_ms_per_query": round(_cpu_ms(store, queries, k, exact=True), 3),
+                "cpu_ms_per_query": round(_cpu_ms(store, name, queries, k, exact=True), 3),
             }
         )
     finally:
@@ -176,8 +196,22 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--ef", default=f"{defaults.hnsw_ef}", help="comma-separated ef values")
     parser.add_argument("--oversampling", type=float, default=defaults.quantization_oversampling)
     parser.add_argument("--dir", type=Path, help="where the shard is built (default: a temp dir)")
+    parser.add_argument(
+        "--segment-points",
+        type=int,
+        default=defaults.edge_segment_points,
+        help="points of a segment at most (0: one segment of every point)",
+    )
+    parser.add_argument("--served", type=Path, help="an embedded store to measure as it serves")
+    parser.add_argument("--data", type=Path, help="--served: the BEIR folder of its test queries")
     parser.add_argument("--out", type=Path, default=Path("reports/hnsw_recall.json"))
     args = parser.parse_args(argv)
+    efs = [int(e) for e in args.ef.split(",")]
+    if args.served is not None:
+        if args.data is None:
+            parser.error("--served needs --data, the BEIR folder of its test queries")
+        _measure_served(args.served, args.data, efs, args.k, args.out)
+        return
     docs, queries = synthetic(
         args.kind, args.points, args.dim, args.queries, args.seed, args.base, args.queries_from
     )
@@ -190,9 +224,9 @@ def main(argv: Sequence[str] | None = None) -> None:
         oversampling=args.oversampling,
     )
     with tempfile.TemporaryDirectory(dir=args.dir) as tmp:
-        build_s = _build(Path(tmp), docs, index)
+        build_s = _build(Path(tmp), docs, index, args.segment_points or None)
         print(f"built {len(docs)} x {docs.shape[1]} in {build_s:.0f} s", flush=True)
-        rows = measure(Path(tmp), queries, index, [int(e) for e in args.ef.split(",")], args.k)
+        rows = measure(Path(tmp), queries, index, efs, args.k)
     report = {
         "points": len(docs),
         "dim": int(docs.shape[1]),
@@ -200,12 +234,27 @@ def main(argv: Sequence[str] | None = None) -> None:
         "queries": len(queries),
         "m": args.m,
         "ef_construct": args.ef_construct,
+        "segment_points": args.segment_points or None,
         "build_s": round(build_s, 1),
         "results": rows,
     }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(report, indent=2) + "\n")
-    print(f"-> {args.out}")
+    _write(args.out, report)
+
+
+def _measure_served(edge: Path, data: Path, efs: Sequence[int], k: int, out: Path) -> None:
+    """Measure the version the embedded store at ``edge`` serves, with ``data``'s test queries."""
+    settings = RetrievalSettings()
+    texts, judged = load_queries(data), sorted(load_qrels(data, "test"))
+    queries = OnnxMiniLM(threads=1, cache_dir=settings.cache_dir).encode([texts[q] for q in judged])
+    alias = settings.store.collection
+    rows = measure(edge, queries, settings.store.dense_index, efs, k, alias=alias)
+    _write(out, {"served": str(edge), "queries": len(judged), "results": rows})
+
+
+def _write(out: Path, report: dict[str, object]) -> None:
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(report, indent=2) + "\n")
+    print(f"-> {out}")
 
 
 if __name__ == "__main__":
