@@ -157,6 +157,21 @@ def test_a_build_seals_each_segment_as_it_fills(tmp_path: Path) -> None:
     assert sorted(_graph_edges(tmp_path / "cut" / "c")) == [0, INDEX.m, INDEX.m, INDEX.m]
 
 
+def test_a_collection_made_again_counts_its_segment_from_empty(tmp_path: Path) -> None:
+    # 700 points written, the collection dropped and made again: its first segment still takes
+    # 800 points of its own before it is sealed.
+    store = EdgeStore(tmp_path, index=INDEX, segment_points=800)
+    try:
+        store.create_collection("c", CollectionSpec(dense_size=DIM))
+        store.upsert("c", _points(700))
+        store.delete_collection("c")
+        store.create_collection("c", CollectionSpec(dense_size=DIM))
+        store.upsert("c", _points(700))
+    finally:
+        store.close()
+    assert not any(_graph_edges(tmp_path / "c"))
+
+
 def test_segments_below_the_graphs_threshold_are_refused(tmp_path: Path) -> None:
     with pytest.raises(StoreError, match="below the graph's threshold"):
         EdgeStore(tmp_path, index=INDEX, segment_points=INDEX.threshold - 1)

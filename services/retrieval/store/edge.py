@@ -209,6 +209,7 @@ class EdgeStore:
         config = shard_config(spec.dense_size, spec.sparse, self._index, False, self._segment)
         with self._lock:
             self._shards[name] = qe.EdgeShard.create(str(self._path(name)), config)
+            self._unsealed[name] = 0  # a collection dropped and made again starts empty
 
     def optimize(self, name: str) -> None:
         """Rebuild the written shard as the engine serves it best; blocks until done.
