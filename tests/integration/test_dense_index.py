@@ -157,6 +157,31 @@ def test_a_build_seals_each_segment_as_it_fills(tmp_path: Path) -> None:
     assert sorted(_graph_edges(tmp_path / "cut" / "c")) == [0, INDEX.m, INDEX.m, INDEX.m]
 
 
+def test_a_shard_written_again_in_place_keeps_as_many_segments(tmp_path: Path) -> None:
+    # As ``--force`` rewrites a served version: every point again, over sealed segments. The
+    # old copies' segments are vacuumed, not kept beside the new ones; the answers are the same.
+    points = _points(2000)
+    exact = [replace(q, exact=True) for q in _queries(20, 50)]
+    store = EdgeStore(tmp_path, index=INDEX, segment_points=800)
+    try:
+        store.create_collection("c", CollectionSpec(dense_size=DIM))
+        store.upsert("c", points)
+        store.optimize("c")
+        before = store.search("c", exact)
+    finally:
+        store.close()
+    again = EdgeStore(tmp_path, index=INDEX, segment_points=800)
+    try:
+        for start in range(0, 2000, 300):
+            again.upsert("c", points[start : start + 300])
+        again.optimize("c")
+        assert again.count("c") == 2000
+        assert again.search("c", exact) == before
+    finally:
+        again.close()
+    assert sorted(_graph_edges(tmp_path / "c")) == [0, INDEX.m, INDEX.m, INDEX.m]
+
+
 def test_a_collection_made_again_counts_its_segment_from_empty(tmp_path: Path) -> None:
     # 700 points written, the collection dropped and made again: its first segment still takes
     # 800 points of its own before it is sealed.

@@ -61,7 +61,9 @@ def shard_config(
     ``graph`` gives the dense vectors an HNSW graph (and the quantized copies, if asked for);
     without it ``m`` is 0, which Qdrant reads as "no graph": an exact scan of the vectors.
     ``segment_points`` bounds a segment in Qdrant's unit (KB of vectors), so the engine's merge
-    optimizer never joins two sealed segments into one bigger than that.
+    optimizer never joins two sealed segments into one bigger than that; and any segment whose
+    points were rewritten (``--force`` writes the served version in place) is vacuumed at the
+    next optimization, however small, rather than kept beside the segments of the new copies.
     """
     quantization = (
         qe.ScalarQuantizationConfig(qe.ScalarType.Int8, quantile=QUANTIZATION_QUANTILE)
@@ -86,6 +88,7 @@ def shard_config(
         optimizers=qe.EdgeOptimizersConfig(
             indexing_threshold=_REBUILD_FROM_KB,
             max_segment_size=segment_kb,
+            vacuum_min_vector_number=1,
         ),
         wal_enabled=False,
         max_search_threads=1,
