@@ -141,12 +141,13 @@ def measure(
     ``alias``: measure the collection it names under ``root`` (a served index, as served: with
     its int8 copies only) instead of the synthetic shard ``c``.
     """
+    served = alias is not None
+    name = (EdgeStore(root).resolve_alias(alias) or alias) if alias else "c"
     rows: list[dict[str, object]] = []
-    for quantized in (True,) if alias else (False, True):
+    for quantized in (True,) if served else (False, True):
         for ef in efs:
             variant = replace(index, ef=ef, quantized=quantized)
-            store = EdgeStore(root, private_copy=alias is not None, index=variant)
-            name = (store.resolve_alias(alias) or alias) if alias else "c"
+            store = EdgeStore(root, private_copy=served, index=variant)
             try:
                 for row in queries.tolist()[:20]:  # open, warm
                     store.search(name, [VectorQuery(row, k)])
@@ -163,8 +164,7 @@ def measure(
             finally:
                 store.close()
             print(json.dumps(rows[-1]), flush=True)
-    store = EdgeStore(root, private_copy=alias is not None, index=index)
-    name = (store.resolve_alias(alias) or alias) if alias else "c"
+    store = EdgeStore(root, private_copy=served, index=index)
     try:
         rows.append(
             {

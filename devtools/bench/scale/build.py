@@ -3,8 +3,9 @@
 Each size is prepared as ``make bench-scale`` prepares it (NFCorpus plus distractors, every
 vector in the indexer's checkpoints, :mod:`.prepare`), then built from scratch by the ordinary
 indexer in full mode into a scratch store: its wall time, its peak RSS and the time and memory
-of each phase (the indexer's ``build phase`` log lines, its own ``/proc`` figures). The checkpoints hold every vector, so these builds measure what a
-build does besides encoding; encoding is measured apart, as the split:
+of each phase (the indexer's ``build phase`` log lines, its own ``/proc`` figures). The
+checkpoints hold every vector, so these builds measure what a build does besides encoding;
+encoding is measured apart, as the split:
 
 The split: the real indexer's slices encoding the first documents of NFCorpus from empty
 checkpoints, once as one process of one model thread, once as two such processes at once (two
