@@ -41,6 +41,24 @@ def test_each_size_is_built_from_scratch_from_the_checkpoints(report: dict[str, 
         assert set(record["phases_mb"]) == set(record["phases_s"])  # the memory after each
 
 
+def test_each_larger_size_is_built_again_under_a_limit_of_the_smallest_peak(
+    report: dict[str, Any],
+) -> None:
+    smallest, *larger = report["records"]
+    assert "limited" not in smallest
+    limit_mb = round(report["limit_ratio"] * smallest["peak_rss_mb"])
+    for record in larger:
+        limited = record["limited"]
+        assert limited["limit_mb"] == limit_mb
+        if "skipped" in limited:  # no writable memory cgroup on this machine
+            assert limited["skipped"]
+            continue
+        assert limited["completed"] and limited["oom_kills"] == 0
+        assert limited["phases_s"].keys() == record["phases_s"].keys()
+        if limited["cgroup_peak_mb"] is not None:
+            assert limited["cgroup_peak_mb"] <= limit_mb
+
+
 def test_the_split_encodes_the_same_documents_in_one_and_in_two_processes(
     report: dict[str, Any],
 ) -> None:

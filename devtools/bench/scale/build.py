@@ -5,7 +5,12 @@ vector in the indexer's checkpoints, :mod:`.prepare`), then built from scratch b
 indexer in full mode into a scratch store: its wall time, its peak RSS and the time and memory
 of each phase (the indexer's ``build phase`` log lines, its own ``/proc`` figures). The
 checkpoints hold every vector, so these builds measure what a build does besides encoding;
-encoding is measured apart, as the split:
+encoding is measured apart, as the split.
+
+The limited builds: each size but the smallest built again under a memory limit of 1.5 times
+the smallest's peak (:mod:`.memory_limit`), as a pod's limit holds it. The store's files are
+mapped, so their pages count in the resident set; under a limit the kernel takes them back
+first, and whether the build completes, and how much slower, says what memory it needs.
 
 The split: the real indexer's slices encoding the first documents of NFCorpus from empty
 checkpoints, once as one process of one model thread, once as two such processes at once (two
@@ -26,9 +31,11 @@ import subprocess
 import sys
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from devtools.bench.scale.memory_limit import MemoryCgroup, NoCgroup, memory_limit
 from devtools.bench.scale.prepare import Plan, prepare, size_folder
 from harness.processes import BASE_ENV, REPO
 from services.common.files import atomic_write_text
@@ -42,25 +49,47 @@ PHASE = re.compile(r"build phase (\w+): ([\d.]+) s, rss (\d+) MB, anon (\d+) MB,
 ENCODED = "encoded chunk"
 
 
-def run_logged(command: Sequence[str], env: dict[str, str], log_path: Path) -> tuple[float, str]:
-    """Run ``command`` to its end: its wall seconds and its log."""
+@dataclass(frozen=True)
+class Run:
+    """A finished child: its wall seconds, exit code, major page faults and log."""
+
+    wall_s: float
+    returncode: int
+    major_faults: int
+    text: str
+
+
+def run_logged(
+    command: Sequence[str], env: dict[str, str], log_path: Path, cgroup: MemoryCgroup | None
+) -> Run:
+    """Run ``command`` to its end (in ``cgroup`` if given), its output to ``log_path``."""
     log_path.parent.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
     with open(log_path, "wb") as out:
-        done = subprocess.run(
-            list(command), cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT
-        )
+        child = subprocess.Popen(
+            list(command), cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT,
+            preexec_fn=cgroup.join if cgroup else None,
+        )  # fmt: skip
+        # wait4 for the child's own page faults (re-reading what a limit made the kernel drop).
+        _, status, usage = os.wait4(child.pid, 0)
+        child.returncode = os.waitstatus_to_exitcode(status)
     wall = time.monotonic() - started
-    text = log_path.read_text(errors="replace")
-    if done.returncode != 0:
-        raise RuntimeError(f"{command} failed ({done.returncode}), see {log_path}:\n{text[-2000:]}")
-    return wall, text
+    return Run(wall, child.returncode, usage.ru_majflt, log_path.read_text(errors="replace"))
 
 
 def measure_build(
-    size: int, data_dir: Path, cache_dir: Path, work: Path, mode: str
+    size: int,
+    data_dir: Path,
+    cache_dir: Path,
+    work: Path,
+    mode: str,
+    cgroup: MemoryCgroup | None = None,
 ) -> dict[str, Any]:
-    """A build of one size from scratch in ``mode`` (its vectors already checkpointed)."""
+    """A build of one size from scratch in ``mode`` (its vectors already checkpointed).
+
+    In ``cgroup`` (a memory limit) the build may be killed; its record then says so, with the
+    phases it finished. Without one a failed build is an error.
+    """
     root = size_folder(work, size) / "build"
     shutil.rmtree(root, ignore_errors=True)
     env = {
@@ -72,28 +101,57 @@ def measure_build(
         "RETRIEVAL_MODE": mode,
         "RETRIEVAL_INDEX_SLICES": "1",
     }  # fmt: skip
-    log.info("n=%d: building from scratch", size)
-    wall, text = run_logged(INDEXER, env, root / "index.log")
+    log.info("n=%d: building from scratch%s", size, " under a memory limit" if cgroup else "")
+    run = run_logged(INDEXER, env, root / "index.log", cgroup)
     shutil.rmtree(root / "edge", ignore_errors=True)  # gigabytes at the larger sizes
+    if run.returncode != 0 and cgroup is None:
+        raise RuntimeError(f"the build of {size} failed ({run.returncode}):\n{run.text[-2000:]}")
     # After each phase: the resident set, the process's own part of it, the peak so far.
     phases = {
         m[1]: {"s": float(m[2]), "rss": int(m[3]), "anon": int(m[4]), "peak": int(m[5])}
-        for m in PHASE.finditer(text)
+        for m in PHASE.finditer(run.text)
     }
     return {
         "documents": size,
         "mode": mode,
-        "wall_s": wall,
+        "completed": run.returncode == 0,
+        "wall_s": run.wall_s,
         # The indexer's own high-water mark (VmHWM) up to its last phase (the alias moved).
         # Not wait4's ru_maxrss: Linux carries the forking parent's (this harness's, holding
         # every size's vectors) into the child's across exec.
         "peak_rss_mb": float(max((p["peak"] for p in phases.values()), default=0)),
+        "major_faults": run.major_faults,
         "phases_s": {name: p["s"] for name, p in phases.items()},
         "phases_mb": {
             name: {k: p[k] for k in ("rss", "anon", "peak")} for name, p in phases.items()
         },
-        "encoded_chunks": text.count(ENCODED),
+        "encoded_chunks": run.text.count(ENCODED),
     }
+
+
+def measure_limited(
+    size: int, data_dir: Path, cache_dir: Path, work: Path, mode: str, limit_mb: int
+) -> dict[str, Any]:
+    """The build of :func:`measure_build` again, under a memory limit of ``limit_mb``.
+
+    The record adds the limit, the cgroup's own peak (what the limit holds: each page charged
+    once) and the processes the kernel killed for want of memory; or says why no limit could
+    be set here.
+    """
+    try:
+        with memory_limit(f"bench-scale-build-{os.getpid()}-{size}", limit_mb) as cgroup:
+            record = measure_build(size, data_dir, cache_dir, work, mode, cgroup)
+            record.update(
+                limit_mb=limit_mb, cgroup_peak_mb=cgroup.peak_mb(), oom_kills=cgroup.oom_kills()
+            )
+    except NoCgroup as e:
+        log.warning("n=%d: no build under a memory limit: %s", size, e)
+        return {"limit_mb": limit_mb, "skipped": str(e)}
+    log.info(
+        "n=%d under %d MB: completed %s in %.1f s, peak %.0f MB",
+        size, limit_mb, record["completed"], record["wall_s"], record["peak_rss_mb"],
+    )  # fmt: skip
+    return record
 
 
 def measure_split(source: Path, cache_dir: Path, work: Path, documents: int) -> dict[str, Any]:
@@ -143,8 +201,14 @@ def measure_split(source: Path, cache_dir: Path, work: Path, documents: int) -> 
     }
 
 
-def run(plan: Plan, split_documents: int, mode: str = "full") -> dict[str, Any]:
-    """Prepare every size, build each from scratch, then measure the split: the report."""
+def run(
+    plan: Plan, split_documents: int, mode: str = "full", limit_ratio: float = 1.5
+) -> dict[str, Any]:
+    """Prepare every size, build each from scratch, then measure the split: the report.
+
+    Each size but the smallest is then built again under a memory limit of ``limit_ratio``
+    times the smallest's peak (its record's ``limited``); a ratio of 0 leaves that out.
+    """
     load = os.getloadavg()
     encoder = OnnxMiniLM(threads=2, cache_dir=plan.cache_dir)
     prepared = prepare(plan, encoder)
@@ -153,12 +217,21 @@ def run(plan: Plan, split_documents: int, mode: str = "full") -> dict[str, Any]:
         measure_build(size, prepared.folders[size].path, plan.cache_dir, plan.work, mode)
         for size in sorted(plan.sizes)
     ]
+    if limit_ratio > 0:
+        limit_mb = round(limit_ratio * records[0]["peak_rss_mb"])
+        for record in records[1:]:
+            size = record["documents"]
+            data = prepared.folders[size].path
+            record["limited"] = measure_limited(
+                size, data, plan.cache_dir, plan.work, mode, limit_mb
+            )
     split = measure_split(plan.source, plan.cache_dir, plan.work, split_documents)
     return {
         "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         "machine": {"cpus": os.cpu_count(), "load_average_at_start": load},
         "sizes": sorted(plan.sizes),
         "chunk": RetrievalSettings().index_chunk,
+        "limit_ratio": limit_ratio,
         "records": records,
         "split": split,
     }
@@ -176,6 +249,12 @@ def main() -> None:
     parser.add_argument(
         "--measure", type=int, default=1000, help="distractors encoded to measure composition"
     )
+    parser.add_argument(
+        "--limit-ratio",
+        type=float,
+        default=1.5,
+        help="build the larger sizes again under this many times the smallest's peak (0: not)",
+    )
     parser.add_argument("--work", type=Path, default=REPO / "var" / "bench-scale")
     parser.add_argument("--out", type=Path, default=REPO / "reports" / "bench_scale_build.json")
     args = parser.parse_args()
@@ -186,7 +265,7 @@ def main() -> None:
         settings.data_dir, args.work.resolve(), settings.cache_dir, sizes, args.base_docs,
         measure=args.measure,
     )  # fmt: skip
-    report = run(plan, args.split_docs, args.mode)
+    report = run(plan, args.split_docs, args.mode, args.limit_ratio)
     atomic_write_text(args.out, json.dumps(report, indent=2) + "\n")
     log.info("report written to %s", args.out)
 

@@ -110,11 +110,32 @@ def build(report: dict[str, Any]) -> dict[str, Any]:
         out.update({f"n{n}_{name}_s": round(s, 1) for name, s in r["phases_s"].items()})
         for name, mb in r.get("phases_mb", {}).items():
             out.update({f"n{n}_{name}_{kind}_mb": value for kind, value in mb.items()})
+        limited = r.get("limited", {})
+        if "completed" in limited:  # not skipped
+            out[f"n{n}_limited_completed"] = limited["completed"]
+            out[f"n{n}_limited_wall_s"] = round(limited["wall_s"], 1)
+            out[f"n{n}_limited_peak_rss_mb"] = round(limited["peak_rss_mb"])
+            out[f"n{n}_limited_major_faults"] = limited["major_faults"]
+            out.update(
+                {f"n{n}_limited_{name}_s": round(s, 1) for name, s in limited["phases_s"].items()}
+            )
+            if limited["cgroup_peak_mb"] is not None:
+                out[f"n{n}_limited_cgroup_peak_mb"] = round(limited["cgroup_peak_mb"])
     records = sorted(report["records"], key=lambda r: r["documents"])
     out["records"] = records
     if len(records) > 1:
-        out["peak_rss_x"] = round(records[-1]["peak_rss_mb"] / records[0]["peak_rss_mb"], 2)
-        out["wall_x"] = round(records[-1]["wall_s"] / records[0]["wall_s"], 2)
+        first, last = records[0], records[-1]
+        out["peak_rss_x"] = round(last["peak_rss_mb"] / first["peak_rss_mb"], 2)
+        out["wall_x"] = round(last["wall_s"] / first["wall_s"], 2)
+        limited = last.get("limited", {})
+        if "completed" in limited:
+            out["limit_mb"] = limited["limit_mb"]
+            out["limit_x"] = report["limit_ratio"]
+            out["limited_peak_rss_x"] = round(limited["peak_rss_mb"] / first["peak_rss_mb"], 2)
+            if limited["cgroup_peak_mb"] is not None:
+                out["limited_cgroup_peak_x"] = round(
+                    limited["cgroup_peak_mb"] / first["peak_rss_mb"], 2
+                )
     split = report["split"]
     out["split_documents"] = split["documents"]
     out["encode_docs_per_s_1_proc"] = round(split["docs_per_s_1_proc"], 1)
