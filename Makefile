@@ -78,7 +78,7 @@ bench-scale: install  ## NFCorpus and larger corpora (SCALES=3633,36330,...; dis
 	$(PY) -m devtools.bench.scale --sizes $(SCALES) --out $(REPORTS)/bench_scale.json --charts docs/images
 	$(PY) -m devtools.figures scale $(REPORTS)/bench_scale.json
 
-bench-scale-build: install  ## the indexer's build from scratch at larger corpora (SCALE_BUILDS=36330,363300): wall time, peak RSS, time per phase; and its encoding in 2 processes against 1 -> reports/bench_scale_build.json, docs/figures.json
+bench-scale-build: install  ## the indexer's build from scratch at larger corpora (SCALE_BUILDS=36330,363300): wall time, peak RSS, time per phase, the larger sizes again under a memory limit of 1.4x the smallest's peak; and its encoding in 2 processes against 1 -> reports/bench_scale_build.json, docs/figures.json
 	$(PY) -m devtools.bench.scale.build --sizes $(SCALE_BUILDS) --out $(REPORTS)/bench_scale_build.json
 	$(PY) -m devtools.figures scale_build $(REPORTS)/bench_scale_build.json
 
