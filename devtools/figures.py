@@ -26,7 +26,8 @@ Sections and their targets:
                                 start-up, index size, quality, HNSW recall), the composed
                                 vectors' measured error, and each record's figures flat for quotes
   scale_build make bench-scale-build  the indexer's build at larger corpora: wall time, peak RSS,
-                                time per phase, and the encoding split over two processes
+                                time per phase, the larger ones again under a memory limit, and
+                                the encoding split over two processes
 
 ``python -m devtools.figures SECTION REPORT`` records a section from a target's JSON report;
 ``python -m devtools.figures --check`` only compares (exit 1 with the stale pages). Targets may
@@ -110,6 +111,8 @@ def formatted(key: str, value: Any) -> str:
         return f"{value:.0f} MB"
     if name == "commit":
         return f"`{value[:7]}`"
+    if isinstance(value, bool):  # before int: a bool is one
+        return "yes" if value else "no"
     if isinstance(value, int):
         return f"{value:,}"
     return str(value)

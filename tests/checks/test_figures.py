@@ -46,6 +46,7 @@ def test_figures_are_written_as_their_names_say() -> None:
     assert formatted("image.size_bytes", 839_912_345) == "840 MB"
     assert formatted("rankings.sha256", "e6730e43ab") == "`e6730e43…`"
     assert formatted("chart.load_requests", 5081) == "5,081"
+    assert formatted("scale_build.n363300_limited_completed", True) == "yes"  # not "1"
     assert formatted("chart.load_p95_ms", 41.27) == "41.3 ms"
     assert formatted("chart.load_p95_ms", 412.7) == "413 ms"
     assert formatted("pair.head_c1_cpu_ms", 8.7261) == "8.73 ms"

@@ -11,7 +11,7 @@ The limited builds: each size but the smallest built again under a memory limit 
 the smallest's peak (:mod:`.memory_limit`), as a pod's limit holds it. The store's files are
 mapped, so their pages count in the resident set; under a limit the kernel takes them back
 first, and whether the build completes, and how much slower, says what memory it needs. The
-limit keeps a margin below issue 54's bound of 1.5x: pages already in the page cache (the
+limit keeps a margin below issue 54's bound (docs/scale.md): pages already in the page cache (the
 libraries, the model) stay charged to whoever read them first, so the process's resident set
 may exceed its cgroup's charge by them.
 

@@ -107,6 +107,8 @@ def build(report: dict[str, Any]) -> dict[str, Any]:
         n = r["documents"]
         out[f"n{n}_wall_s"] = round(r["wall_s"], 1)
         out[f"n{n}_peak_rss_mb"] = round(r["peak_rss_mb"])
+        if "major_faults" in r:
+            out[f"n{n}_major_faults"] = r["major_faults"]
         out.update({f"n{n}_{name}_s": round(s, 1) for name, s in r["phases_s"].items()})
         for name, mb in r.get("phases_mb", {}).items():
             out.update({f"n{n}_{name}_{kind}_mb": value for kind, value in mb.items()})
