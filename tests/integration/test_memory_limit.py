@@ -50,3 +50,18 @@ def test_a_child_beyond_the_limit_is_killed_not_swapped() -> None:
 def test_a_limit_below_one_megabyte_is_refused() -> None:
     with pytest.raises(ValueError, match="at least 1 MB"), memory_limit("never-made", 0):
         pass
+
+
+def test_a_cgroup_still_in_use_is_left_behind_with_a_warning(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    sleep = [sys.executable, "-c", "import time; time.sleep(60)"]
+    with limited(128) as cgroup:
+        child = subprocess.Popen(sleep, preexec_fn=cgroup.join)  # still running at the exit
+    try:
+        assert cgroup.path.exists()
+        assert "left behind" in caplog.text
+    finally:
+        child.kill()
+        child.wait()
+        cgroup.path.rmdir()

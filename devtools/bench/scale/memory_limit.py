@@ -16,6 +16,7 @@ MemoryMax=`` does, but only where systemd runs, and these machines have none.
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -23,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 MB = 2**20
+log = logging.getLogger(__name__)
 
 
 class NoCgroup(Exception):
@@ -125,4 +127,7 @@ def memory_limit(name: str, limit_mb: int) -> Iterator[MemoryCgroup]:
                 _write(path / "memory.memsw.limit_in_bytes", limit)
         yield cgroup
     finally:
-        path.rmdir()
+        try:
+            path.rmdir()
+        except OSError as e:  # a process still in it (the caller interrupted): say so, go on
+            log.warning("the cgroup %s is left behind: %s", path, e)
