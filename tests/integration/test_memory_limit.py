@@ -52,6 +52,12 @@ def test_a_limit_below_one_megabyte_is_refused() -> None:
         pass
 
 
+@pytest.mark.parametrize("name", ["", "..", "../escape", "a/b"])
+def test_a_name_that_is_not_one_path_component_is_refused(name: str) -> None:
+    with pytest.raises(ValueError, match="one path component"), memory_limit(name, 64):
+        pass
+
+
 def test_a_cgroup_still_in_use_is_left_behind_with_a_warning(
     caplog: pytest.LogCaptureFixture,
 ) -> None:

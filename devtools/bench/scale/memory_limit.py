@@ -102,6 +102,8 @@ def memory_limit(name: str, limit_mb: int) -> Iterator[MemoryCgroup]:
     """
     if limit_mb < 1:
         raise ValueError(f"a memory limit must be at least 1 MB, not {limit_mb}")
+    if "/" in name or name in ("", ".", ".."):
+        raise ValueError(f"a cgroup's name is one path component, not {name!r}")
     try:
         parent, unified = _own_memory_cgroup()
     except (OSError, ValueError) as e:
