@@ -218,3 +218,9 @@ def test_the_index_version_follows_the_segments_once_a_corpus_fills_more_than_on
 def test_segments_smaller_than_the_graphs_threshold_are_refused() -> None:
     with pytest.raises(ValueError, match=r"RETRIEVAL_EDGE_SEGMENT_POINTS \(500\) must be at least"):
         StoreSettings(edge_segment_points=500, hnsw_threshold=1000)
+
+
+def test_a_server_store_takes_any_graph_threshold_whatever_the_segment_bound() -> None:
+    # The bound is the embedded store's: a server deployment raising its threshold is not refused.
+    server = StoreSettings(backend="server", qdrant_path=":memory:", hnsw_threshold=100_000)
+    assert server.hnsw_threshold > server.edge_segment_points

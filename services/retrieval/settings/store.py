@@ -265,8 +265,9 @@ class StoreSettings(Group):
     @model_validator(mode="after")
     def _segments_take_the_graph(self) -> StoreSettings:
         # A sealed segment is indexed once, as it fills: below the graph's threshold it would be
-        # left exact and rebuilt, whole, once the collection outgrew it.
-        if self.edge_segment_points < self.hnsw_threshold:
+        # left exact and rebuilt, whole, once the collection outgrew it. Only the embedded store
+        # has such segments: a Qdrant server's threshold is no concern of this bound.
+        if self.backend == "embedded" and self.edge_segment_points < self.hnsw_threshold:
             raise ValueError(
                 f"RETRIEVAL_EDGE_SEGMENT_POINTS ({self.edge_segment_points}) must be at least "
                 f"RETRIEVAL_HNSW_THRESHOLD ({self.hnsw_threshold})"
