@@ -25,7 +25,9 @@ from services.green_agent.evaluation.client import AgentClient, connect
 from services.green_agent.evaluation.dataset import load_test_set
 from services.green_agent.evaluation.evaluator import QueryOutcome, ask_and_check
 from services.green_agent.evaluation.report import latency_stats
-from services.green_agent.load.run import run_load
+from services.green_agent.load.recorder import RunSetup
+from services.green_agent.load.run import run_shape
+from services.green_agent.load.shape import Shape
 from services.mcp_server.settings import McpServerSettings
 from services.retrieval.encoders.dense import OnnxMiniLM
 
@@ -128,17 +130,18 @@ async def _saturated(
 ) -> dict[str, Any]:
     """Closed loop at :data:`SATURATION_CONCURRENCY` for :data:`SATURATION_S`."""
     before = _cpu(servers)
-    loaded, dropped, wall = await run_load(
+    # Every outcome kept: this phase's percentiles are exact, not a report's 1% histogram.
+    loaded: list[QueryOutcome] = []
+    shape = Shape.constant("concurrency", SATURATION_CONCURRENCY, SATURATION_S)
+    run = await run_shape(
         client,
         [(str(i), t) for i, t in enumerate(texts)],
         valid_ids,
+        RunSetup(agent="bench", protocol="1.0", shape=shape),
         top_k=TOP_K,
-        duration_s=SATURATION_S,
-        concurrency=SATURATION_CONCURRENCY,
+        on_outcome=lambda outcome, _: loaded.append(outcome),
     )
-    figures = _figures(loaded, wall, before, _cpu(servers))
-    figures["failed"] += dropped  # never sent: the load generator's cap
-    return figures
+    return _figures(loaded, run.finished_s, before, _cpu(servers))
 
 
 async def _phases(

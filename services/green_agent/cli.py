@@ -30,8 +30,6 @@ import argparse
 import asyncio
 import json
 import sys
-import tempfile
-import time
 from pathlib import Path
 from typing import Any, get_args
 
@@ -46,38 +44,23 @@ from services.green_agent.evaluation.client import (
     A2AVersion,
     TransportFailure,
     connect,
-    wait_for_agent,
 )
 from services.green_agent.evaluation.dataset import fetch_test_set, sample_query_ids
 from services.green_agent.evaluation.evaluator import QueryOutcome, evaluate
-from services.green_agent.evaluation.mcp_counters import cache_effect, cache_lookups
 from services.green_agent.evaluation.report import build_report, eval_tables
 from services.green_agent.evaluation.rest import evaluate_rest, splits_argument, table
-from services.green_agent.load.client import connect_lean
-from services.green_agent.load.collector import Collector, create_collector_app, tokens_to_serve
+from services.green_agent.load.collector import Collector
+from services.green_agent.load.collector_app import create_collector_app, tokens_to_serve
+from services.green_agent.load.commands import interval_argument, load, load_merge
 from services.green_agent.load.options import (
     LOAD_HELP,
     add_pace_options,
-    print_progress,
     shape_of,
-    worker_arguments,
 )
 from services.green_agent.load.outputs import (
     add_report_options,
-    budgets,
-    judge_merged_run,
-    show,
-    with_thresholds,
 )
-from services.green_agent.load.report import (
-    LoadReport,
-    build_load_report,
-    merge_load_reports,
-)
-from services.green_agent.load.run import QueryPool, query_pool, run_shape, stopped_by_signals
-from services.green_agent.load.shape import Shape
-from services.green_agent.load.thresholds import exit_status
-from services.green_agent.load.workers import Share, hand_in, run_workers
+from services.green_agent.load.run import QueryPool
 from services.green_agent.settings import GreenSettings, load_settings
 from services.telemetry.logging import setup_logging
 from services.telemetry.tracing import setup_tracing
@@ -140,114 +123,6 @@ async def _eval(args: argparse.Namespace, settings: GreenSettings) -> int:
     _write(report, args.out)
     Console().print(eval_tables(report))
     return 1 if report.failed else 0
-
-
-async def _load(args: argparse.Namespace, settings: GreenSettings) -> int:
-    if args.workers > 1 and args.worker is None:
-        return await _load_split(args)
-    share = Share(args.worker or 0, args.workers)
-    shape = share.shape(args.shape)
-    closed = shape.kind == "concurrency"
-    test_set = fetch_test_set(args.data_dir, settings.download_url, settings.download_md5)
-    pool = query_pool(args.data_dir, args.queries, test_set.queries, args.seed)
-    queries = share.queries(pool)
-    connections = int(shape.peak) if closed else args.max_in_flight
-    if args.wait_agent:
-        await wait_for_agent(args.agent, args.wait_agent)
-    lookups_before = await cache_lookups(args.mcp_url)
-    client = await connect_lean(
-        args.agent,
-        args.protocol,
-        settings.timeout_s,
-        connections,
-        authorization=settings.agent_authorization(),
-    )
-    try:
-        # SIGTERM or Ctrl-C ends the run early, with its report.
-        with stopped_by_signals() as stop:
-            cpu_before = time.process_time()  # the generator's own cost (its report says it)
-            run = await run_shape(
-                client,
-                queries,
-                test_set.doc_ids,
-                shape,
-                top_k=args.top_k,
-                max_in_flight=args.max_in_flight,
-                drain_timeout_s=settings.timeout_s,
-                legacy=args.protocol == "0.3",
-                stop=stop,
-                progress_s=args.progress,
-                on_progress=print_progress,
-            )
-            cpu_s = time.process_time() - cpu_before
-    finally:
-        await client.aclose()
-    report = build_load_report(
-        run.outcomes,
-        run.measured_dropped,
-        run.wall_s,
-        agent=args.agent,
-        protocol=args.protocol,
-        duration_s=shape.duration_s,
-        concurrency=int(max(s.target for s in shape.stages)) if closed else None,
-        rate=None if closed else shape.mean,
-        query_pool=args.queries,
-        pool_size=len(queries),
-        result_cache=cache_effect(lookups_before, await cache_lookups(args.mcp_url)),
-        stopped_early=stop.is_set(),
-        worker=share.index,
-        split=share.count > 1,
-        cpu_s=cpu_s,
-        run=args.run,
-        stages=run.stages(),
-        warmup=run.warmup_figures(),
-    )
-    given = budgets(args)
-    # A worker's share is not the run: its budgets are judged once the reports are merged.
-    report = with_thresholds(report, given, judged=share.count == 1)
-    show(report, args)
-    if args.report_to is not None:
-        await hand_in(report, args.report_to, settings.load_collector_authorization())
-        if given and share.count > 1:
-            return await judge_merged_run(args, given, shape.duration_s)
-    return exit_status(report.thresholds)
-
-
-async def _load_split(args: argparse.Namespace) -> int:
-    """``load --workers N``: N worker processes at once, their reports merged into one."""
-    shape: Shape = args.shape
-    for index in range(args.workers):
-        Share(index, args.workers).shape(shape)  # splits, or says why
-    argv = [
-        *("--agent", args.agent, "--top-k", str(args.top_k), "--seed", str(args.seed)),
-        *("--protocol", args.protocol, "--data-dir", str(args.data_dir)),
-        *worker_arguments(shape, args.progress),
-        *("--max-in-flight", str(args.max_in_flight)),
-        *("--queries", args.queries, "--run", args.run, "--wait-agent", str(args.wait_agent)),
-        # The workers list the budgets in their reports; the merge judges them.
-        *(a for b in budgets(args) for a in ("--threshold", b.text)),
-    ]
-    lookups_before = await cache_lookups(args.mcp_url)
-    with stopped_by_signals() as stop, tempfile.TemporaryDirectory() as folder:
-        reports = await run_workers(argv, args.workers, Path(folder), stop)
-    report = merge_load_reports(reports).model_copy(
-        update={"result_cache": cache_effect(lookups_before, await cache_lookups(args.mcp_url))}
-    )
-    show(report, args)
-    return exit_status(report.thresholds)
-
-
-def _load_merge(args: argparse.Namespace) -> int:
-    """``load-merge``: the reports of a run's workers (e.g. the pods of a Job) as one.
-
-    The budgets of ``--threshold``, if given, are judged instead of those the reports list.
-    """
-    reports = [LoadReport.model_validate_json(path.read_text()) for path in args.reports]
-    merged = merge_load_reports(reports)
-    if args.threshold:
-        merged = with_thresholds(merged, budgets(args))
-    show(merged, args)
-    return exit_status(merged.thresholds)
 
 
 async def _rest(args: argparse.Namespace, _: GreenSettings) -> int:
@@ -330,6 +205,14 @@ def _parser(settings: GreenSettings) -> argparse.ArgumentParser:
         metavar="URL",
         help="POST the report to a load collector's /reports when the run ends (load-collect)",
     )
+    run_load.add_argument(
+        "--report-every",
+        type=interval_argument,
+        default=5.0,
+        metavar="SECONDS",
+        help="with --report-to: also hand the collector the figures so far this often, so its "
+        "report and page are live and a generator that dies loses at most one interval; 0: none",
+    )
     add_report_options(run_load, worker=True)
 
     collect = commands.add_parser("load-collect", help="collect and merge a run's worker reports")
@@ -388,10 +271,10 @@ def main(argv: list[str] | None = None) -> int:
                 args.shape = shape_of(args, parser, MAX_LOAD_SECONDS)
             setup_tracing("green-agent")
             if args.command == "load-merge":
-                return _load_merge(args)
+                return load_merge(args)
             if args.command == "load" and args.workers < 1:
                 parser.error("--workers must be at least 1")
-            runner = {"eval": _eval, "load": _load, "rest": _rest}[args.command]
+            runner = {"eval": _eval, "load": load, "rest": _rest}[args.command]
             return asyncio.run(runner(args, settings))
     except (TransportFailure, ValueError, RuntimeError) as e:
         print(f"error: {e}", file=sys.stderr)

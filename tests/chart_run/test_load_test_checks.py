@@ -12,8 +12,9 @@ from harness.chart_run.load_test import BREACH_BUDGET, load_test_problems, repor
 from harness.chart_run.summary import _load_test_lines
 from services.green_agent.evaluation.evaluator import QueryOutcome
 from services.green_agent.load.outputs import with_thresholds
-from services.green_agent.load.report import build_load_report, merge_load_reports
+from services.green_agent.load.report import merge_load_reports
 from services.green_agent.load.thresholds import EXIT_BREACHED, parse_budgets
+from tests.support.load_reports import report_of
 
 BUDGETS = ["p99<10s", "errors < 1%"]
 
@@ -22,7 +23,7 @@ def _figures() -> dict[str, Any]:
     """A passing load test: three workers' real reports, merged as the collector merges them."""
     reports = [
         with_thresholds(
-            build_load_report(
+            report_of(
                 [QueryOutcome(f"q{w}-{i}", 0.01 * (i + 1), ["MED-1"]) for i in range(10 + w)],
                 0,
                 5.0,
@@ -32,7 +33,6 @@ def _figures() -> dict[str, Any]:
                 concurrency=None,
                 rate=3.0,
                 worker=w,
-                split=True,
                 cpu_s=0.1,
                 run="release-r1",
             ),

@@ -151,7 +151,7 @@ def test_the_page_holds_the_charts_and_the_numbers(
 ) -> None:
     html, report = load_run
     dom = _chromium(tmp_path / "profile", "--dump-dom", html.as_uri()).stdout.decode()
-    assert dom.count("<svg") == 3
+    assert dom.count("<svg") == 4
     for title in (THROUGHPUT_TITLE, LATENCY_TITLE, HISTOGRAM_TITLE):
         assert f"<title>{title}</title>" in dom
     assert f'<div class="value">{report["requests"]:,}</div>' in dom

@@ -6,7 +6,7 @@ from __future__ import annotations
 import base64
 
 from services.common.tokens import MIN_TOKEN_CHARS
-from services.green_agent.load.collector import loopback
+from services.green_agent.load.collector_app import loopback
 from tests.k8s.rendering import Doc, Rendered, containers, env, pod_spec, render, token_source
 
 SECRET = "nfcorpus-retrieval-load-collector-token"

@@ -13,8 +13,9 @@ import httpx
 
 from harness.processes import ServerProcess
 from services.green_agent.evaluation.evaluator import QueryOutcome
-from services.green_agent.load.report import LoadReport, build_load_report
+from services.green_agent.load.report import LoadReport
 from services.green_agent.load.workers import hand_in
+from tests.support.load_reports import report_of
 
 WORKERS = 2
 RUN = "release-r1"
@@ -44,7 +45,7 @@ def worker_report(worker: int, run: str = RUN, seed: int = 0) -> LoadReport:
         QueryOutcome(f"q{worker}-{i}", rng.uniform(0.005, 0.05), ["MED-1"], started_s=i / 20)
         for i in range(40)
     ]
-    return build_load_report(
+    return report_of(
         outcomes,
         dropped=0,
         wall_s=2.0,
@@ -54,7 +55,6 @@ def worker_report(worker: int, run: str = RUN, seed: int = 0) -> LoadReport:
         concurrency=None,
         rate=20.0 * WORKERS,
         worker=worker,
-        split=True,
         run=run,
     )
 

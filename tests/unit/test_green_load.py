@@ -11,33 +11,12 @@ import pytest
 
 from services.green_agent.evaluation.client import (
     CARD_PATH,
-    LegacyAgentClient,
     TransportFailure,
     wait_for_agent,
 )
 from services.green_agent.evaluation.evaluator import QueryOutcome
-from services.green_agent.load.report import build_load_report
-from services.green_agent.load.run import run_load
+from tests.support.load_reports import report_of
 from tests.support.ports import closed_url
-
-
-@pytest.mark.parametrize(("concurrency", "rate"), [(None, None), (2, 5.0)])
-async def test_exactly_one_pace_is_required(concurrency: int | None, rate: float | None) -> None:
-    with closed_url("") as nobody:  # refused before any request: nobody is ever asked
-        client = LegacyAgentClient(nobody, timeout_s=1, max_connections=1)
-        try:
-            with pytest.raises(ValueError, match="exactly one of concurrency or rate"):
-                await run_load(
-                    client,
-                    [("q", "text")],
-                    frozenset(),
-                    top_k=5,
-                    duration_s=1,
-                    concurrency=concurrency,
-                    rate=rate,
-                )
-        finally:
-            await client.aclose()
 
 
 def test_report_counts_errors_and_times_successes_only() -> None:
@@ -47,7 +26,7 @@ def test_report_counts_errors_and_times_successes_only() -> None:
         QueryOutcome("q3", 5.000, None, "timeout", "no reply in time"),
         QueryOutcome("q4", 4.000, None, "timeout", "no reply in time"),
     ]
-    report = build_load_report(
+    report = report_of(
         outcomes,
         dropped=3,
         wall_s=2.0,

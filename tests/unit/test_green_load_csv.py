@@ -10,7 +10,8 @@ import pytest
 from services.green_agent.cli import main
 from services.green_agent.evaluation.evaluator import QueryOutcome
 from services.green_agent.load.csv_files import csv_paths, write_csv_files
-from services.green_agent.load.report import LoadReport, build_load_report
+from services.green_agent.load.report import LoadReport
+from tests.support.load_reports import report_of
 
 #: Locust's headers, as its StatsCSV writes them (locust/stats.py, PERCENTILES_TO_REPORT).
 LOCUST_PERCENTILES = ["50%", "66%", "75%", "80%", "90%", "95%", "98%", "99%", "99.9%", "99.99%"]
@@ -37,7 +38,7 @@ def _report(protocol: str = "0.3") -> LoadReport:
         QueryOutcome(f"f{i}", 0.2, None, "timeout" if i % 3 else "contract", "x", started_s=i)
         for i in range(5)
     ]
-    return build_load_report(
+    return report_of(
         outcomes,
         0,
         5.0,
@@ -100,7 +101,7 @@ def test_the_files_are_locust_s_with_the_report_s_counts(tmp_path: Path) -> None
 
 
 def test_a_bucket_without_answers_has_no_percentiles(tmp_path: Path) -> None:
-    only_failures = build_load_report(
+    only_failures = report_of(
         [QueryOutcome("f", 0.2, None, "transport", "refused")],
         0,
         1.0,

@@ -8,9 +8,11 @@ from pydantic import ValidationError
 
 from services.green_agent.evaluation.evaluator import QueryOutcome
 from services.green_agent.evaluation.mcp_counters import CacheEffect
-from services.green_agent.load.collector import Collector, Refusal, loopback, tokens_to_serve
+from services.green_agent.load.collector import Collector, Refusal
+from services.green_agent.load.collector_app import loopback, tokens_to_serve
 from services.green_agent.load.invariants import figures_problems
-from services.green_agent.load.report import LoadReport, build_load_report, merge_load_reports
+from services.green_agent.load.report import LoadReport, merge_load_reports
+from tests.support.load_reports import report_of
 
 
 def _report(worker: int = 0, *, closed: bool = False) -> LoadReport:
@@ -20,7 +22,7 @@ def _report(worker: int = 0, *, closed: bool = False) -> LoadReport:
         else QueryOutcome(f"q{i}", 0.02, None, "timeout", "slow", started_s=i / 4)
         for i in range(12)
     ]
-    return build_load_report(
+    return report_of(
         outcomes,
         dropped=1,
         wall_s=3.0,
@@ -30,7 +32,6 @@ def _report(worker: int = 0, *, closed: bool = False) -> LoadReport:
         concurrency=2 if closed else None,
         rate=None if closed else 4.0,
         worker=worker,
-        split=True,
         result_cache=CacheEffect(lookups=-3, hits=-1, hit_ratio=None),
     )
 

@@ -9,9 +9,10 @@ import pytest
 
 from services.green_agent.evaluation.evaluator import QueryOutcome
 from services.green_agent.load.histogram import LatencyHistogram
-from services.green_agent.load.report import LoadReport, build_load_report, merge_load_reports
+from services.green_agent.load.report import LoadReport, merge_load_reports
 from services.green_agent.load.timeline import histogram_stats
 from services.green_agent.load.workers import Share
+from tests.support.load_reports import report_of
 
 T0 = 500.0
 DURATION_S = 10.0
@@ -31,7 +32,7 @@ def _outcomes(seed: int, n: int) -> list[QueryOutcome]:
 
 
 def _worker(outcomes: list[QueryOutcome], worker: int, rate: float, cpu_s: float) -> LoadReport:
-    return build_load_report(
+    return report_of(
         outcomes,
         dropped=worker,
         wall_s=DURATION_S,
@@ -41,7 +42,6 @@ def _worker(outcomes: list[QueryOutcome], worker: int, rate: float, cpu_s: float
         concurrency=None,
         rate=rate,
         worker=worker,
-        split=True,
         cpu_s=cpu_s,
     )
 

@@ -12,16 +12,19 @@ from services.green_agent.evaluation.evaluator import QueryOutcome
 from services.green_agent.load.histogram import LatencyHistogram
 from services.green_agent.load.html_page import render_load_html
 from services.green_agent.load.outputs import load_table
-from services.green_agent.load.report import LoadReport, build_load_report
+from services.green_agent.load.report import LoadReport
 from services.green_agent.load.svg_charts import nice_ticks
 from services.green_agent.load.timeline import (
+    LATENCY_BINS,
     bucket_width,
-    build_timeline,
     histogram_stats,
-    latency_histogram,
+    latency_bin,
+    latency_bins,
+    merged_timeline,
 )
 from services.green_agent.settings import GreenSettings
 from services.telemetry.metrics import LATENCY_BUCKETS
+from tests.support.load_reports import report_of
 
 T0 = 1000.0  # a perf_counter reading: only differences from the first start matter
 HOSTILE = "<script>alert('x')</script> & <img src=x onerror=alert(1)>"
@@ -35,14 +38,19 @@ def _failed(started: float, latency: float, reason: str = "timeout") -> QueryOut
     return QueryOutcome("q", latency, None, reason, "no reply in time", started_s=T0 + started)
 
 
-def _report(outcomes: list[QueryOutcome], wall_s: float, agent: str = "http://a") -> LoadReport:
-    return build_load_report(
+def _report(
+    outcomes: list[QueryOutcome],
+    wall_s: float,
+    agent: str = "http://a",
+    duration: float | None = None,
+) -> LoadReport:
+    return report_of(
         outcomes,
         dropped=0,
         wall_s=wall_s,
         agent=agent,
         protocol="1.0",
-        duration_s=wall_s,
+        duration_s=wall_s if duration is None else duration,
         concurrency=2,
         rate=None,
     )
@@ -50,7 +58,7 @@ def _report(outcomes: list[QueryOutcome], wall_s: float, agent: str = "http://a"
 
 @pytest.mark.parametrize(
     ("span_s", "width_s"),
-    [(0.5, 1.0), (60.0, 1.0), (120.0, 1.0), (120.5, 2.0), (600.0, 5.0), (3660.0, 60.0)],
+    [(0.5, 1.0), (60.0, 1.0), (120.0, 1.0), (120.5, 2.0), (600.0, 10.0), (3660.0, 60.0)],
 )
 def test_buckets_widen_to_keep_at_most_120_points(span_s: float, width_s: float) -> None:
     assert bucket_width(span_s) == width_s
@@ -65,8 +73,9 @@ def test_outcomes_fall_in_the_bucket_where_they_ended() -> None:
         _ok(3.1, 0.2),  # ends 3.3 -> bucket 3; bucket 2 stays empty
         _ok(3.5, 0.9),  # ends 4.4: the 0.4 s tail joins bucket 3
     ]
-    width, points = build_timeline(outcomes, wall_s=4.4)
-    assert width == 1.0
+    report = _report(outcomes, wall_s=4.4)
+    points = report.timeline
+    assert report.timeline_bucket_s == 1.0
     assert [p.start_s for p in points] == [0.0, 1.0, 2.0, 3.0]
     assert [p.span_s for p in points] == pytest.approx([1.0, 1.0, 1.0, 1.4])
     assert [(p.answered, p.failed) for p in points] == [(2, 0), (1, 1), (0, 0), (2, 0)]
@@ -79,10 +88,33 @@ def test_outcomes_fall_in_the_bucket_where_they_ended() -> None:
 
 
 def test_the_first_start_is_the_origin_and_a_late_end_widens_the_timeline() -> None:
-    _, points = build_timeline([_ok(0.0, 0.1), _ok(0.0, 2.6)], wall_s=1.0)
+    points = _report([_ok(0.0, 0.1), _ok(0.0, 2.6)], wall_s=1.0).timeline
     assert [(p.start_s, p.answered) for p in points] == [(0.0, 1), (1.0, 1)]
     assert points[-1].span_s == pytest.approx(1.6)
-    assert build_timeline([], wall_s=3.0) == (1.0, [])
+    assert _report([], wall_s=3.0).timeline == []
+
+
+def test_a_run_longer_than_its_buckets_widens_them() -> None:
+    # 200 s of answers, one every second: one-second buckets would make 200 points.
+    report = _report([_ok(float(t), 0.5) for t in range(200)], wall_s=200.5)
+    assert report.timeline_bucket_s == 2.0 and len(report.timeline) == 100
+    assert sum(p.answered for p in report.timeline) == 200
+    assert all(p.answered == 2 for p in report.timeline)
+
+
+def test_timelines_of_several_widths_merge_into_the_widest() -> None:
+    short = _report([_ok(float(t), 0.5) for t in range(10)], wall_s=10.0)
+    long = _report([_ok(float(t), 0.5) for t in range(200)], wall_s=200.5)
+    width, points = merged_timeline([(1.0, short.timeline), (2.0, long.timeline)])
+    assert width == 2.0 and len(points) == 100
+    assert [p.answered for p in points[:6]] == [4, 4, 4, 4, 4, 2]
+    assert sum(p.answered for p in points) == 210
+
+
+def test_the_timeline_counts_the_requests_in_flight() -> None:
+    # Two requests over the first second, one over half of the second.
+    points = _report([_ok(0.0, 1.0), _ok(0.0, 1.5)], wall_s=2.0).timeline
+    assert [p.in_flight for p in points] == pytest.approx([2.0, 0.5])
 
 
 def test_histogram_stats_read_the_tail_and_the_exact_extremes() -> None:
@@ -107,14 +139,17 @@ def test_the_table_and_the_page_show_the_tail_and_the_minimum() -> None:
 
 
 def test_histogram_bins_follow_the_prometheus_edges() -> None:
-    bins = latency_histogram([0.0005, 0.001, 0.0011, 0.0025, 0.04, 0.04, 99.0])
+    counts = [0] * LATENCY_BINS
+    for seconds in (0.0005, 0.001, 0.0011, 0.0025, 0.04, 0.04, 99.0):
+        counts[latency_bin(seconds)] += 1
+    bins = latency_bins(counts)
     assert len(bins) == len(LATENCY_BUCKETS) + 1
     assert [b.upper_ms for b in bins[:4]] == [1.0, 2.5, 5.0, 10.0]
     assert bins[0].lower_ms == 0.0 and bins[-1].upper_ms is None
     assert bins[-1].lower_ms == LATENCY_BUCKETS[-1] * 1000
-    counts = {b.upper_ms: b.count for b in bins if b.count}
+    filled = {b.upper_ms: b.count for b in bins if b.count}
     # An edge value counts in the bin it closes, as Prometheus's `le` does.
-    assert counts == {1.0: 2, 2.5: 2, 50.0: 2, None: 1}
+    assert filled == {1.0: 2, 2.5: 2, 50.0: 2, None: 1}
 
 
 def test_the_report_carries_timeline_and_histogram_of_the_answers() -> None:
@@ -137,7 +172,9 @@ def test_remote_text_is_escaped_everywhere() -> None:
 
 def test_the_page_is_self_contained() -> None:
     page = render_load_html(_report([_ok(t / 10, 0.05) for t in range(30)], wall_s=3.0))
-    assert page.count("<svg") == 3 and page.count("<polyline") == 4  # throughput, p50/95/99
+    # throughput; p50, p95, p99; in flight; the histogram
+    assert page.count("<svg") == 4 and page.count("<polyline") == 5
+    assert 'http-equiv="refresh"' not in page  # a finished run's page stays as it is
     assert not re.search(r"<script|<link|<img|@import|url\(|\bsrc=|\bhref=", page)
     # The only URL is the SVG namespace (an identifier, never fetched) and the agent's.
     assert set(re.findall(r"https?://[^\s\"<]+", page)) == {
@@ -149,8 +186,8 @@ def test_the_page_is_self_contained() -> None:
 
 def test_an_empty_run_renders() -> None:
     page = render_load_html(_report([], wall_s=2.0))
-    assert page.count("<svg") == 3
-    assert "no requests" in page and page.count("no answers") == 2
+    assert page.count("<svg") == 4
+    assert page.count("no requests") == 2 and page.count("no answers") == 2
     assert "no failures" in page
     assert "<polyline" not in page and "nan" not in page.lower()
 
@@ -180,3 +217,17 @@ def test_load_takes_an_html_path() -> None:
     parsed = _parser(GreenSettings()).parse_args([*args, "--html", "out/load.html"])
     assert str(parsed.html) == "out/load.html"
     assert _parser(GreenSettings()).parse_args(args).html is None
+
+
+def test_a_live_page_reloads_itself_and_says_who_is_still_running() -> None:
+    report = _report([_ok(t / 10, 0.05) for t in range(30)], wall_s=3.0)
+    workers = [report.workers[0].model_copy(update={"status": "running"})]
+    live = report.model_copy(
+        update={"complete": False, "waiting_for": [0, 1], "report_every_s": 2.0, "workers": workers}
+    )
+    page = render_load_html(live)
+    assert '<meta http-equiv="refresh" content="2">' in page
+    assert "Live: waiting for workers 0, 1." in page and "workers 0 still running" in page
+    assert "<td>running</td>" in page
+    cut = report.model_copy(update={"cut_short": [1]})
+    assert "Cut short: workers 1" in render_load_html(cut)

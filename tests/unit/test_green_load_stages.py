@@ -12,10 +12,11 @@ from services.green_agent.evaluation.answer_contract import Reply, ReplyPart
 from services.green_agent.evaluation.evaluator import QueryOutcome
 from services.green_agent.load.histogram import LatencyHistogram
 from services.green_agent.load.progress import PREFIX, progress_line
-from services.green_agent.load.report import build_load_report, merge_load_reports
+from services.green_agent.load.recorder import Recorder, RunSetup
+from services.green_agent.load.report import merge_load_reports
 from services.green_agent.load.run import run_shape
-from services.green_agent.load.shape import parse_shape
-from services.green_agent.load.stages import stage_figures, stages_table
+from services.green_agent.load.shape import Shape, parse_shape
+from services.green_agent.load.stages import stages_table
 
 IDS = frozenset(f"MED-{i}" for i in range(10))
 QUERIES = [(f"q{i}", f"text {i}") for i in range(50)]
@@ -47,30 +48,37 @@ class FakeAgent:
         pass
 
 
+def _setup(shape: Shape, worker: int = 0) -> RunSetup:
+    return RunSetup(agent="fake", protocol="1.0", shape=shape, worker=worker)
+
+
 async def test_an_open_loop_starts_each_stages_requests_and_keeps_the_warm_up_apart() -> None:
     shape = parse_shape("0.5s:40/s,ramp:1s:80/s,0.5s:20/s", "0.5s:20/s")
     lines: list[str] = []
+    seen: list[tuple[QueryOutcome, bool]] = []
     run = await run_shape(
         FakeAgent(),
         QUERIES,
         IDS,
-        shape,
+        _setup(shape),
         top_k=5,
         progress_s=0.4,
         on_progress=lines.append,
+        on_outcome=lambda outcome, warm: seen.append((outcome, warm)),
     )
+    report = run.report()
+    warm = [o for o, w in seen if w]
+    measured = [o for o, w in seen if not w]
     # Counted where each started: on time, the schedule's (a late start near a boundary may
     # fall in the next stage, on a busy machine).
-    assert sum(run.started.values()) == 100
-    for index, due in {-1: 10, 0: 20, 1: 60, 2: 10}.items():
-        assert run.started[index] == pytest.approx(due, abs=1), run.started
-    assert len(run.warmup) == run.started[-1] and len(run.warmup) + len(run.outcomes) == 100
+    stages = report.stages
+    assert len(seen) == 100
+    for stage, due in zip(stages, (20, 60, 10), strict=True):
+        assert stage.started == pytest.approx(due, abs=1), stages
     # Every outcome of the warm-up started before the stages, every other one after.
     first_stage = run.origin + shape.warmup_s
-    assert all(o.started_s < first_stage for o in run.warmup)
-    assert all(o.started_s >= first_stage for o in run.outcomes)
-    stages = run.stages()
-    assert [s.started for s in stages] == [run.started[i] for i in (0, 1, 2)]
+    assert all(o.started_s < first_stage for o in warm)
+    assert all(o.started_s >= first_stage for o in measured)
     assert [s.asked_rate for s in stages] == [40, 60, 20]
     for stage in stages:
         assert stage.asked_rate is not None
@@ -81,24 +89,12 @@ async def test_an_open_loop_starts_each_stages_requests_and_keeps_the_warm_up_ap
         ("ramp", 40, 80),
         ("step", 20, 20),
     ]
-    warmup = run.warmup_figures()
+    warmup = report.warmup
     assert warmup is not None and (warmup.target, warmup.ran_s) == (20, 0.5)
-    assert warmup.requests == warmup.ok + warmup.errors == len(run.warmup)
+    assert warmup.requests == warmup.ok + warmup.errors == len(warm) == pytest.approx(10, abs=1)
     assert warmup.errors == 1  # "text 7" fails
-    report = build_load_report(
-        run.outcomes,
-        run.measured_dropped,
-        run.wall_s,
-        agent="fake",
-        protocol="1.0",
-        duration_s=shape.duration_s,
-        concurrency=None,
-        rate=shape.mean,
-        stages=stages,
-        warmup=warmup,
-    )
     # The warm-up is in no figure: requests, latencies, timeline.
-    assert report.requests == len(run.outcomes) == sum(s.started for s in report.stages)
+    assert report.requests == len(measured) == sum(s.started for s in report.stages)
     assert report.latencies.count == report.ok == sum(s.ok for s in stages)
     assert sum(p.answered + p.failed for p in report.timeline) == report.requests
     assert report.target_rate == pytest.approx(45) and report.generator_bound == []
@@ -111,7 +107,7 @@ async def test_an_open_loop_starts_each_stages_requests_and_keeps_the_warm_up_ap
 async def test_a_closed_loop_grows_and_shrinks_its_workers() -> None:
     agent = FakeAgent(latency_s=0.01)
     shape = parse_shape("0.6s:1,0.6s:4,ramp:0.6s:1,0.3s:1")
-    run = await run_shape(agent, QUERIES, IDS, shape, top_k=5)
+    run = await run_shape(agent, QUERIES, IDS, _setup(shape), top_k=5)
     assert agent.most == 4
     # In flight as each request starts: one, then four, then one again once the ramp is down
     # to one worker (from 1.75 s; a margin for the last requests of the others to end).
@@ -119,7 +115,8 @@ async def test_a_closed_loop_grows_and_shrinks_its_workers() -> None:
     assert max(n for t, n in by_time if t < 0.55) == 1
     assert max(n for t, n in by_time if 0.65 < t < 1.15) == 4
     assert max(n for t, n in by_time if t > 1.85) == 1
-    one, four, ramp, _ = run.stages()
+    report = run.report()
+    one, four, ramp, _ = report.stages
     assert one.asked_concurrency == 1 and four.asked_concurrency == 4
     assert ramp.asked_concurrency == pytest.approx(2.5)
     assert one.mean_concurrency == pytest.approx(1, rel=0.1)
@@ -128,69 +125,96 @@ async def test_a_closed_loop_grows_and_shrinks_its_workers() -> None:
     # Completed per second: more workers complete more (how much more is the machine's own
     # figure, a benchmark's business: under a loaded suite one stalled pass halves it).
     assert four.achieved_rate == four.completed_rate > one.achieved_rate
-    assert run.warmup == [] and run.warmup_figures() is None
+    assert report.warmup is None
+    # The timeline's requests in flight follow the same shape.
+    assert max(p.in_flight for p in report.timeline) > 1.5
 
 
 async def test_a_run_stopped_early_reports_what_its_stages_ran() -> None:
     stop = asyncio.Event()
     shape = parse_shape("0.4s:50/s,5s:50/s")
     asyncio.get_running_loop().call_later(0.8, stop.set)
-    run = await run_shape(FakeAgent(), QUERIES, IDS, shape, top_k=5, stop=stop)
-    first, second = run.stages()
+    run = await run_shape(FakeAgent(), QUERIES, IDS, _setup(shape), top_k=5, stop=stop)
+    first, second = run.report(stopped_early=True).stages
     assert first.ran_s == pytest.approx(0.4) and first.started == 20
     assert second.ran_s == pytest.approx(0.4, abs=0.05)
     assert second.achieved_rate == pytest.approx(50, rel=0.1)
 
 
-def test_stage_figures_attribute_outcomes_by_start_and_time_in_flight_by_overlap() -> None:
+def _recorded(
+    shape: Shape, outcomes: list[QueryOutcome], dropped: int = 0, worker: int = 0
+) -> Recorder:
+    """A recorder given ``outcomes`` (``started_s``: seconds since the origin), each started in
+    the phase of its start, and ``dropped`` requests the last stage could not start."""
+    recorder = Recorder(_setup(shape, worker))
+    for outcome in outcomes:
+        phase = shape.phase_at(outcome.started_s)
+        assert phase is not None
+        recorder.start(phase)
+        recorder.record(outcome, outcome.started_s, phase.warmup)
+    for _ in range(dropped):
+        recorder.drop(shape.phases[-1])
+    return recorder
+
+
+def test_stages_attribute_outcomes_by_start_and_time_in_flight_by_overlap() -> None:
     shape = parse_shape("1s:2,1s:2", "1s")
-    origin = 100.0
     outcomes = [
-        QueryOutcome("a", 0.5, ["MED-1"], started_s=origin + 1.0),  # stage 1, ends in it
-        QueryOutcome("b", 1.0, ["MED-1"], started_s=origin + 1.5),  # stage 1, ends in stage 2
-        QueryOutcome("c", 0.2, None, "timeout", "x", started_s=origin + 2.5),  # stage 2
+        QueryOutcome("w", 0.1, ["MED-1"], started_s=0.2),  # the warm-up's: in no stage
+        QueryOutcome("a", 0.5, ["MED-1"], started_s=1.0),  # stage 1, ends in it
+        QueryOutcome("b", 1.0, ["MED-1"], started_s=1.5),  # stage 1, ends in stage 2
+        QueryOutcome("c", 0.2, None, "timeout", "x", started_s=2.5),  # stage 2
     ]
-    started = {-1: 3, 0: 2, 1: 1}
-    first, second = stage_figures(shape, outcomes, started, {}, origin, 3.0)
+    report = _recorded(shape, outcomes).report(3.0)
+    first, second = report.stages
     assert (first.ok, first.errors, first.completed) == (2, 0, 1)
     assert (second.ok, second.errors, second.completed) == (0, 1, 2)
     assert first.mean_concurrency == pytest.approx(1.0)  # 0.5 + 0.5 s in flight over 1 s
     assert second.mean_concurrency == pytest.approx(0.7)  # 0.5 + 0.2
     assert first.achieved_rate == first.completed_rate == 1.0  # closed loop: completed/s
+    assert report.warmup is not None and (report.warmup.requests, report.requests) == (1, 3)
+
+
+def test_a_stop_cuts_the_stages_windows() -> None:
+    shape = parse_shape("1s:2,1s:2")
+    recorder = Recorder(_setup(shape))
+    recorder.stop(1.5)
+    # Ends after the stop, in the drain: in flight in stage 2 until the stop, completed in none.
+    recorder.start(shape.phases[1])
+    recorder.record(QueryOutcome("a", 0.8, ["MED-1"], started_s=1.2), 1.2)
+    _, second = recorder.report(2.0, stopped_early=True).stages
+    assert second.ran_s == pytest.approx(0.5) and second.completed == 0
+    assert second.mean_concurrency == pytest.approx(0.3 / 0.5)
+
+
+def test_a_snapshot_mid_run_holds_the_stages_so_far() -> None:
+    shape = parse_shape("1s:10/s,1s:10/s")
+    outcomes = [QueryOutcome(f"q{i}", 0.05, ["MED-1"], started_s=i / 10) for i in range(12)]
+    snapshot = _recorded(shape, outcomes).report(1.25, partial=True)
+    first, second = snapshot.stages
+    assert first.ran_s == 1.0 and second.ran_s == pytest.approx(0.25)
+    assert (first.started, second.started) == (10, 2)
+    assert snapshot.requests == 12 and snapshot.wall_s == pytest.approx(1.25)
+    # Its rate is of the time it ran, not of the duration: no generator falling behind.
+    assert snapshot.workers[0].bound == [] and snapshot.workers[0].status == "running"
 
 
 def test_workers_stages_merge_by_adding() -> None:
     shape = parse_shape("1s:10/s,ramp:1s:30/s", "1s")
-    origin = 0.0
     reports = []
     for worker in range(2):
         outcomes = [
             QueryOutcome(f"q{worker}{i}", 0.01 * (worker + 1), ["MED-1"], started_s=1 + i / 10)
             for i in range(20)
         ]
-        stages = stage_figures(shape, outcomes, {0: 10, 1: 10}, {1: worker}, origin, 3.0)
-        reports.append(
-            build_load_report(
-                outcomes,
-                worker,
-                2.0,
-                agent="a",
-                protocol="1.0",
-                duration_s=2.0,
-                concurrency=None,
-                rate=15.0,
-                worker=worker,
-                split=True,
-                stages=stages,
-            )
-        )
+        reports.append(_recorded(shape, outcomes, dropped=worker, worker=worker).report(3.0))
     merged = merge_load_reports(reports)
     first, ramp = merged.stages
     assert (first.target, first.asked_rate, first.started) == (20, 20, 20)
     assert (ramp.start_target, ramp.target, ramp.asked_rate) == (20, 60, 40)
     assert ramp.dropped == 1 and first.achieved_rate == pytest.approx(20)
     assert first.latencies.count == 20 and first.latency.max_s == pytest.approx(0.02)
-    assert merged.warmup is None
+    assert merged.warmup is not None and merged.warmup.requests == 0
     assert "2 stages" in str(stages_table(merged.stages, None).title)
     odd = reports[1].model_copy(update={"stages": reports[1].stages[:1]})
     with pytest.raises(ValueError, match="different stages"):

@@ -15,7 +15,7 @@ from services.green_agent.cli import _parser, main
 from services.green_agent.evaluation.evaluator import QueryOutcome
 from services.green_agent.load.html_page import render_load_html
 from services.green_agent.load.outputs import with_thresholds
-from services.green_agent.load.report import LoadReport, build_load_report, merge_load_reports
+from services.green_agent.load.report import LoadReport, merge_load_reports
 from services.green_agent.load.thresholds import (
     EXIT_BREACHED,
     budget_argument,
@@ -26,6 +26,7 @@ from services.green_agent.load.thresholds import (
 )
 from services.green_agent.load.verdict import merged_report, report_url
 from services.green_agent.settings import GreenSettings
+from tests.support.load_reports import report_of
 
 #: Latencies of the made-up runs, in seconds (the test checks the arithmetic, no machine).
 LATENCIES = [0.010 * (i + 1) for i in range(100)]
@@ -40,7 +41,7 @@ def _report(
 ) -> LoadReport:
     outcomes = [QueryOutcome(f"q{i}", s, ["MED-1"], started_s=0.0) for i, s in enumerate(latencies)]
     outcomes += [QueryOutcome(f"f{i}", 0.5, None, "timeout", "late") for i in range(failed)]
-    return build_load_report(
+    return report_of(
         outcomes,
         0,
         wall_s,
@@ -50,7 +51,6 @@ def _report(
         concurrency=None,
         rate=10.0,
         worker=worker,
-        split=split,
     )
 
 

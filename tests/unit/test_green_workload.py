@@ -5,9 +5,9 @@ from __future__ import annotations
 from services.green_agent.evaluation.dataset import load_test_set
 from services.green_agent.evaluation.evaluator import QueryOutcome
 from services.green_agent.evaluation.mcp_counters import CacheEffect, cache_effect
-from services.green_agent.load.report import build_load_report
 from services.green_agent.load.run import query_pool
 from services.nfcorpus.dataset import DEFAULT_DATA_DIR, load_queries
+from tests.support.load_reports import report_of
 
 
 def test_the_pool_is_every_distinct_query_text_in_a_seeded_order() -> None:
@@ -32,7 +32,7 @@ def test_cache_effect_is_the_difference_of_two_readings() -> None:
 def test_the_report_counts_distinct_queries_and_repeats() -> None:
     outcomes = [QueryOutcome(q, 0.01, ["MED-1"]) for q in ("PLAIN-1", "PLAIN-2", "PLAIN-1")]
     effect = CacheEffect(lookups=3, hits=1, hit_ratio=1 / 3)
-    report = build_load_report(
+    report = report_of(
         outcomes,
         0,
         1.0,

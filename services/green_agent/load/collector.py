@@ -7,6 +7,16 @@ merge where it was told and serves it at ``GET /report`` and ``GET /report.html`
 incomplete (``complete`` false, ``waiting_for`` the workers still to come) until every worker
 of the run has reported; then it logs the run's headline. Before any report both answer 404.
 
+Generators also hand in snapshots while they run (``load --report-every``: a report marked
+``partial``, numbered by ``sequence`` within its process's ``session``): the merge and the page
+are live, each worker's newest snapshot standing for it until its final report comes. A
+snapshot older than the one held, or one after the worker's final report, changes nothing (a
+resend, or a late delivery); a report of another session (a retried pod) replaces the held one.
+A worker whose last report is a snapshot and who has been silent for :data:`SILENT_INTERVALS`
+of its intervals (at least :data:`MIN_SILENCE_S`) is cut short: the run's figures keep its
+share up to that snapshot, the report lists it in ``cut_short``, and the run is complete
+without it, so its verdict still comes. A report from it after that takes it back.
+
 A report that is not one, or whose figures are out of bounds or do not hold together (a
 histogram bucket past a day, a negative count, failures by reason that do not add up to the
 failures: :mod:`~services.green_agent.load.invariants`), is a 422 with what is wrong; so is one
@@ -15,10 +25,8 @@ One from a worker outside the run, of another run, or for a run already complete
 is stored stays, and the published merge is never replaced once complete. A worker that reports
 again before then (a retried pod) replaces its own.
 
-With a token (``GREEN_LOAD_COLLECTOR_TOKEN[_FILE]``) ``POST /reports`` needs ``Authorization:
-Bearer <token>`` (401 otherwise); the reads stay open. Without one it serves on a loopback
-address only (:func:`tokens_to_serve`): a collector that anyone who reaches it can hand reports
-to stays on this machine.
+Its HTTP side (routes, tokens, the check for silent workers every second) is
+:mod:`services.green_agent.load.collector_app`.
 
 With ``--out`` each accepted report is also kept beside the merged one (``load.worker-I.json``
 for ``load.json``), and a collector that starts where such files are takes back those of its
@@ -31,38 +39,29 @@ is one whose figures do not hold or whose merge does not render: nothing kept st
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-import ipaddress
 import logging
 import os
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from pydantic import ValidationError
-from starlette.applications import Starlette
-from starlette.requests import Request
-from starlette.responses import HTMLResponse, JSONResponse, Response
-from starlette.routing import Route
 
 from services.common.files import atomic_write_text, leftover_temporaries
-from services.common.frame import ServiceId, service_app
-from services.common.limits import ServerLimits
 from services.common.validation import describe
 from services.green_agent.load.html_page import render_load_html
 from services.green_agent.load.report import LoadReport, merge_load_reports
 
 _log = logging.getLogger(__name__)
-SERVICE = ServiceId(metric_prefix="load_collector", trace_name="load-collector")
-#: A worker's report holds its timeline's histograms: far more than the default body limit of a
-#: request (``SERVER_MAX_BODY_BYTES``).
-MAX_REPORT_BYTES = 16 * 1024 * 1024
 #: What a kept report that does not read is renamed to (``load.worker-1.json.unreadable``).
 UNREADABLE_SUFFIX = ".unreadable"
-#: The reads a token does not guard: the NetworkPolicy admits only the generators, and a person
-#: reads the report through a port-forward.
-PUBLIC_PATHS = ("/report", "/report.html")
+#: Intervals a running worker may stay silent before it is cut short: one late snapshot is a
+#: slow network or a pause, three are a generator that is gone.
+SILENT_INTERVALS = 3
+#: Silence never shorter than this: three short intervals are a pause, not a generator gone.
+MIN_SILENCE_S = 2.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,6 +97,9 @@ class Collector:
         self.run = run
         self._out, self._html = out, html
         self.reports: dict[int, LoadReport] = {}
+        #: When each worker's report came (``time.monotonic()``), and the workers cut short.
+        self._arrived: dict[int, float] = {}
+        self.cut_short: set[int] = set()
         #: The merge of the reports so far, rendered (``complete`` once every worker's is in);
         #: None before.
         self.published: Published | None = None
@@ -110,13 +112,13 @@ class Collector:
 
     @property
     def complete(self) -> bool:
-        """Whether every worker of the run has reported."""
-        return len(self.reports) == self.workers
+        """Whether every worker of the run has reported its end, or was cut short."""
+        return not self.waiting_for
 
     @property
     def waiting_for(self) -> list[int]:
-        """The workers whose reports have not come yet."""
-        return [i for i in range(self.workers) if i not in self.reports]
+        """The workers whose final reports have not come yet (and who were not cut short)."""
+        return _waiting(self.workers, self.reports, self.cut_short)
 
     def _kept(self, worker: int) -> Path | None:
         if self._out is None:
@@ -184,6 +186,9 @@ class Collector:
             OSError: it could not be kept; nothing changed (the worker's retry may succeed).
 
         """
+        held = self.reports.get(report.worker)
+        if held is not None and not self.complete and _outdated(report, held):
+            return None  # a resent or late snapshot: what is held already has its figures
         merged = self._merge_with(report)
         if isinstance(merged, Refusal):
             return merged
@@ -192,6 +197,34 @@ class Collector:
         self._hold(report, merged)
         self._publish()
         return None
+
+    def check_silence(self, now: float | None = None) -> list[int]:
+        """Cut short the running workers silent too long; the workers it cut short now."""
+        now = time.monotonic() if now is None else now
+        silent = [
+            worker
+            for worker, report in self.reports.items()
+            if report.partial
+            and worker not in self.cut_short
+            and now - self._arrived[worker] > silence_s(report)
+        ]
+        if not silent or self.published is None or self.published.report.complete:
+            return []
+        cut = self.cut_short | set(silent)
+        merged = self._merge(self.reports, cut)
+        if isinstance(merged, Refusal):  # pragma: no cover - the same reports merged before
+            return []
+        for worker in silent:
+            _log.warning(
+                "load run %r: worker %d silent for %.1f s: cut short at its last snapshot",
+                self.run,
+                worker,
+                now - self._arrived[worker],
+            )
+        self.cut_short = cut
+        self.published = merged
+        self._publish()
+        return silent
 
     def _merge_with(self, report: LoadReport) -> Published | Refusal:
         """The merge of the reports held and ``report``, rendered, or why it does not belong.
@@ -218,7 +251,12 @@ class Collector:
                 409,
                 f"the report is of run {report.run!r}; this collector gathers run {self.run!r}",
             )
-        reports = {**self.reports, report.worker: report}
+        return self._merge(
+            {**self.reports, report.worker: report}, self.cut_short - {report.worker}
+        )
+
+    def _merge(self, reports: dict[int, LoadReport], cut_short: set[int]) -> Published | Refusal:
+        """The merge of ``reports`` with ``cut_short`` marked, rendered, or why it cannot be."""
         try:
             # In worker order: the merge of the same reports is the same whatever their order.
             merged = merge_load_reports([reports[i] for i in sorted(reports)])
@@ -230,18 +268,31 @@ class Collector:
         except ArithmeticError as e:
             # Figures the checks of a report missed and arithmetic does not (a bucket of no width).
             return Refusal(422, f"the report's figures do not merge: {type(e).__name__}: {e}")
-        waiting = [i for i in range(self.workers) if i not in reports]
-        merged = merged.model_copy(update={"complete": not waiting, "waiting_for": waiting})
+        waiting = _waiting(self.workers, reports, cut_short)
+        workers = [
+            w.model_copy(update={"status": "cut short"}) if w.worker in cut_short else w
+            for w in merged.workers
+        ]
+        merged = merged.model_copy(
+            update={
+                "complete": not waiting,
+                "waiting_for": waiting,
+                "cut_short": sorted(cut_short),
+                "workers": workers,
+            }
+        )
         try:
             text = merged.model_dump_json(indent=2) + "\n"
             return Published(merged, text, render_load_html(merged))
         except Exception as e:  # whatever fails, the report is refused: nothing is stored
             # Figures the checks of a report let through: ours to check for, so with the trace.
-            _log.warning("worker %d's report does not render", report.worker, exc_info=True)
+            _log.warning("the merge of workers %s does not render", sorted(reports), exc_info=True)
             return Refusal(422, f"the report's figures do not render: {type(e).__name__}: {e}")
 
     def _hold(self, report: LoadReport, merged: Published) -> None:
         self.reports = {**self.reports, report.worker: report}
+        self._arrived[report.worker] = time.monotonic()
+        self.cut_short = self.cut_short - {report.worker}
         self.published = merged
 
     def _publish(self) -> None:
@@ -257,7 +308,7 @@ class Collector:
             # The report is taken and served all the same: the files are copies of the merge.
             _log.error("could not write the merged report: %s", e)
         if not merged.complete:
-            _log.info(
+            _log.debug(
                 "load run %r: %d of %d workers reported, waiting for %s",
                 self.run,
                 len(self.reports),
@@ -278,86 +329,24 @@ class Collector:
         )
 
 
-def loopback(host: str) -> bool:
-    """Whether serving on ``host`` reaches this machine only (``localhost``, 127.0.0.0/8, ::1)."""
-    if host.lower() == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:  # a name: what it resolves to is not this process's to know
-        return False
+def silence_s(report: LoadReport) -> float:
+    """How long the worker of ``report``, a snapshot, may be silent before it is cut short."""
+    return max(SILENT_INTERVALS * report.report_every_s, MIN_SILENCE_S)
 
 
-def tokens_to_serve(host: str, tokens: Mapping[str, str]) -> Mapping[str, str]:
-    """``tokens``, once they allow serving on ``host``: without a token, loopback only.
-
-    Without a token whoever reaches the collector hands in the run's reports: on loopback that is
-    this machine alone, on any other address every host or pod that reaches it.
-
-    Raises:
-        ValueError: ``host`` is not a loopback address and there is no token; says what to set.
-
-    """
-    if tokens or loopback(host):
-        return tokens
-    raise ValueError(
-        f"load-collect would serve POST /reports on {host}, beyond this machine, without a "
-        "token: whoever reaches it could hand in the run's reports. Set "
-        "GREEN_LOAD_COLLECTOR_TOKEN or GREEN_LOAD_COLLECTOR_TOKEN_FILE (16+ characters; the "
-        "workers send it too), or serve on a loopback address (--host 127.0.0.1)"
-    )
-
-
-def create_collector_app(
-    collector: Collector,
-    tokens: Mapping[str, str] | None = None,
-    metrics_tokens: Mapping[str, str] | None = None,
-    allowed_hosts: list[str] | None = None,
-) -> Starlette:
-    """The collector's routes in the service frame; ``tokens`` guard ``POST /reports``.
-
-    ``metrics_tokens`` (the scrape token) guard ``/metrics``, as on every server; ``allowed_hosts``
-    are the names it answers (``GREEN_ALLOWED_HOSTS``; default: the loopback names).
-    """
-    lock = asyncio.Lock()
-
-    async def post_report(request: Request) -> Response:
-        try:
-            report = LoadReport.model_validate_json(await request.body())
-        except ValidationError as e:
-            return JSONResponse({"error": f"not a load report: {describe(e)}"}, status_code=422)
-        async with lock:  # one merge at a time: the last report completes the run once
-            refusal = await asyncio.to_thread(collector.add, report)
-        if refusal is not None:
-            return JSONResponse({"error": refusal.reason}, status_code=refusal.status)
-        body = {"received": sorted(collector.reports), "workers": collector.workers}
-        return JSONResponse({**body, "complete": collector.complete})
-
-    async def get_report(_: Request) -> Response:
-        if collector.published is None:
-            body = {"error": "no worker has reported yet", "waiting_for": collector.waiting_for}
-            return JSONResponse(body, status_code=404)
-        return Response(collector.published.json, media_type="application/json")
-
-    async def get_html(_: Request) -> Response:
-        if collector.published is None:
-            return JSONResponse({"error": "no worker has reported yet"}, status_code=404)
-        return HTMLResponse(collector.published.page)
-
-    routes = [
-        Route("/reports", post_report, methods=["POST"]),
-        Route("/report", get_report, methods=["GET"]),
-        Route("/report.html", get_html, methods=["GET"]),
+def _waiting(workers: int, reports: Mapping[int, LoadReport], cut_short: set[int]) -> list[int]:
+    return [
+        i for i in range(workers) if i not in reports or (reports[i].partial and i not in cut_short)
     ]
-    return service_app(
-        SERVICE,
-        routes,
-        limits=ServerLimits(max_body_bytes=MAX_REPORT_BYTES),
-        tokens=tokens,
-        public_get_paths=PUBLIC_PATHS,
-        metrics_tokens=metrics_tokens,
-        # A report is JSON: any other type is refused before it is read, as the other servers'
-        # JSON endpoints refuse it (a web page can post text/plain anywhere unasked).
-        json_paths=["/reports"],
-        allowed_hosts=allowed_hosts,
-    )
+
+
+def _outdated(report: LoadReport, held: LoadReport) -> bool:
+    """Whether ``report`` brings nothing ``held`` lacks.
+
+    That is an older snapshot of the same process, or a snapshot after its final report.
+    """
+    if report.session != held.session:
+        return False  # another process of the worker (a retried pod): it starts again
+    if not held.partial:
+        return report.partial
+    return report.partial and report.sequence < held.sequence

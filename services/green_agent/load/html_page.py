@@ -2,7 +2,9 @@
 
 Inline CSS and inline SVG only (:mod:`services.green_agent.load.svg_charts`): no script, font, style
 sheet or image is fetched, so the file can be mailed, archived as a CI artifact and opened
-offline. Every text from the run is escaped: agent URLs, reasons and error messages come from
+offline. A collector's page of a run still going (its report not ``complete``) reloads itself
+every few seconds, as often as the generators hand in their figures, with a meta refresh (no
+script); a finished run's page, saved or served, does not. Every text from the run is escaped: agent URLs, reasons and error messages come from
 remote servers.
 """
 
@@ -22,6 +24,9 @@ from services.green_agent.load.timeline import LatencyBin
 GREEN, RED, BLUE, AMBER, PURPLE = "#16a34a", "#dc2626", "#2563eb", "#d97706", "#7c3aed"
 THROUGHPUT_TITLE = "Throughput over time"
 LATENCY_TITLE = "Latency percentiles over time"
+IN_FLIGHT_TITLE = "Requests in flight over time"
+#: How often a live page reloads when its report does not say how often figures come.
+REFRESH_S = 5.0
 HISTOGRAM_TITLE = "Latency histogram of the answers"
 MIN_BINS = 8  # a histogram this narrow at least, so one busy bin does not fill the chart
 
@@ -99,16 +104,28 @@ def _headline(report: LoadReport) -> str:
 
 
 def _incomplete(report: LoadReport) -> str:
-    """The note on a collector's merge of only some workers' reports (empty when complete)."""
-    if report.complete:
-        return ""
-    waiting = ", ".join(str(w) for w in report.waiting_for)
-    reported = ", ".join(str(w.worker) for w in report.workers)
-    return (
-        f'<p class="incomplete"><strong>Incomplete: waiting for workers {escape(waiting)}.'
-        f"</strong> The figures are those of the workers that have reported so far "
-        f"({escape(reported)}).</p>\n"
-    )
+    """The note on a run still going, or one with workers cut short (empty otherwise)."""
+    notes = []
+    if report.cut_short:
+        silent = ", ".join(str(w) for w in report.cut_short)
+        notes.append(
+            f'<p class="incomplete"><strong>Cut short: workers {escape(silent)}</strong> fell '
+            "silent during the run; their figures end at the last they handed in.</p>\n"
+        )
+    if not report.complete:
+        waiting = ", ".join(str(w) for w in report.waiting_for)
+        running = ", ".join(str(w.worker) for w in report.workers if w.status == "running")
+        so_far = f" (workers {escape(running)} still running)" if running else ""
+        notes.append(
+            f'<p class="incomplete"><strong>Live: waiting for workers {escape(waiting)}.'
+            f"</strong> The figures are those handed in so far{so_far}; this page reloads "
+            f"every {_refresh_s(report):g} s.</p>\n"
+        )
+    return "".join(notes)
+
+
+def _refresh_s(report: LoadReport) -> float:
+    return report.report_every_s or REFRESH_S
 
 
 def _budgets(report: LoadReport) -> str:
@@ -172,9 +189,18 @@ def _charts_over_time(report: LoadReport) -> str:
         y_label="latency (ms)",
         empty="no answers",
     )
+    in_flight = line_chart(
+        IN_FLIGHT_TITLE,
+        [series("in flight", PURPLE, [p.in_flight for p in points])],
+        x_max=x_max,
+        x_label=x_label.replace("each request counted when it ended", "the mean over each"),
+        y_label="requests",
+        empty="no requests",
+    )
     return (
         f"<section><h2>{THROUGHPUT_TITLE}</h2>\n{throughput}</section>\n"
-        f"<section><h2>{LATENCY_TITLE}</h2>\n{latency}</section>"
+        f"<section><h2>{LATENCY_TITLE}</h2>\n{latency}</section>\n"
+        f"<section><h2>{IN_FLIGHT_TITLE}</h2>\n{in_flight}</section>"
     )
 
 
@@ -275,7 +301,7 @@ def _generators(report: LoadReport) -> str:
             f"</p><ul>{reasons}</ul>\n"
         )
     rows = "\n".join(
-        f'<tr><td class="n">{w.worker}</td><td class="n">{w.requests:,}</td>'
+        f'<tr><td class="n">{w.worker}</td><td>{w.status}</td><td class="n">{w.requests:,}</td>'
         f'<td class="n">{w.ok:,}</td><td class="n">{w.errors:,}</td>'
         f'<td class="n">{w.dropped:,}</td>'
         f'<td class="n">{"-" if w.asked_rate is None else f"{w.asked_rate:.1f}"}</td>'
@@ -289,8 +315,8 @@ def _generators(report: LoadReport) -> str:
     head = "".join(
         f'<th class="n">{name}</th>'
         for name in (
-            "worker", "sent", "ok", "errors", "dropped", "asked/s", "started/s", "p50", "p99",
-            "CPU per request", "of a core",
+            "worker", "status", "sent", "ok", "errors", "dropped", "asked/s", "started/s", "p50",
+            "p99", "CPU per request", "of a core",
         )
     )  # fmt: skip
     return (
@@ -317,6 +343,9 @@ def render_load_html(report: LoadReport) -> str:
             "<!DOCTYPE html>",
             '<html lang="en"><head><meta charset="utf-8">',
             '<meta name="viewport" content="width=device-width, initial-scale=1">',
+            ""
+            if report.complete
+            else f'<meta http-equiv="refresh" content="{_refresh_s(report):g}">',
             f"<title>Load test of {escape(report.agent)}"
             f"{'' if report.complete else ' (incomplete)'}</title>",
             f"<style>{CSS}</style></head>",

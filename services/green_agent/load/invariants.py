@@ -31,7 +31,12 @@ from typing import Protocol
 from pydantic import BaseModel
 
 from services.green_agent.load.histogram import LatencyHistogram
-from services.green_agent.load.timeline import LatencyBin, TimelinePoint, latency_histogram
+from services.green_agent.load.timeline import (
+    LATENCY_BINS,
+    LatencyBin,
+    TimelinePoint,
+    latency_bins,
+)
 
 #: The figures that may be negative: differences of a server's counters (a restart resets them).
 SIGNED = ("result_cache.",)
@@ -108,7 +113,7 @@ def _timeline_problems(report: ReportFigures) -> list[str]:
 
 def _histogram_problems(report: ReportFigures) -> list[str]:
     problems = []
-    edges = [(b.lower_ms, b.upper_ms) for b in latency_histogram([])]
+    edges = [(b.lower_ms, b.upper_ms) for b in latency_bins([0] * LATENCY_BINS)]
     if [(b.lower_ms, b.upper_ms) for b in report.latency_histogram] != edges:
         problems.append(
             "latency_histogram: its bins are not the services' Prometheus buckets "

@@ -24,11 +24,10 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal
 
-from pydantic import BaseModel, computed_field, model_validator
+from pydantic import BaseModel, Field, computed_field, model_validator
 
-from services.green_agent.evaluation.evaluator import QueryOutcome
 from services.green_agent.evaluation.mcp_counters import CacheEffect
 from services.green_agent.evaluation.report import LatencyStats
 from services.green_agent.load.histogram import LatencyHistogram, merge_all
@@ -43,10 +42,7 @@ from services.green_agent.load.thresholds import Threshold, breaches, judge, par
 from services.green_agent.load.timeline import (
     LatencyBin,
     TimelinePoint,
-    bucket_width,
-    build_timeline,
     histogram_stats,
-    latency_histogram,
     merged_timeline,
 )
 
@@ -77,12 +73,16 @@ class WorkerFigures(BaseModel):
     core_share: float | None
     latency: LatencyStats
     bound: list[str]
+    # "running": its figures are a snapshot it sent while it ran, "cut short": a snapshot it
+    # sent before it fell silent (it died; the run's figures hold its share up to then).
+    status: Literal["finished", "running", "cut short"] = "finished"
 
 
 class LoadReport(BaseModel):
     """What one load run measured.
 
-    ``timeline`` has one point per ``timeline_bucket_s`` of the run (:func:`build_timeline`),
+    A generator writes it with :class:`~services.green_agent.load.recorder.Recorder`.
+    ``timeline`` has one point per ``timeline_bucket_s`` of the run,
     ``latency_histogram`` counts the answers between the services' Prometheus bucket edges.
     """
 
@@ -130,6 +130,15 @@ class LoadReport(BaseModel):
     result_cache: CacheEffect | None = None
     # Ended by a signal before ``duration_s`` had passed (``wall_s`` is how long it ran).
     stopped_early: bool = False
+    # A running generator's snapshot of its figures so far (handed to a collector every
+    # ``report_every_s`` seconds; 0: it sends none), numbered by ``sequence`` from 0: its final
+    # report comes after its last snapshot, with the next number.
+    partial: bool = False
+    sequence: int = Field(default=0, ge=0)
+    # The generator process that wrote it: a retried pod's reports replace the earlier one's,
+    # whatever their numbers.
+    session: str = Field(default="", max_length=64)
+    report_every_s: float = Field(default=0.0, ge=0.0, allow_inf_nan=False)
     # The run the report belongs to (``load --run``, e.g. a release and its revision): workers'
     # reports merge only within one run, and a collector takes only its own run's.
     run: str = ""
@@ -137,6 +146,8 @@ class LoadReport(BaseModel):
     # and the workers still to come.
     complete: bool = True
     waiting_for: list[int] = []
+    # The workers that fell silent mid-run: their figures end at their last snapshot.
+    cut_short: list[int] = []
     # The load's shape (services.green_agent.load.stages): each stage's figures, and the
     # warm-up's outcomes, which no other figure counts (None: no warm-up). With stages,
     # ``target_rate`` is the stages' mean asked rate and ``concurrency`` their peak.
@@ -159,83 +170,10 @@ class LoadReport(BaseModel):
         return [t.line() for t in breaches(self.thresholds)]
 
 
-def build_load_report(
-    outcomes: Sequence[QueryOutcome],
-    dropped: int,
-    wall_s: float,
-    *,
-    agent: str,
-    protocol: str,
-    duration_s: float,
-    concurrency: int | None,
-    rate: float | None,
-    query_pool: str = "test",
-    pool_size: int = 0,
-    result_cache: CacheEffect | None = None,
-    stopped_early: bool = False,
-    worker: int = 0,
-    split: bool = False,
-    cpu_s: float | None = None,
-    run: str = "",
-    stages: Sequence[StageFigures] = (),
-    warmup: WarmupFigures | None = None,
-) -> LoadReport:
-    """Summarise a load run: latency of the answers, and apart how fast the failures came.
-
-    ``cpu_s`` is the generator's own CPU over the run; ``worker`` its index in a ``split`` run,
-    whose workers bucket their timelines by the duration they were asked for, so that the
-    timelines merge bucket by bucket (a whole run buckets by how long it actually ran).
-    ``outcomes`` leave the warm-up's out: ``warmup`` counts them.
-    """
-    ok = [o for o in outcomes if o.ok]
-    width = bucket_width(duration_s) if split else None
-    bucket_s, timeline = build_timeline(outcomes, wall_s, width)
-    errors = [o for o in outcomes if not o.ok]
-    samples = list(dict.fromkeys(f"{o.reason}: {o.error}" for o in errors))[:10]
-    latencies = LatencyHistogram.of(o.latency_s for o in ok)
-    error_latencies = LatencyHistogram.of(o.latency_s for o in errors)
-    report = LoadReport(
-        agent=agent,
-        protocol=protocol,
-        mode="closed-loop" if concurrency is not None else "open-loop",
-        concurrency=concurrency,
-        target_rate=rate,
-        duration_s=duration_s,
-        wall_s=wall_s,
-        requests=len(outcomes),
-        ok=len(ok),
-        errors=len(errors),
-        dropped=dropped,
-        throughput_rps=len(ok) / wall_s if wall_s > 0 else 0.0,
-        latency=histogram_stats(latencies),
-        error_latency=histogram_stats(error_latencies),
-        errors_by_reason=dict(Counter(o.reason or "unknown" for o in errors)),
-        error_samples=samples,
-        timeline_bucket_s=bucket_s,
-        timeline=timeline,
-        latency_histogram=latency_histogram([o.latency_s for o in ok]),
-        query_pool=query_pool,
-        pool_size=pool_size,
-        distinct_queries=len({o.query_id for o in outcomes}),
-        repeats=len(outcomes) - len({o.query_id for o in outcomes}),
-        result_cache=result_cache,
-        stopped_early=stopped_early,
-        latencies=latencies,
-        error_latencies=error_latencies,
-        worker=worker,
-        cpu_s=cpu_s,
-        run=run,
-        stages=list(stages),
-        warmup=warmup,
-    )
-    figures = worker_figures(report)
-    return report.model_copy(update={"workers": [figures]})
-
-
 def _one_run(r: LoadReport) -> tuple[object, ...]:
-    """What the workers of one run share: run name, agent, protocol, mode, buckets, budgets."""
+    """What the workers of one run share: run name, agent, protocol, mode, budgets."""
     budgets = tuple(t.budget for t in r.thresholds)
-    return (r.run, r.agent, r.protocol, r.mode, r.timeline_bucket_s, budgets)
+    return (r.run, r.agent, r.protocol, r.mode, budgets)
 
 
 def worker_figures(report: LoadReport) -> WorkerFigures:
@@ -246,12 +184,14 @@ def worker_figures(report: LoadReport) -> WorkerFigures:
     if share is not None and share >= GENERATOR_CPU_BOUND:
         bound.append(f"worker {report.worker}: its process used {share:.0%} of a core")
     asked = report.target_rate
-    if asked and not report.stopped_early and started < GENERATOR_RATE_SHORTFALL * asked:
+    whole = not (report.stopped_early or report.partial)  # a share of the duration ran
+    if asked and whole and started < GENERATOR_RATE_SHORTFALL * asked:
         bound.append(f"worker {report.worker}: started {started:.1f}/s of the {asked:g}/s asked")
     per_request = (
         report.cpu_s * 1000 / report.requests if report.cpu_s and report.requests else None
     )
     return WorkerFigures(
+        status="running" if report.partial else "finished",
         worker=report.worker,
         requests=report.requests,
         ok=report.ok,
@@ -271,14 +211,14 @@ def worker_figures(report: LoadReport) -> WorkerFigures:
 def merge_load_reports(reports: Sequence[LoadReport]) -> LoadReport:
     """The workers' reports of one run as one: counts added, histograms merged.
 
-    Percentiles come from the merged histograms; the timelines merge bucket by bucket (every
-    worker buckets by the same width, from its first request on: the workers start together).
+    Percentiles come from the merged histograms; the timelines merge bucket by bucket, in the
+    widest of the workers' widths (each counts from its own start: the workers start together).
     ``result_cache`` is left to the caller, who reads the server's counters around the whole run.
     The workers' budgets are judged on the merged figures.
 
     Raises:
         ValueError: no reports, or reports of different runs (run name, agent, protocol, mode,
-            buckets, budgets).
+            budgets).
 
     """
     if not reports:
@@ -289,6 +229,7 @@ def merge_load_reports(reports: Sequence[LoadReport]) -> LoadReport:
         if theirs != ours:
             raise ValueError(f"worker {r.worker} ran {theirs}, worker {first.worker} {ours}")
     wall_s = max(r.wall_s for r in reports)
+    width, timeline = merged_timeline([(r.timeline_bucket_s, r.timeline) for r in reports])
     latencies = merge_all(r.latencies for r in reports)
     error_latencies = merge_all(r.error_latencies for r in reports)
     ok = sum(r.ok for r in reports)
@@ -315,8 +256,8 @@ def merge_load_reports(reports: Sequence[LoadReport]) -> LoadReport:
         error_latency=histogram_stats(error_latencies),
         errors_by_reason=dict(errors_by_reason),
         error_samples=samples,
-        timeline_bucket_s=first.timeline_bucket_s,
-        timeline=merged_timeline([r.timeline for r in reports], first.timeline_bucket_s),
+        timeline_bucket_s=width,
+        timeline=timeline,
         latency_histogram=[
             LatencyBin(lower_ms=b.lower_ms, upper_ms=b.upper_ms, count=sum(bins))
             for b, *bins in zip(
@@ -330,6 +271,7 @@ def merge_load_reports(reports: Sequence[LoadReport]) -> LoadReport:
         distinct_queries=sum(r.distinct_queries for r in reports),
         repeats=sum(r.repeats for r in reports),
         stopped_early=any(r.stopped_early for r in reports),
+        report_every_s=max(r.report_every_s for r in reports),
         latencies=latencies,
         error_latencies=error_latencies,
         cpu_s=math.fsum(c for c in cpu if c is not None) if None not in cpu else None,

@@ -27,21 +27,17 @@ import itertools
 import random
 import signal
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
 from services.green_agent.evaluation.client import AgentClient
 from services.green_agent.evaluation.evaluator import QueryOutcome, ask_and_check
+from services.green_agent.evaluation.mcp_counters import CacheEffect
 from services.green_agent.load.progress import Meter, show_progress
-from services.green_agent.load.shape import Shape
-from services.green_agent.load.stages import (
-    StageFigures,
-    WarmupFigures,
-    stage_figures,
-    warmup_figures,
-)
+from services.green_agent.load.recorder import Recorder, RunSetup
+from services.green_agent.load.report import LoadReport
 from services.nfcorpus.dataset import load_queries
 
 QueryPool = Literal["all", "test"]
@@ -61,12 +57,21 @@ def query_pool(
 
 
 class _Run:
-    def __init__(self, client: AgentClient, queries: Sequence[tuple[str, str]], top_k: int) -> None:
+    def __init__(
+        self,
+        client: AgentClient,
+        queries: Sequence[tuple[str, str]],
+        top_k: int,
+        recorder: Recorder,
+        origin: float,
+        on_outcome: Callable[[QueryOutcome, bool], None] | None,
+    ) -> None:
         self.client = client
         self.queries = itertools.cycle(queries)
         self.top_k = top_k
-        self.outcomes: list[QueryOutcome] = []
-        self.warmup: list[QueryOutcome] = []
+        self.recorder = recorder
+        self.origin = origin
+        self.on_outcome = on_outcome
         self.in_flight = 0
         self.meter: Meter | None = None
 
@@ -79,9 +84,12 @@ class _Run:
             )
         finally:
             self.in_flight -= 1
-        (self.warmup if warm else self.outcomes).append(outcome)
+        # Folded into the figures as it ends, and not kept: memory does not grow with the run.
+        self.recorder.record(outcome, outcome.started_s - self.origin, warm)
         if self.meter is not None:
             self.meter.note(outcome)
+        if self.on_outcome is not None:
+            self.on_outcome(outcome, warm)
 
 
 async def _finish(tasks: set[asyncio.Task[None]], timeout_s: float) -> None:
@@ -98,93 +106,40 @@ async def _finish(tasks: set[asyncio.Task[None]], timeout_s: float) -> None:
 
 @dataclass
 class LoadRun:
-    """What a run along a shape did: its outcomes, the warm-up's apart, and when.
+    """What a run along a shape did: its figures, and when it ended.
 
-    ``started`` and ``dropped`` count requests by stage index (-1: the warm-up); ``origin`` is
-    ``time.perf_counter()`` at the start, ``ended_s`` when it stopped starting requests and
-    ``finished_s`` when the last one ended (the drain included), both in seconds since ``origin``.
+    ``origin`` is ``time.perf_counter()`` at the start, ``ended_s`` when it stopped starting
+    requests and ``finished_s`` when the last one ended (the drain included), both in seconds
+    since ``origin``.
     """
 
-    shape: Shape
-    outcomes: list[QueryOutcome]
-    warmup: list[QueryOutcome]
-    started: dict[int, int]
-    dropped: dict[int, int]
+    recorder: Recorder
     origin: float
     ended_s: float
     finished_s: float
 
-    @property
-    def measured_dropped(self) -> int:
-        """Requests the schedule could not start after the warm-up."""
-        return sum(n for index, n in self.dropped.items() if index >= 0)
-
-    @property
-    def wall_s(self) -> float:
-        """Seconds from the end of the warm-up to the end of the run (0: it never got there)."""
-        warmup_s = self.shape.warmup_s
-        return self.finished_s - warmup_s if self.ended_s > warmup_s else 0.0
-
-    def stages(self) -> list[StageFigures]:
-        """Each stage's figures (:mod:`services.green_agent.load.stages`)."""
-        return stage_figures(
-            self.shape, self.outcomes, self.started, self.dropped, self.origin, self.ended_s
+    def report(
+        self,
+        cpu_s: float | None = None,
+        result_cache: CacheEffect | None = None,
+        stopped_early: bool = False,
+    ) -> LoadReport:
+        """The run's report (:meth:`~services.green_agent.load.recorder.Recorder.report`)."""
+        return self.recorder.report(
+            self.finished_s, cpu_s=cpu_s, result_cache=result_cache, stopped_early=stopped_early
         )
 
-    def warmup_figures(self) -> WarmupFigures | None:
-        """The warm-up's figures (None: no warm-up)."""
-        return warmup_figures(self.shape, self.warmup, self.dropped.get(-1, 0), self.ended_s)
 
-
-async def run_load(
-    client: AgentClient,
-    queries: Sequence[tuple[str, str]],
-    valid_ids: frozenset[str],
-    *,
-    top_k: int,
-    duration_s: float,
-    concurrency: int | None = None,
-    rate: float | None = None,
-    max_in_flight: int = 256,
-    drain_timeout_s: float = 60.0,
-    legacy: bool = False,
-    stop: asyncio.Event | None = None,
-) -> tuple[list[QueryOutcome], int, float]:
-    """Run one load test at a constant pace, until ``duration_s`` has passed or ``stop`` is set.
-
-    Returns:
-        Every outcome, the number of dropped (never started) requests, and the wall time.
-
-    Raises:
-        ValueError: Neither or both of ``concurrency`` and ``rate`` were given.
-
-    """
-    if (concurrency is None) == (rate is None):
-        raise ValueError("give exactly one of concurrency or rate")
-    if concurrency is not None:
-        shape = Shape.constant("concurrency", concurrency, duration_s)
-    else:
-        assert rate is not None
-        shape = Shape.constant("rate", rate, duration_s)
-    run = await run_shape(
-        client,
-        queries,
-        valid_ids,
-        shape,
-        top_k=top_k,
-        max_in_flight=max_in_flight,
-        drain_timeout_s=drain_timeout_s,
-        legacy=legacy,
-        stop=stop,
-    )
-    return run.outcomes, run.measured_dropped, run.wall_s
+#: What a running generator does with its figures so far, every ``snapshot_s`` seconds: the
+#: recorder and the seconds since the origin (a generator hands the snapshot to its collector).
+Snapshot = Callable[[Recorder, float], Awaitable[None]]
 
 
 async def run_shape(
     client: AgentClient,
     queries: Sequence[tuple[str, str]],
     valid_ids: frozenset[str],
-    shape: Shape,
+    setup: RunSetup,
     *,
     top_k: int,
     max_in_flight: int = 256,
@@ -193,27 +148,36 @@ async def run_shape(
     stop: asyncio.Event | None = None,
     progress_s: float = 0.0,
     on_progress: Callable[[str], None] | None = None,
+    snapshot_s: float = 0.0,
+    on_snapshot: Snapshot | None = None,
+    on_outcome: Callable[[QueryOutcome, bool], None] | None = None,
 ) -> LoadRun:
-    """Run one load test along ``shape``, until its end or until ``stop`` is set.
+    """Run one load test along ``setup.shape``, until its end or until ``stop`` is set.
 
     An open loop starts each request at its time on the shape's schedule
     (:meth:`~services.green_agent.load.shape.Shape.starts`); a closed loop keeps as many
     workers sending as the shape asks at the time (:meth:`~.shape.Shape.workers_at`): a worker
-    beyond that finishes its request and waits until the shape wants it again. With
-    ``on_progress``, a progress line (:mod:`services.green_agent.load.progress`) goes to it
-    every ``progress_s`` seconds.
+    beyond that finishes its request and waits until the shape wants it again. Each outcome
+    goes into the run's :class:`~services.green_agent.load.recorder.Recorder` as it ends, then
+    to ``on_outcome`` (with whether it is the warm-up's), if given. With ``on_progress``, a
+    progress line (:mod:`services.green_agent.load.progress`) goes to it every ``progress_s``
+    seconds; with ``on_snapshot``, the figures so far every ``snapshot_s`` seconds.
     """
-    run = _Run(client, queries, top_k)
-    stop = stop or asyncio.Event()
-    started: dict[int, int] = {p.index: 0 for p in shape.phases}
-    dropped: dict[int, int] = {p.index: 0 for p in shape.phases}
+    shape = setup.shape
+    recorder = Recorder(setup)
     origin = time.perf_counter()
+    run = _Run(client, queries, top_k, recorder, origin, on_outcome)
+    stop = stop or asyncio.Event()
     total_s = shape.total_s
-    stopped: list[float] = []
 
     async def note_stop() -> None:
         await stop.wait()
-        stopped.append(time.perf_counter() - origin)
+        recorder.stop(time.perf_counter() - origin)
+
+    async def snapshots(every_s: float, hand: Snapshot) -> None:
+        while True:
+            await asyncio.sleep(every_s)
+            await hand(recorder, time.perf_counter() - origin)
 
     watchers = [asyncio.create_task(note_stop())]
     if on_progress is not None and progress_s > 0:
@@ -225,6 +189,8 @@ async def run_shape(
                 )
             )
         )
+    if on_snapshot is not None and snapshot_s > 0:
+        watchers.append(asyncio.create_task(snapshots(snapshot_s, on_snapshot)))
     try:
         if shape.kind == "concurrency":
 
@@ -236,7 +202,7 @@ async def run_shape(
                     if phase is None:
                         return
                     if phase.pace(now) + 0.5 >= k:
-                        started[phase.index] += 1
+                        recorder.start(phase)
                         await run.one(valid_ids, legacy, phase.warmup)
                         continue
                     wake = shape.next_active(k, now)
@@ -258,9 +224,9 @@ async def run_shape(
                 # shows in its stages' achieved rates.
                 phase = shape.phase_at(time.perf_counter() - origin) or last
                 if len(in_flight) >= max_in_flight:
-                    dropped[phase.index] += 1
+                    recorder.drop(phase)
                     continue
-                started[phase.index] += 1
+                recorder.start(phase)
                 task = asyncio.create_task(run.one(valid_ids, legacy, phase.warmup))
                 in_flight.add(task)
                 task.add_done_callback(in_flight.discard)
@@ -271,22 +237,17 @@ async def run_shape(
         for watcher in watchers:
             watcher.cancel()
         await asyncio.gather(*watchers, return_exceptions=True)
-    ended_s = min(total_s, *stopped) if stopped else total_s
     return LoadRun(
-        shape=shape,
-        outcomes=run.outcomes,
-        warmup=run.warmup,
-        started=started,
-        dropped=dropped,
+        recorder=recorder,
         origin=origin,
-        ended_s=ended_s,
+        ended_s=recorder.ended_s,
         finished_s=time.perf_counter() - origin,
     )
 
 
 @contextlib.contextmanager
 def stopped_by_signals() -> Iterator[asyncio.Event]:
-    """An event that SIGTERM or SIGINT sets while the block runs: pass it to :func:`run_load`.
+    """An event that SIGTERM or SIGINT sets while the block runs: pass it to :func:`run_shape`.
 
     A load around an operation of unknown length (a rolling restart) is stopped when the
     operation is done, and still writes its report.

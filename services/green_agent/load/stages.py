@@ -6,7 +6,8 @@ loop's requests started per second within the stage, a closed loop's requests co
 second within it and the mean number in flight (the time average, from every request's start and
 end). Its outcomes (answered, failed, latency) are those of the requests it started. The
 warm-up's outcomes are only counted: none of them is in the run's latencies, throughput,
-timeline or any stage.
+timeline or any stage. A generator records them as its requests end
+(:class:`~services.green_agent.load.recorder.Recorder`).
 
 Figures of several workers merge by adding (targets, counts, rates, requests in flight) and by
 merging histograms; a stage's duration is the longest any worker ran it.
@@ -14,17 +15,15 @@ merging histograms; a stage's duration is the longest any worker ran it.
 
 from __future__ import annotations
 
-import bisect
 from collections.abc import Sequence
 from typing import Literal
 
 from pydantic import BaseModel
 from rich.table import Table
 
-from services.green_agent.evaluation.evaluator import QueryOutcome
 from services.green_agent.evaluation.report import LatencyStats
 from services.green_agent.load.histogram import LatencyHistogram, merge_all
-from services.green_agent.load.shape import Kind, Shape
+from services.green_agent.load.shape import Kind
 from services.green_agent.load.timeline import histogram_stats
 
 
@@ -78,99 +77,6 @@ _ADDED = (
     *("started", "dropped", "completed", "ok", "errors"),
     *("started_rate", "completed_rate", "achieved_rate", "mean_concurrency"),
 )
-
-
-def _rate(count: float, seconds: float) -> float:
-    return count / seconds if seconds > 0 else 0.0
-
-
-def stage_figures(
-    shape: Shape,
-    outcomes: Sequence[QueryOutcome],
-    started: dict[int, int],
-    dropped: dict[int, int],
-    origin: float,
-    ended_s: float,
-) -> list[StageFigures]:
-    """Each stage's figures from the run's outcomes (the warm-up's left out).
-
-    Args:
-        shape: The shape the run followed.
-        outcomes: The outcomes of the requests started after the warm-up.
-        started: Requests started, by stage index (-1: the warm-up).
-        dropped: Requests the schedule could not start, by stage index.
-        origin: ``time.perf_counter()`` when the run began (the outcomes' ``started_s`` clock).
-        ended_s: Seconds since ``origin`` at which the run stopped starting requests.
-
-    """
-    phases = [p for p in shape.phases if not p.warmup]
-    starts = [p.start_s for p in phases]
-    ran = [min(max(ended_s - p.start_s, 0.0), p.duration_s) for p in phases]
-    histograms = [LatencyHistogram() for _ in phases]
-    errors, completed, busy = [0] * len(phases), [0] * len(phases), [0.0] * len(phases)
-    for outcome in outcomes:
-        begin = outcome.started_s - origin
-        end = begin + outcome.latency_s
-        first = max(bisect.bisect_right(starts, begin) - 1, 0)
-        if outcome.ok:
-            histograms[first].record(outcome.latency_s)
-        else:
-            errors[first] += 1
-        # Every stage the request was in flight in: its share of that stage's time in flight.
-        for i in range(first, len(phases)):
-            low, high = phases[i].start_s, phases[i].start_s + ran[i]
-            if low >= end:
-                break
-            busy[i] += max(0.0, min(end, high) - max(begin, low))
-            if low <= end < high:
-                completed[i] += 1
-    figures = []
-    for i, phase in enumerate(phases):
-        started_rate = _rate(started.get(phase.index, 0), ran[i])
-        completed_rate = _rate(completed[i], ran[i])
-        figures.append(
-            StageFigures(
-                stage=phase.index + 1,
-                kind="ramp" if phase.ramp else "step",
-                pace=shape.kind,
-                duration_s=phase.duration_s,
-                ran_s=ran[i],
-                start_target=phase.begin,
-                target=phase.end,
-                asked_rate=phase.mean if shape.kind == "rate" else None,
-                asked_concurrency=phase.mean if shape.kind == "concurrency" else None,
-                started=started.get(phase.index, 0),
-                dropped=dropped.get(phase.index, 0),
-                completed=completed[i],
-                started_rate=started_rate,
-                completed_rate=completed_rate,
-                achieved_rate=started_rate if shape.kind == "rate" else completed_rate,
-                mean_concurrency=_rate(busy[i], ran[i]),
-                ok=histograms[i].count,
-                errors=errors[i],
-                latency=histogram_stats(histograms[i]),
-                latencies=histograms[i],
-            )
-        )
-    return figures
-
-
-def warmup_figures(
-    shape: Shape, outcomes: Sequence[QueryOutcome], dropped: int, ended_s: float
-) -> WarmupFigures | None:
-    """The warm-up's figures (None: the shape has none); ``outcomes`` are the warm-up's."""
-    if shape.warmup is None:
-        return None
-    ok = sum(1 for o in outcomes if o.ok)
-    return WarmupFigures(
-        duration_s=shape.warmup.duration_s,
-        ran_s=min(max(ended_s, 0.0), shape.warmup.duration_s),
-        target=shape.warmup.target,
-        requests=len(outcomes),
-        ok=ok,
-        errors=len(outcomes) - ok,
-        dropped=dropped,
-    )
 
 
 def merge_stages(workers: Sequence[Sequence[StageFigures]]) -> list[StageFigures]:

@@ -18,13 +18,15 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel
 
-from services.green_agent.evaluation.evaluator import QueryOutcome
 from services.green_agent.evaluation.report import LatencyStats
 from services.green_agent.load.histogram import LatencyHistogram, merge_all
 from services.telemetry.metrics import LATENCY_BUCKETS
 
 #: Bucket widths in seconds, smallest first; a run gets the smallest that keeps it readable.
-NICE_WIDTHS_S = (1.0, 2.0, 5.0, 10.0, 15.0, 30.0, 60.0, 120.0, 300.0, 600.0)
+#: Each divides the next: a generator widens its buckets as its run grows longer than it
+#: planned (a run stopped by a signal has no planned end), and timelines of several widths
+#: merge into the widest, each of its buckets whole buckets of the others.
+NICE_WIDTHS_S = (1.0, 2.0, 10.0, 20.0, 60.0, 120.0, 600.0, 1200.0, 3600.0)
 #: Most points a timeline has (one a second up to two minutes).
 MAX_POINTS = 120
 
@@ -55,12 +57,15 @@ class TimelinePoint(BaseModel):
     error_rps: float
     latency: LatencyStats
     latencies: LatencyHistogram
+    # The mean number of requests in flight over the bucket (their time in it over its span);
+    # 0 in a report written before it was recorded.
+    in_flight: float = 0.0
 
 
 def timeline_point(
-    start_s: float, span_s: float, failed: int, latencies: LatencyHistogram
+    start_s: float, span_s: float, failed: int, latencies: LatencyHistogram, busy_s: float = 0.0
 ) -> TimelinePoint:
-    """One bucket's point: its rates over ``span_s`` and its answers' latency."""
+    """One bucket's point: its rates over ``span_s``, its answers' latency, its time in flight."""
     return TimelinePoint(
         start_s=start_s,
         span_s=span_s,
@@ -70,6 +75,7 @@ def timeline_point(
         error_rps=failed / span_s,
         latency=histogram_stats(latencies),
         latencies=latencies,
+        in_flight=busy_s / span_s if span_s > 0 else 0.0,
     )
 
 
@@ -83,63 +89,31 @@ class LatencyBin(BaseModel):
 
 def bucket_width(span_s: float) -> float:
     """Return the smallest nice width giving at most :data:`MAX_POINTS` buckets over ``span_s``."""
-    for width in NICE_WIDTHS_S:
-        if span_s / width <= MAX_POINTS:
-            return width
-    return float(math.ceil(span_s / MAX_POINTS))
+    width = NICE_WIDTHS_S[0]
+    while span_s / width > MAX_POINTS:
+        width = wider(width)
+    return width
 
 
-def build_timeline(
-    outcomes: Sequence[QueryOutcome], wall_s: float, width_s: float | None = None
-) -> tuple[float, list[TimelinePoint]]:
-    """Bucket ``outcomes`` by the time they ended, counted from the first start.
-
-    The first request starts as the run starts (every worker at once, or the schedule's first
-    slot), so the earliest ``started_s`` stands for the start of the run. The last bucket also
-    takes the tail shorter than one width (the drain after the duration): a bucket of a few
-    milliseconds would turn one late answer into a throughput spike.
-
-    Args:
-        outcomes: Every outcome of the run.
-        wall_s: The run's wall time; the timeline covers it, or the last end if that is later.
-        width_s: The bucket width (default: the nicest for the span): the workers of one run
-            take it from the duration they were asked for, so their timelines merge by bucket.
-
-    Returns:
-        The bucket width in seconds and one point a bucket (none when there are no outcomes).
-
-    """
-    if not outcomes:
-        return width_s or bucket_width(wall_s), []
-    origin = min(o.started_s for o in outcomes)
-    ends = [o.started_s + o.latency_s - origin for o in outcomes]
-    span = max(wall_s, *ends)
-    width = width_s or bucket_width(span)
-    count = max(1, math.floor(span / width))
-    answered = [LatencyHistogram() for _ in range(count)]
-    failed = [0] * count
-    for outcome, end in zip(outcomes, ends, strict=True):
-        index = min(int(end // width), count - 1)
-        if outcome.ok:
-            answered[index].record(outcome.latency_s)
-        else:
-            failed[index] += 1
-    points = []
-    for index in range(count):
-        start = index * width
-        covered = span - start if index == count - 1 else width
-        points.append(timeline_point(start, covered, failed[index], answered[index]))
-    return width, points
+def wider(width: float) -> float:
+    """The next width after ``width``: a whole multiple of it."""
+    for nice in NICE_WIDTHS_S:
+        if nice > width:
+            return nice
+    return width * 2
 
 
-def latency_histogram(latencies_s: Sequence[float]) -> list[LatencyBin]:
-    """Count latencies (seconds) into the bins between :data:`LATENCY_BUCKETS`' edges.
+def latency_bin(seconds: float) -> int:
+    """The index of the display bin holding ``seconds``: an edge counts in the bin below it."""
+    return bisect.bisect_left(LATENCY_BUCKETS, seconds)
 
-    A latency equal to an edge counts in the bin below it, as Prometheus's ``le`` does.
-    """
-    counts = [0] * (len(LATENCY_BUCKETS) + 1)
-    for latency in latencies_s:
-        counts[bisect.bisect_left(LATENCY_BUCKETS, latency)] += 1
+
+#: Display bins: one below each edge of :data:`LATENCY_BUCKETS`, and one above the last.
+LATENCY_BINS = len(LATENCY_BUCKETS) + 1
+
+
+def latency_bins(counts: Sequence[int]) -> list[LatencyBin]:
+    """The display bins with ``counts`` (one a bin, :data:`LATENCY_BINS` of them)."""
     # Rounded so an edge reads as its decimal milliseconds, not as 2.5000000000000004.
     edges_ms = [round(edge * 1000, 6) for edge in LATENCY_BUCKETS]
     lowers = [0.0, *edges_ms]
@@ -151,19 +125,33 @@ def latency_histogram(latencies_s: Sequence[float]) -> list[LatencyBin]:
 
 
 def merged_timeline(
-    timelines: Sequence[Sequence[TimelinePoint]], width: float
-) -> list[TimelinePoint]:
-    """Timelines of the same bucket ``width`` as one, bucket by bucket (index by index)."""
-    count = max((len(t) for t in timelines), default=0)
-    points = []
-    for index in range(count):
-        here = [t[index] for t in timelines if index < len(t)]
-        points.append(
+    timelines: Sequence[tuple[float, Sequence[TimelinePoint]]],
+) -> tuple[float, list[TimelinePoint]]:
+    """Timelines, each with its bucket width, as one in the widest of their widths.
+
+    Every width divides the widest (:data:`NICE_WIDTHS_S`): a bucket of the merge holds whole
+    buckets of each timeline, and its span is the longest any timeline covers in it.
+    """
+    width = max((w for w, _ in timelines), default=NICE_WIDTHS_S[0])
+    merged: dict[int, list[tuple[int, TimelinePoint]]] = {}
+    for source, (_, points) in enumerate(timelines):
+        for point in points:
+            # The start is a whole number of the timeline's widths: round, not floor, the ratio.
+            index = int(point.start_s / width + 1e-9)
+            merged.setdefault(index, []).append((source, point))
+    result = []
+    for index in sorted(merged):
+        here = [p for _, p in merged[index]]
+        spans: dict[int, float] = {}
+        for source, point in merged[index]:
+            spans[source] = spans.get(source, 0.0) + point.span_s
+        result.append(
             timeline_point(
                 index * width,
-                max(p.span_s for p in here),
+                max(spans.values()),
                 sum(p.failed for p in here),
                 merge_all(p.latencies for p in here),
+                math.fsum(p.in_flight * p.span_s for p in here),
             )
         )
-    return points
+    return width, result

@@ -13,6 +13,7 @@ workers ask disjoint queries and together the run's. Each writes its own report;
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import signal
 import sys
@@ -28,6 +29,7 @@ from services.green_agent.load.report import LoadReport
 from services.green_agent.load.shape import Shape
 
 T = TypeVar("T")
+_log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,6 +148,11 @@ async def run_workers(
     return [LoadReport.model_validate_json(text) for text in texts]
 
 
+def _reports_url(url: str) -> str:
+    """The collector's ``/reports``, from its base URL or from that URL itself."""
+    return url if url.rstrip("/").endswith("/reports") else url.rstrip("/") + "/reports"
+
+
 #: Tries at handing a report in, the first delay (doubled each time): a collector that is still
 #: starting, or restarting, gets about half a minute.
 HAND_IN_TRIES, HAND_IN_DELAY_S = 6, 1.0
@@ -162,7 +169,7 @@ async def hand_in(report: LoadReport, url: str, authorization: str | None = None
         RuntimeError: the collector refused the report, or never answered.
 
     """
-    target = url if url.rstrip("/").endswith("/reports") else url.rstrip("/") + "/reports"
+    target = _reports_url(url)
     body = report.model_dump_json().encode()
     headers = {"content-type": "application/json"}
     if authorization is not None:
@@ -184,3 +191,30 @@ async def hand_in(report: LoadReport, url: str, authorization: str | None = None
                 await asyncio.sleep(delay)
                 delay *= 2
     raise RuntimeError(f"no collector answered at {target}: {problem}")
+
+
+async def send_snapshot(
+    report: LoadReport, url: str, authorization: str | None, timeout_s: float
+) -> None:
+    """POST a running generator's snapshot to its collector: once, within ``timeout_s``.
+
+    A snapshot that does not arrive is not retried, and the run goes on: the next one holds
+    every figure this one did. What went wrong is logged, not raised.
+    """
+    headers = {"content-type": "application/json"}
+    if authorization is not None:
+        headers["authorization"] = authorization
+    body = report.model_dump_json().encode()
+    try:
+        async with httpx.AsyncClient(timeout=timeout_s) as http:
+            answer = await http.post(_reports_url(url), content=body, headers=headers)
+    except httpx.HTTPError as e:
+        _log.warning("snapshot %d not handed in: %s: %s", report.sequence, type(e).__name__, e)
+        return
+    if not answer.is_success:
+        _log.warning(
+            "snapshot %d refused: HTTP %d %s",
+            report.sequence,
+            answer.status_code,
+            answer.text[:300],
+        )
