@@ -125,7 +125,7 @@ def test_the_first_report_is_served_at_once_marked_incomplete(
     assert (partial.complete, partial.waiting_for) == (False, [0])
     assert partial.requests == first.requests and [w.worker for w in partial.workers] == [1]
     page = httpx.get(server.base_url + "/report.html").text
-    assert "Incomplete: waiting for workers 0." in page and "(incomplete)</title>" in page
+    assert "Live: waiting for workers 0." in page and "(incomplete)</title>" in page
     # The files show the same partial merge, replaced by the whole one when it comes.
     assert LoadReport.model_validate_json(merged_file.read_text()) == partial
     hand_in_report(worker_report(0), server)

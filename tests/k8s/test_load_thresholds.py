@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from services.green_agent.cli import _parser
+from services.green_agent.cli import build_parser
 from services.green_agent.settings import GreenSettings
 from tests.k8s.rendering import RenderError, containers, render
 
@@ -21,7 +21,9 @@ def _generator_args(*values: str, **sets: object) -> list[str]:
 def test_the_budgets_reach_every_generator_as_the_cli_reads_them() -> None:
     args = _generator_args(FULL)
     # The CLI reads the rendered arguments (the pod's index as the kubelet expands it).
-    parsed = _parser(GreenSettings()).parse_args([a.replace("$(WORKER_INDEX)", "0") for a in args])
+    parsed = build_parser(GreenSettings()).parse_args(
+        [a.replace("$(WORKER_INDEX)", "0") for a in args]
+    )
     budgets = [b.text for group in parsed.threshold for b in group]
     assert budgets == ["p99<1s", "p99.9<2.5s", "errors<0.5%", "rate>=600"]
     (collector,) = render(FULL).component("Deployment", "load-collector")

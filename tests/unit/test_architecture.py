@@ -63,12 +63,14 @@ LAYERS: dict[str, set[str]] = {
 # Inside green_agent/, the rooms and what each may import of the others besides itself: the
 # evaluation at the bottom (the client, the contract, the report: it imports none of the others,
 # not even the settings), the AgentBeats assessment server and the load generator on it, neither
-# importing the other. The settings and the command line stay at the top, beside the rooms.
+# importing the other; the commands (one module per subcommand: options, checks, and what reads
+# the settings to run them) over all three. The settings and the command line stay at the top.
 GREEN = REPO / "services" / "green_agent"
 GREEN_ROOMS: dict[str, set[str]] = {
     "evaluation": set(),
     "assessment": {"evaluation", "settings"},
     "load": {"evaluation"},
+    "commands": {"evaluation", "assessment", "load", "settings"},
 }
 GREEN_TOP = {"__init__", "__main__", "cli", "settings"}
 

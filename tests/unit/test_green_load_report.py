@@ -7,7 +7,7 @@ import re
 import pytest
 from rich.console import Console
 
-from services.green_agent.cli import _parser
+from services.green_agent.cli import build_parser
 from services.green_agent.evaluation.evaluator import QueryOutcome
 from services.green_agent.load.histogram import LatencyHistogram
 from services.green_agent.load.html_page import render_load_html
@@ -214,9 +214,9 @@ def test_axis_ticks_are_round(high: float, ticks: list[float]) -> None:
 
 def test_load_takes_an_html_path() -> None:
     args = ["load", "--agent", "http://a", "--concurrency", "1", "--duration", "1"]
-    parsed = _parser(GreenSettings()).parse_args([*args, "--html", "out/load.html"])
+    parsed = build_parser(GreenSettings()).parse_args([*args, "--html", "out/load.html"])
     assert str(parsed.html) == "out/load.html"
-    assert _parser(GreenSettings()).parse_args(args).html is None
+    assert build_parser(GreenSettings()).parse_args(args).html is None
 
 
 def test_a_live_page_reloads_itself_and_says_who_is_still_running() -> None:

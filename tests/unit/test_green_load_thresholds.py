@@ -11,7 +11,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from services.green_agent.cli import _parser, main
+from services.green_agent.cli import build_parser, main
 from services.green_agent.evaluation.evaluator import QueryOutcome
 from services.green_agent.load.html_page import render_load_html
 from services.green_agent.load.outputs import with_thresholds
@@ -107,7 +107,7 @@ def test_the_command_line_refuses_a_malformed_budget_with_status_2(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     with pytest.raises(SystemExit) as exited:
-        _parser(GreenSettings()).parse_args(["load-merge", "a.json", "--threshold", "p99<500"])
+        build_parser(GreenSettings()).parse_args(["load-merge", "a.json", "--threshold", "p99<500"])
     assert exited.value.code == 2
     assert "--threshold: 'p99<500': give the time's unit" in capsys.readouterr().err
 

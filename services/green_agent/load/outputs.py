@@ -11,7 +11,6 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
@@ -23,9 +22,7 @@ from services.green_agent.load.html_page import write_load_html
 from services.green_agent.load.report import LoadReport, pace_setting, workload_line
 from services.green_agent.load.stages import stages_table
 from services.green_agent.load.thresholds import (
-    EXIT_BREACHED,
     Budget,
-    budget_argument,
     exit_status,
     judge,
     pending,
@@ -38,35 +35,6 @@ def with_thresholds(report: LoadReport, given: Sequence[Budget], judged: bool = 
     """``report`` with the budgets judged on its figures, or only listed (a worker's share)."""
     thresholds = judge(given, report) if judged else pending(given)
     return report.model_copy(update={"thresholds": thresholds})
-
-
-def add_report_options(sub: argparse.ArgumentParser, worker: bool = False) -> None:
-    """``--threshold`` and ``--csv``, of ``load`` and ``load-merge``; ``--verdict-wait`` too."""
-    sub.add_argument(
-        "--threshold",
-        type=budget_argument,
-        action="append",
-        metavar="BUDGETS",
-        help="a budget the run must meet, e.g. 'p99<2s', 'errors<1%%' or 'rate>=40' (answered "
-        "per second); several: repeat it, or separate them by commas. A breach exits "
-        f"{EXIT_BREACHED}",
-    )
-    sub.add_argument(
-        "--csv",
-        type=Path,
-        metavar="PREFIX",
-        help="also write PREFIX_stats.csv, PREFIX_stats_history.csv and PREFIX_failures.csv, "
-        "as Locust's --csv does",
-    )
-    if worker:
-        sub.add_argument(
-            "--verdict-wait",
-            type=float,
-            metavar="SECONDS",
-            help="a worker with --report-to and --threshold: how long it waits at most for the "
-            "run's merged report, to judge the budgets on (default: the load's duration + "
-            f"{LATE_WORKER_S:g})",
-        )
 
 
 def budgets(args: argparse.Namespace) -> list[Budget]:

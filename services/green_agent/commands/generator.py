@@ -1,7 +1,7 @@
-"""What ``load`` and ``load-merge`` do once their options are read (:mod:`services.green_agent.cli`).
+"""What ``load`` runs once its options are read (:mod:`services.green_agent.commands.load`).
 
 ``load`` runs one generator (:func:`load`), or several processes of one run here
-(:func:`load_split`); ``load-merge`` merges the reports its workers wrote (:func:`load_merge`).
+(:func:`load_split`).
 A generator given a collector (``--report-to``) hands it a snapshot of its figures every
 ``--report-every`` seconds while it runs, then its final report: the collector's merge and page
 are live during the run, and a generator that dies loses at most the last interval
@@ -12,7 +12,7 @@ so far, numbered: a snapshot sent twice, or one that arrives after a later one, 
 from __future__ import annotations
 
 import argparse
-import math
+import sys
 import tempfile
 import time
 import uuid
@@ -22,7 +22,6 @@ from services.green_agent.evaluation.client import wait_for_agent
 from services.green_agent.evaluation.dataset import fetch_test_set
 from services.green_agent.evaluation.mcp_counters import cache_effect, cache_lookups
 from services.green_agent.load.client import connect_lean
-from services.green_agent.load.options import print_progress, worker_arguments
 from services.green_agent.load.outputs import budgets, judge_merged_run, show, with_thresholds
 from services.green_agent.load.recorder import Recorder, RunSetup
 from services.green_agent.load.report import LoadReport, merge_load_reports
@@ -33,15 +32,17 @@ from services.green_agent.load.workers import Share, hand_in, run_workers, send_
 from services.green_agent.settings import GreenSettings
 
 
-def interval_argument(text: str) -> float:
-    """``--report-every``: 0 (no snapshots) or a finite number of seconds."""
-    try:
-        seconds = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
-    if not (math.isfinite(seconds) and seconds >= 0):
-        raise argparse.ArgumentTypeError(f"0 (none) or a number of seconds, not {text!r}")
-    return seconds
+def print_progress(line: str) -> None:
+    """Write a progress line to stderr at once (a worker's parent reads it as it comes)."""
+    print(line, file=sys.stderr, flush=True)
+
+
+def worker_arguments(shape: Shape, progress_s: float) -> list[str]:
+    """The options that give a worker process the whole run's shape (it takes its share)."""
+    return [
+        *("--stages", shape.text(), "--warmup", shape.warmup_text()),
+        *("--progress", str(progress_s)),
+    ]
 
 
 class _Snapshots:
@@ -174,16 +175,3 @@ async def load_split(args: argparse.Namespace) -> int:
     )
     show(report, args)
     return exit_status(report.thresholds)
-
-
-def load_merge(args: argparse.Namespace) -> int:
-    """``load-merge``: the reports of a run's workers (e.g. the pods of a Job) as one.
-
-    The budgets of ``--threshold``, if given, are judged instead of those the reports list.
-    """
-    reports = [LoadReport.model_validate_json(path.read_text()) for path in args.reports]
-    merged = merge_load_reports(reports)
-    if args.threshold:
-        merged = with_thresholds(merged, budgets(args))
-    show(merged, args)
-    return exit_status(merged.thresholds)
