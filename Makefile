@@ -7,12 +7,13 @@ PY := OPENBLAS_NUM_THREADS=1 PYTHONPATH=$(CURDIR) $(BIN)/python
 STAMP := $(VENV)/.installed
 REPORTS := reports
 ROUNDS ?= 2
+MINUTES ?= 10
 # Corpus sizes of make bench-scale, in documents: NFCorpus alone, then NFCorpus plus distractors.
 SCALES ?= 3633,36330,363300
 # Corpus sizes of make bench-scale-build: the builds measured from scratch.
 SCALE_BUILDS ?= 36330,363300
 
-.PHONY: install run test lint tools-reliability tools-prometheus tools-chromium tools-jq tools-mcp-conformance reliability observe fuzz format index eval eval-rest eval-a2a eval-quality ranker-lab bench bench-frame bench-pair bench-load bench-scale bench-scale-build lock clean conformance
+.PHONY: install run test lint tools-reliability tools-prometheus tools-chromium tools-jq tools-mcp-conformance reliability observe fuzz format index eval eval-rest eval-a2a eval-quality ranker-lab bench bench-frame bench-pair bench-load bench-load-soak bench-scale bench-scale-build lock clean conformance
 
 install: $(STAMP)  ## create .venv and install everything (idempotent)
 
@@ -73,6 +74,10 @@ bench-pair: index  ## the A2A path of BASE=<commit> (own worktree and index) and
 bench-load: index  ## our load generator and Locust's FastHttpUser in turns on one agent, CPU per request over A2A 1.0 and 0.3 (ROUNDS=2) -> reports/bench_load.json, docs/figures.json
 	$(PY) -m devtools.bench.load_generators --rounds $(ROUNDS) --out $(REPORTS)/bench_load.json
 	$(PY) -m devtools.figures load $(REPORTS)/bench_load.json
+
+bench-load-soak: index  ## one load generator for MINUTES=10 at a steady high rate (closed loop, snapshots to a collector): its RSS after the first minute and at the end -> reports/load_soak.json, docs/figures.json
+	$(PY) -m devtools.bench.load_soak --minutes $(MINUTES) --out $(REPORTS)/load_soak.json
+	$(PY) -m devtools.figures load_soak $(REPORTS)/load_soak.json
 
 bench-scale: install  ## NFCorpus and larger corpora (SCALES=3633,36330,...; distractors from its sentences), full and zero-shot: cost, latency, memory, start-up, quality, HNSW recall -> reports/bench_scale.json, docs/figures.json, docs/images/scale-*.svg
 	$(PY) -m devtools.bench.scale --sizes $(SCALES) --out $(REPORTS)/bench_scale.json --charts docs/images

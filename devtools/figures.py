@@ -109,6 +109,8 @@ def formatted(key: str, value: Any) -> str:
         return f"{value:.1f} q/s"
     if name.endswith("_mb") and isinstance(value, float | int):
         return f"{value:.0f} MB"
+    if name.startswith("rss_mb_") and isinstance(value, float | int):  # a generator's few MB
+        return f"{value:.1f} MB"
     if name == "commit":
         return f"`{value[:7]}`"
     if isinstance(value, bool):  # before int: a bool is one
@@ -275,6 +277,18 @@ def _load(report: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _load_soak(report: dict[str, Any]) -> dict[str, Any]:
+    keys = ("duration_s", "concurrency", "report_every_s", "requests")
+    out = {key: report[key] for key in keys}
+    out["requests_qps"] = report["requests_per_s"]
+    out["per_request_cpu_ms"] = report["cpu_ms_per_request"]
+    out["rss_mb_first_minute"] = report["rss_mb_first_minute"]
+    out["rss_mb_end"] = report["rss_mb_end"]
+    out["rss_mb_max_after_first_minute"] = report["rss_mb_max_after_first_minute"]
+    out["rss_end_over_first_minute_x"] = report["rss_end_over_first_minute"]
+    return out
+
+
 #: Section -> its target and how its headline is read off the target's JSON report.
 FROM_REPORT: dict[str, tuple[str, Callable[[dict[str, Any]], dict[str, Any]]]] = {
     "image": ("make test-image", _image),
@@ -282,6 +296,7 @@ FROM_REPORT: dict[str, tuple[str, Callable[[dict[str, Any]], dict[str, Any]]]] =
     "pair": ("make bench-pair", _pair),
     "frame": ("make bench-frame", _frame),
     "load": ("make bench-load", _load),
+    "load_soak": ("make bench-load-soak", _load_soak),
     "scale": ("make bench-scale", headlines.scale),
     "scale_build": ("make bench-scale-build", headlines.build),
 }
