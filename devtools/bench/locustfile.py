@@ -25,7 +25,8 @@ from locust.env import Environment
 from services.green_agent.evaluation.answer_contract import ContractViolation, check_reply
 from services.green_agent.evaluation.client import CARD_PATH, reply_from_v03_result, v03_request
 from services.green_agent.evaluation.dataset import load_test_set
-from services.green_agent.load.client import reply_from_v10_result, v10_request
+from services.green_agent.load.answers import reply_from_v10_result
+from services.green_agent.load.client import v10_request
 
 PROTOCOL = os.environ.get("BENCH_A2A_PROTOCOL", "1.0")
 TOP_K = int(os.environ.get("BENCH_TOP_K", "5"))
