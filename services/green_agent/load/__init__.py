@@ -10,7 +10,8 @@ histograms (:mod:`.histogram`), and its self-contained HTML page (:mod:`.html_pa
 inline SVG charts (:mod:`.svg_charts`), and Locust's CSV files (:mod:`.csv_files`). Budgets judge
 the whole run (:mod:`.thresholds`; a worker in a cluster judges the collector's merge,
 :mod:`.verdict`) and set the command's exit status (:mod:`.outputs`). It asks through a lean A2A
-client of its own (:mod:`.client`), builds on :mod:`services.green_agent.evaluation` (the
-replies, the failures and the contract check of every answer) and never imports the assessment
-server.
+client of its own (:mod:`.client`), which reads each answer with :mod:`.answers`, as the
+locustfile of :mod:`services.green_agent.locust` does; it builds on
+:mod:`services.green_agent.evaluation` (the replies, the failures and the contract check of
+every answer) and never imports the assessment server.
 """

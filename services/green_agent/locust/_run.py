@@ -175,6 +175,7 @@ def _prepare(environment: Environment, **_: Any) -> None:
 
 @events.test_start.add_listener  # type: ignore[untyped-decorator]  # untyped
 def _begin(**_: Any) -> None:
+    """A run starts: no answers yet, as Locust clears its figures."""
     reset_answers()
 
 

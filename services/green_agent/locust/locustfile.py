@@ -66,7 +66,7 @@ logger = logging.getLogger(__name__)
 class _Queries:
     """What this process's users ask: the settings, the queries in its order, the valid ids."""
 
-    settings: GreenSettings = field(default_factory=GreenSettings)
+    settings: GreenSettings | None = None
     pool: list[tuple[str, str]] = field(default_factory=list)
     order: Iterator[tuple[str, str]] = field(default_factory=lambda: iter(()))
     valid_ids: frozenset[str] = frozenset()
@@ -77,7 +77,10 @@ _queries = _Queries()
 
 @events.init_command_line_parser.add_listener  # type: ignore[untyped-decorator]  # untyped
 def _arguments(parser: LocustArgumentParser) -> None:
-    settings = load_settings()
+    try:
+        settings = load_settings()
+    except ValueError as e:  # a GREEN_ variable that does not read
+        refuse(str(e))
     # The command line's only: a value typed in the web UI would skip argparse's checks.
     ours: dict[str, Any] = {"include_in_web_ui": False}
     parser.add_argument("--protocol", choices=["1.0", "0.3"], default=settings.protocol, **ours)
@@ -105,10 +108,7 @@ def _prepare(environment: Environment, **_: Any) -> None:
     """
     options = environment.parsed_options
     assert options is not None  # Locust's command line made them
-    try:
-        _queries.settings = settings = load_settings()
-    except ValueError as e:
-        refuse(str(e))
+    _queries.settings = settings = load_settings()  # read once already, with the options
     if isinstance(environment.runner, MasterRunner):
         return
     data_dir = Path(options.data_dir)
@@ -179,10 +179,10 @@ class A2AUser(FastHttpUser):
 
     def __init__(self, environment: Environment) -> None:
         """A user with ``load``'s timeout (``GREEN_TIMEOUT_S``) on each connect and read."""
-        self.network_timeout = self.connection_timeout = _queries.settings.timeout_s
+        settings, options = _queries.settings, environment.parsed_options
+        assert settings is not None and options is not None  # read when Locust started
+        self.network_timeout = self.connection_timeout = settings.timeout_s
         super().__init__(environment)
-        options = environment.parsed_options
-        assert options is not None
         self.protocol: A2AVersion = options.protocol
         self.top_k: int = options.top_k
         # No compression asked, as our client asks none: the bytes counted are those sent.
@@ -191,7 +191,7 @@ class A2AUser(FastHttpUser):
             "accept": "application/json",
             "accept-encoding": "identity",
         }
-        if (token := _queries.settings.agent_authorization()) is not None:
+        if (token := settings.agent_authorization()) is not None:
             self.headers["authorization"] = token
         self.card_url = ""
         self.endpoint: str | None = None  # 1.0: the card's JSON-RPC interface, once read
