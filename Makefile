@@ -71,7 +71,7 @@ bench-pair: index  ## the A2A path of BASE=<commit> (own worktree and index) and
 	$(PY) -m devtools.bench.pair --base $(BASE) --rounds $(ROUNDS)
 	$(PY) -m devtools.figures pair $(REPORTS)/pair.json
 
-bench-load: index  ## our load generator and Locust's FastHttpUser in turns on one agent, CPU per request over A2A 1.0 and 0.3 (ROUNDS=2) -> reports/bench_load.json, docs/figures.json
+bench-load: index  ## our load generator and Locust's FastHttpUser (services/green_agent/locust/locustfile.py) in turns on one agent, CPU per request over A2A 1.0 and 0.3 (ROUNDS=2) -> reports/bench_load.json, docs/figures.json
 	$(PY) -m devtools.bench.load_generators --rounds $(ROUNDS) --out $(REPORTS)/bench_load.json
 	$(PY) -m devtools.figures load $(REPORTS)/bench_load.json
 

@@ -8,8 +8,8 @@ problem) when
 - a package is installed that the list does not name: one the runtime does not need;
 - a package the list names is not installed;
 - a module the servers load cannot be imported: every module of ``services`` but the indexer's
-  (:data:`BUILD_ONLY`, the build stage's), and :data:`ON_USE`, which the servers import only
-  when a feature is used;
+  (:data:`BUILD_ONLY`, the build stage's) and the locustfile's (:data:`LOCUST_ONLY`), and
+  :data:`ON_USE`, which the servers import only when a feature is used;
 - an installed package is loaded by none of those imports and its reason on the list does not
   say "(on use)".
 
@@ -30,6 +30,9 @@ from pathlib import Path
 
 #: Packages of ``services`` the servers never import: the indexer runs in the image's build stage.
 BUILD_ONLY = ("services.retrieval.indexing",)
+#: The locustfile and what it alone imports: Locust runs it in an image of Locust's, which the
+#: servers' image is not (docs/observability.md says which to build).
+LOCUST_ONLY = ("services.green_agent.locust",)
 #: Modules the servers import inside functions, when a feature is used (tests/checks holds this
 #: to the imports in ``services``): OTLP export, gunicorn's multiprocess metrics and its app
 #: loader, the tokenizer's files.
@@ -67,7 +70,7 @@ def serving_modules() -> list[str]:
     import services
 
     found = pkgutil.walk_packages(services.__path__, "services.")
-    names = [m.name for m in found if not m.name.startswith(BUILD_ONLY)]
+    names = [m.name for m in found if not m.name.startswith(BUILD_ONLY + LOCUST_ONLY)]
     return sorted(names) + list(ON_USE)
 
 

@@ -4,8 +4,8 @@ What a generator spends per request caps the load one core of it drives, so ours
 against the load tester people reach for first. One MCP server (its result cache on) and our
 purple agent run as child processes; each round runs, for A2A 1.0 and 0.3, our generator
 (``python -m services.green_agent load``, the lean client, every answer checked against the
-contract) and Locust (``devtools/bench/locustfile.py``: the same requests and the same checks)
-at the same closed-loop concurrency, the order of the two alternating between rounds. Each run
+contract) and Locust (``services/green_agent/locust/locustfile.py``, the supported locustfile:
+the same requests, every answer read by the same function) at the same closed-loop concurrency, the order of the two alternating between rounds. Each run
 is a child process whose CPU (user + system, from ``wait4``) is read when it ends; a short and a
 long run of each are differenced, so start-up (imports, the data set, the card) cancels out and
 what is left is CPU per request. Every answer must pass the contract: a run with a failure stops
@@ -38,6 +38,7 @@ SHORT_S, LONG_S = 3.0, 13.0
 TOP_K = 5
 PROTOCOLS: tuple[A2AVersion, ...] = ("1.0", "0.3")
 GENERATORS = ("ours", "locust")
+LOCUSTFILE = "services/green_agent/locust/locustfile.py"
 #: The servers log warnings only: a line per request would bury the bench's own output.
 QUIET = {"LOG_LEVEL": "WARNING"}
 
@@ -79,17 +80,13 @@ def _ours(agent: str, protocol: A2AVersion, seconds: float, data_dir: Path, tmp:
 
 
 def _locust(agent: str, protocol: A2AVersion, seconds: float, data_dir: Path, tmp: Path) -> Run:
-    argv = [sys.executable, "-m", "locust", "-f", str(REPO / "devtools/bench/locustfile.py")]
+    argv = [sys.executable, "-m", "locust", "-f", str(REPO / LOCUSTFILE)]
     argv += ["--headless", "-u", str(CONCURRENCY), "-r", str(CONCURRENCY), "-t", f"{seconds:g}s"]
     argv += ["--host", agent, "--only-summary", "--json-file", str(tmp / "locust")]
     argv += ["--loglevel", "WARNING", "--stop-timeout", "5"]
-    env = {
-        **_env(),
-        "BENCH_A2A_PROTOCOL": protocol,
-        "BENCH_TOP_K": str(TOP_K),
-        "BENCH_DATA_DIR": str(data_dir),
-    }
-    cpu_s = _waited(argv, env, tmp / "locust.log")
+    argv += ["--protocol", protocol, "--top-k", str(TOP_K), "--queries", "test"]
+    argv += ["--data-dir", str(data_dir)]
+    cpu_s = _waited(argv, _env(), tmp / "locust.log")
     stats = json.loads((tmp / "locust.json").read_text())
     queries = next(s for s in stats if s["name"] == "query")
     failures = sum(s["num_failures"] for s in stats)

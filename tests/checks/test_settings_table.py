@@ -18,6 +18,7 @@ from pydantic.fields import FieldInfo
 from pydantic_settings import BaseSettings
 
 import services
+from devtools.runtime_check import LOCUST_ONLY
 from harness.processes import REPO
 from services.nfcorpus.dataset import DEFAULT_DATA_DIR
 from services.retrieval.settings import REPO_ROOT, Env
@@ -30,7 +31,8 @@ PREFIXES = ("RETRIEVAL_", "MCP_", "PURPLE_", "GREEN_", "SERVER_", "OTEL_", "LOG_
 
 def _settings_classes() -> list[type[BaseSettings]]:
     for module in pkgutil.walk_packages(services.__path__, "services."):
-        if not module.name.endswith("__main__"):
+        # The locustfile imports Locust, which patches the standard library for gevent.
+        if not module.name.endswith("__main__") and not module.name.startswith(LOCUST_ONLY):
             importlib.import_module(module.name)
     found: list[type[BaseSettings]] = []
     todo: list[type[Any]] = [BaseSettings]

@@ -10,10 +10,7 @@ framing included); against our real purple agent both clients must get the same 
 
 from __future__ import annotations
 
-import asyncio
-import json
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -23,180 +20,8 @@ from services.green_agent.evaluation.egress import AllowedOrigins
 from services.green_agent.evaluation.evaluator import QueryOutcome, ask_and_check
 from services.green_agent.load.client import connect_lean
 from services.nfcorpus.dataset import load_corpus, load_queries
+from tests.support.canned_agent import TIMEOUT_S, TOP_K, VALID, answers, canned_agent
 from tests.support.small_index import SmallIndex
-
-VALID = frozenset(f"MED-{i}" for i in range(1, 11))
-TOP_K = 3
-TIMEOUT_S = 2.0
-
-
-def _card(base: str) -> dict[str, Any]:
-    interfaces = [
-        {"url": base + "/", "protocolBinding": "JSONRPC", "protocolVersion": "1.0"},
-        {"url": base + "/", "protocolBinding": "JSONRPC", "protocolVersion": "0.3"},
-    ]
-    return {
-        "name": "canned",
-        "description": "answers what the test says",
-        "version": "1",
-        "url": base + "/",  # the 0.3 field a 0.3 client posts to
-        "protocolVersion": "0.3.0",
-        "supportedInterfaces": interfaces,
-        "capabilities": {},
-        "defaultInputModes": ["text/plain"],
-        "defaultOutputModes": ["application/json"],
-        "skills": [],
-    }
-
-
-def _task_v10(ids: Any, *, state: str = "COMPLETED", status_text: str | None = None,
-              artifacts: list[Any] | None = None) -> dict[str, Any]:  # fmt: skip
-    status: dict[str, Any] = {"state": f"TASK_STATE_{state}"}
-    if status_text is not None:
-        status["message"] = {
-            "messageId": "m",
-            "role": "ROLE_AGENT",
-            "parts": [{"text": status_text}],
-        }
-    parts = artifacts if artifacts is not None else [[{"data": {"doc_ids": ids}}]]
-    return {
-        "task": {
-            "id": "t",
-            "contextId": "c",
-            "status": status,
-            "artifacts": [{"artifactId": f"a{i}", "parts": p} for i, p in enumerate(parts)],
-        }
-    }
-
-
-def _task_v03(ids: Any, *, state: str = "completed", status_text: str | None = None,
-              artifacts: list[Any] | None = None) -> dict[str, Any]:  # fmt: skip
-    status: dict[str, Any] = {"state": state}
-    if status_text is not None:
-        status["message"] = {
-            "kind": "message",
-            "messageId": "m",
-            "role": "agent",
-            "parts": [{"kind": "text", "text": status_text}],
-        }
-    parts = artifacts if artifacts is not None else [[{"kind": "data", "data": {"doc_ids": ids}}]]
-    return {
-        "kind": "task",
-        "id": "t",
-        "contextId": "c",
-        "status": status,
-        "artifacts": [{"artifactId": f"a{i}", "parts": p} for i, p in enumerate(parts)],
-    }
-
-
-def _text(version: A2AVersion, text: str) -> dict[str, Any]:
-    return {"text": text} if version == "1.0" else {"kind": "text", "text": text}
-
-
-def _data(version: A2AVersion, value: Any) -> dict[str, Any]:
-    return {"data": value} if version == "1.0" else {"kind": "data", "data": value}
-
-
-def _results(version: A2AVersion) -> dict[str, Any]:
-    """Name -> the JSON-RPC result (or a whole raw HTTP answer, as bytes) the agent sends."""
-    task = _task_v10 if version == "1.0" else _task_v03
-    message = (
-        {"message": {"messageId": "m", "role": "ROLE_AGENT", "parts": [{"text": "hi"}]}}
-        if version == "1.0"
-        else {"kind": "message", "messageId": "m", "role": "agent", "parts": [_text(version, "hi")]}
-    )
-    return {
-        "conforming": task(["MED-1", "MED-2", "MED-3"]),
-        "failed": task([], state="FAILED" if version == "1.0" else "failed", status_text="boom"),
-        "status message": task(["MED-1", "MED-2", "MED-3"], status_text="here you are"),
-        "two artifacts": task(
-            None,
-            artifacts=[
-                [_data(version, {"doc_ids": ["MED-1", "MED-2", "MED-3"]})],
-                [_data(version, {"doc_ids": ["MED-4"]})],
-            ],
-        ),
-        "text part": task(None, artifacts=[[_text(version, '{"doc_ids": ["MED-1"]}')]]),
-        "two parts": task(
-            None,
-            artifacts=[
-                [_data(version, {"doc_ids": ["MED-1", "MED-2", "MED-3"]}), _text(version, "x")]
-            ],
-        ),
-        "duplicates": task(["MED-1", "MED-1", "MED-2"]),
-        "unknown ids": task(["MED-1", "MED-2", "NOPE-9"]),
-        "too few": task(["MED-1", "MED-2"]),
-        "not strings": task(["MED-1", 2, "MED-3"]),
-        "not doc_ids": task(None, artifacts=[[_data(version, {"ids": ["MED-1"]})]]),
-        "a message": message,
-        "jsonrpc error": {"__error__": {"code": -32603, "message": "internal"}},
-        "http 503": b"HTTP/1.1 503 Service Unavailable\r\ncontent-length: 4\r\n\r\nbusy",
-        "http 500": b"HTTP/1.1 500 Internal Server Error\r\ncontent-length: 4\r\n\r\noops",
-        "not json": b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 5\r\n\r\nhello",
-        "cut short": b'HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 500\r\n\r\n{"jsonrpc"',
-        "too slow": "__sleep__",
-    }
-
-
-class CannedAgent:
-    """A loopback HTTP/1.1 server: the card on GET, ``answer`` (set per case) on POST."""
-
-    def __init__(self) -> None:
-        self.answer: Any = None
-        self.base = ""
-        self.card_url: str | None = None  # the url the card names, when not the agent's own
-
-    async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        try:
-            while True:
-                head = await reader.readuntil(b"\r\n\r\n")
-                length = 0
-                for line in head.split(b"\r\n"):
-                    name, _, value = line.partition(b":")
-                    if name.strip().lower() == b"content-length":
-                        length = int(value)
-                body = await reader.readexactly(length) if length else b""
-                if head.startswith(b"GET"):
-                    card = _card(self.base)
-                    if self.card_url is not None:
-                        card["url"] = self.card_url
-                    writer.write(_ok(json.dumps(card).encode()))
-                elif self.answer == "__sleep__":
-                    await asyncio.sleep(TIMEOUT_S * 2)
-                    return
-                elif isinstance(self.answer, bytes):
-                    writer.write(self.answer)
-                    await writer.drain()
-                    return  # a raw answer ends the connection (and cuts a short one)
-                else:
-                    request_id = json.loads(body).get("id")
-                    envelope: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id}
-                    if isinstance(self.answer, dict) and "__error__" in self.answer:
-                        envelope["error"] = self.answer["__error__"]
-                    else:
-                        envelope["result"] = self.answer
-                    writer.write(_ok(json.dumps(envelope).encode()))
-                await writer.drain()
-        except (asyncio.IncompleteReadError, ConnectionError):
-            pass
-        finally:
-            writer.close()
-
-
-def _ok(body: bytes) -> bytes:
-    head = b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: %d\r\n\r\n"
-    return head % len(body) + body
-
-
-@asynccontextmanager
-async def canned_agent() -> AsyncIterator[CannedAgent]:
-    agent = CannedAgent()
-    server = await asyncio.start_server(agent.handle, "127.0.0.1", 0)
-    agent.base = f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}"
-    try:
-        yield agent
-    finally:
-        server.close()
 
 
 async def _verdict(client: Any, version: A2AVersion) -> QueryOutcome:
@@ -213,7 +38,7 @@ async def test_lean_and_sdk_clients_judge_every_answer_alike(version: A2AVersion
         sdk = await connect(agent.base, version, TIMEOUT_S, 4)
         lean = await connect_lean(agent.base, version, TIMEOUT_S, 4)
         try:
-            for case, answer in _results(version).items():
+            for case, answer in answers(version).items():
                 agent.answer = answer
                 ours = await _verdict(lean, version)
                 theirs = await _verdict(sdk, version)
@@ -238,7 +63,7 @@ async def test_lean_and_sdk_clients_judge_every_answer_alike(version: A2AVersion
 @pytest.mark.parametrize("version", ["1.0", "0.3"])
 async def test_lean_client_refuses_origins_outside_the_allowed_list(version: A2AVersion) -> None:
     async with canned_agent() as agent:
-        agent.answer = _results(version)["conforming"]
+        agent.answer = answers(version)["conforming"]
         allowed = AllowedOrigins(["http://localhost:1"])
         with pytest.raises(Exception) as refused:
             client = await connect_lean(agent.base, version, TIMEOUT_S, 4, allowed=allowed)
@@ -270,7 +95,7 @@ async def test_both_clients_get_the_same_rankings_from_the_purple_agent(
 @pytest.mark.parametrize("named", ["http://127.0.0.1:1/a b", "http://127.0.0.1:99999/", "ftp://x/"])
 async def test_a_card_naming_an_unusable_url_is_a_failed_query_not_a_crash(named: str) -> None:
     async with canned_agent() as agent:
-        agent.answer = _results("0.3")["conforming"]
+        agent.answer = answers("0.3")["conforming"]
         agent.card_url = named
         sdk = await connect(agent.base, "0.3", TIMEOUT_S, 4)
         lean = await connect_lean(agent.base, "0.3", TIMEOUT_S, 4)

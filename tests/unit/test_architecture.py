@@ -6,7 +6,8 @@ agent -> MCP server -> store: the purple agent reaches retrieval only over MCP; 
 the shared frame and the benchmark depend on no server. Between the rooms of Python code: what
 ships (``services``) imports none of the others, the test harness only what ships, the
 development tooling the harness too, and only the tests import the tests. Inside the green agent,
-the assessment server and the load generator build on the evaluation, never on each other.
+the assessment server and the load generator build on the evaluation, never on each other, and
+the locustfile builds on the load generator.
 """
 
 from __future__ import annotations
@@ -63,13 +64,15 @@ LAYERS: dict[str, set[str]] = {
 # Inside green_agent/, the rooms and what each may import of the others besides itself: the
 # evaluation at the bottom (the client, the contract, the report: it imports none of the others,
 # not even the settings), the AgentBeats assessment server and the load generator on it, neither
-# importing the other; the commands (one module per subcommand: options, checks, and what reads
-# the settings to run them) over all three. The settings and the command line stay at the top.
+# importing the other; the locustfile, Locust's way into the load generator, on top of it; the
+# commands (one module per subcommand: options, checks, and what reads the settings to run them)
+# over the first three. The settings and the command line stay at the top.
 GREEN = REPO / "services" / "green_agent"
 GREEN_ROOMS: dict[str, set[str]] = {
     "evaluation": set(),
     "assessment": {"evaluation", "settings"},
     "load": {"evaluation"},
+    "locust": {"evaluation", "load", "settings"},
     "commands": {"evaluation", "assessment", "load", "settings"},
 }
 GREEN_TOP = {"__init__", "__main__", "cli", "settings"}

@@ -10,8 +10,9 @@ and merge into one report (:mod:`.report`), whose self-contained HTML page (:mod
 inline SVG charts of :mod:`.svg_charts`) is live until the run is complete, and Locust's CSV
 files (:mod:`.csv_files`). Budgets judge the whole run (:mod:`.thresholds`; a worker in a cluster
 judges the collector's merge, :mod:`.verdict`) and set the command's exit status
-(:mod:`.outputs`). It asks through a lean A2A client of its own (:mod:`.client`), builds on
-:mod:`services.green_agent.evaluation` (the replies, the failures and the contract check of every
-answer) and never imports the assessment server. Its command line is
+(:mod:`.outputs`). It asks through a lean A2A client of its own (:mod:`.client`), which reads
+each answer with :mod:`.answers`, as the locustfile of :mod:`services.green_agent.locust` does;
+it builds on :mod:`services.green_agent.evaluation` (the replies, the failures and the contract
+check of every answer) and never imports the assessment server. Its command line is
 :mod:`services.green_agent.commands`.
 """

@@ -14,7 +14,9 @@ It speaks both versions as the evaluator's clients do. ``1.0``: the card resolve
 a2a-sdk 0.3 green agent, the card fetched before every query and ``message/send`` posted to the
 ``url`` it names. Failures are the evaluator's :class:`TransportFailure` with the same reasons,
 so a load report's errors mean what an evaluation's mean; ``tests/integration/test_load_client.py``
-holds the two clients to the same verdicts on the same answers, broken ones included.
+holds the two clients to the same verdicts on the same answers, broken ones included. What an
+answer means is read by :mod:`services.green_agent.load.answers`, the one reading Locust's users
+(:mod:`services.green_agent.locustfile`) share.
 """
 
 from __future__ import annotations
@@ -27,28 +29,23 @@ from urllib.parse import urlsplit
 
 from services.common import jsonrpc
 from services.common.http_pool import ConnectFailed, ConnectionBroken, OriginPool, request_target
-from services.green_agent.evaluation.answer_contract import Reply, ReplyPart
+from services.green_agent.evaluation.answer_contract import Reply
 from services.green_agent.evaluation.client import (
     CARD_PATH,
     A2AVersion,
     AgentClient,
     TransportFailure,
-    reply_from_v03_result,
     request_text,
-    rpc_result,
     v03_request,
 )
 from services.green_agent.evaluation.egress import AllowedOrigins
 from services.green_agent.evaluation.urls import below
+from services.green_agent.load.answers import jsonrpc_interface, read_json, read_reply, v03_target
 from services.telemetry.tracing import inject_headers
 
 _JSON = [(b"accept", b"application/json"), (b"content-type", b"application/json")]
 #: The version header a 1.0 client sends; a 0.3 client sends none.
 _V10 = (b"a2a-version", b"1.0")
-#: Statuses the evaluator counts as the agent refusing work rather than failing.
-_OVERLOADED = (429, 503)
-#: Bytes of an error answer kept in a failure's message.
-_DETAIL_BYTES = 200
 
 
 class _Origins:
@@ -81,65 +78,26 @@ class _Origins:
         url: str,
         extra: list[tuple[bytes, bytes]],
         body: bytes,
-    ) -> Any:
-        """Send one request; the answer's JSON, or the evaluator's failure for what went wrong."""
+    ) -> tuple[int, bytes]:
+        """Send one request; the answer's status and body, or the evaluator's failure to get one.
+
+        What the answer means is read by :mod:`services.green_agent.load.answers`, as Locust's
+        users of :mod:`services.green_agent.locustfile` read theirs.
+        """
         trace = [(k.encode(), v.encode()) for k, v in inject_headers().items()]
         headers = [*_JSON, *self.headers, *extra, *trace]
         try:
             async with self.pool(url).request(method, request_target(url), headers, body) as answer:
-                status, text = answer.status, await answer.read()
+                return answer.status, await answer.read()
         except (ConnectFailed, ConnectionBroken) as e:
             raise TransportFailure("transport", f"{type(e).__name__}: {e}") from e
         except ValueError as e:  # a URL a card named that no request line can carry
             raise TransportFailure("transport", f"cannot call {url!r}: {e}") from e
-        if not 200 <= status < 300:
-            detail = text[:_DETAIL_BYTES].decode("utf-8", "replace")
-            reason = "overloaded" if status in _OVERLOADED else "transport"
-            raise TransportFailure(reason, f"HTTP {status} from {url}: {detail}")
-        try:
-            return json.loads(text)
-        except ValueError as e:  # not JSON, or not UTF-8
-            raise TransportFailure("transport", f"the answer of {url} is not JSON: {e}") from e
 
     async def aclose(self) -> None:
         pools, self._pools = list(self._pools.values()), {}
         for pool in pools:
             await pool.aclose()
-
-
-def _parts_v10(parts: Any) -> list[ReplyPart]:
-    """1.0 parts (ProtoJSON: ``text``, ``data``, ``raw`` or ``url`` set) as reply parts."""
-    out: list[ReplyPart] = []
-    for part in parts if isinstance(parts, list) else []:
-        if isinstance(part, dict) and "text" in part:
-            out.append(ReplyPart("text", part["text"]))
-        elif isinstance(part, dict) and "data" in part:
-            out.append(ReplyPart("data", part["data"]))
-        else:
-            out.append(ReplyPart("other"))
-    return out
-
-
-def reply_from_v10_result(result: Any) -> Reply:
-    """A 1.0 ``SendMessage`` result (ProtoJSON ``{"task"}`` or ``{"message"}``) as a reply.
-
-    Raises:
-        TransportFailure: it holds neither (what the SDK client says of an answer without a task).
-
-    """
-    if isinstance(result, dict) and isinstance(task := result.get("task"), dict):
-        status = task.get("status") or {}
-        state = str(status.get("state", "TASK_STATE_UNSPECIFIED"))
-        message = status.get("message") or {}
-        artifacts = task.get("artifacts") or []
-        return Reply(
-            state.removeprefix("TASK_STATE_").lower(),
-            _parts_v10(message.get("parts")),
-            [_parts_v10(a.get("parts")) for a in artifacts if isinstance(a, dict)],
-        )
-    if isinstance(result, dict) and isinstance(message := result.get("message"), dict):
-        return Reply("message", _parts_v10(message.get("parts")))
-    raise TransportFailure("transport", "the agent sent no task")
 
 
 class LeanAgentClient:
@@ -170,8 +128,8 @@ class LeanAgentClient:
 
         """
         if self._protocol == "1.0":
-            card = await self._within(self._origins.exchange("GET", self._card_url, [], b""))
-            self._endpoint = _jsonrpc_interface(card, self._card_url)
+            card = await self._within(self._card())
+            self._endpoint = jsonrpc_interface(card, self._card_url)
             self._origins.pool(self._endpoint)  # refused now, not at the first query
 
     async def ask(self, query: str, top_k: int) -> Reply:
@@ -191,15 +149,17 @@ class LeanAgentClient:
             if self._endpoint is None:
                 raise TransportFailure("transport", "the agent card is not resolved")
             body = v10_request(query, top_k)
-            answer = await self._origins.exchange("POST", self._endpoint, [_V10], body)
-            return reply_from_v10_result(rpc_result(answer, "transport"))
-        card = await self._origins.exchange("GET", self._card_url, [], b"")
-        target = card.get("url") if isinstance(card, dict) else None
-        if not isinstance(target, str):
-            raise TransportFailure("transport", f"the agent card at {self._card_url} has no url")
-        body = _dump(v03_request(query, top_k))
-        answer = await self._origins.exchange("POST", target, [], body)
-        return reply_from_v03_result(rpc_result(answer, "jsonrpc_error") or {})
+            status, text = await self._origins.exchange("POST", self._endpoint, [_V10], body)
+            return read_reply("1.0", status, text, self._endpoint)
+        target = v03_target(await self._card(), self._card_url)
+        status, text = await self._origins.exchange(
+            "POST", target, [], _dump(v03_request(query, top_k))
+        )
+        return read_reply("0.3", status, text, target)
+
+    async def _card(self) -> Any:
+        status, text = await self._origins.exchange("GET", self._card_url, [], b"")
+        return read_json(status, text, self._card_url)
 
     async def aclose(self) -> None:
         """Close the idle connections."""
@@ -219,27 +179,6 @@ def v10_request(query: str, top_k: int) -> bytes:
     }
     params = {"message": message, "configuration": {}}
     return _dump(jsonrpc.request("SendMessage", params, str(uuid.uuid4())))
-
-
-def _is_1_0(version: str) -> bool:
-    # A patch version does not change the protocol: "1.0.2" is "1.0", as the SDK negotiates.
-    return version == "1.0" or version.startswith("1.0.")
-
-
-def _jsonrpc_interface(card: Any, card_url: str) -> str:
-    """The URL of the card's first JSON-RPC interface of protocol 1.0 (as the SDK picks it)."""
-    interfaces = card.get("supportedInterfaces") if isinstance(card, dict) else None
-    for interface in interfaces if isinstance(interfaces, list) else []:
-        if (
-            isinstance(interface, dict)
-            and interface.get("protocolBinding") == "JSONRPC"
-            and _is_1_0(str(interface.get("protocolVersion", "")))
-            and isinstance(interface.get("url"), str)
-        ):
-            return str(interface["url"])
-    raise TransportFailure(
-        "transport", f"the agent card at {card_url} has no JSON-RPC 1.0 interface"
-    )
 
 
 async def connect_lean(
