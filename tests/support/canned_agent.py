@@ -132,6 +132,27 @@ def answers(version: A2AVersion) -> dict[str, Any]:
         "not json": _closing(b"200 OK", b"hello"),
         "cut short": b'HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 500\r\n\r\n{"jsonrpc"',
         "too slow": "__sleep__",
+        **(_broken_v03() if version == "0.3" else {}),
+    }
+
+
+def _broken_v03() -> dict[str, Any]:
+    """0.3 results of the wrong shape, which once crashed the evaluator's 0.3 reading."""
+    ids = {"kind": "data", "data": {"doc_ids": ["MED-1", "MED-2", "MED-3"]}}
+    artifact = {"artifactId": "a", "parts": [ids]}
+    return {
+        "result not an object": ["MED-1", "MED-2", "MED-3"],
+        "status not an object": {"kind": "task", "status": "completed", "artifacts": [artifact]},
+        "artifact not an object": {
+            "kind": "task",
+            "status": {"state": "completed"},
+            "artifacts": [artifact, 7],
+        },
+        "parts not a list": {
+            "kind": "task",
+            "status": {"state": "completed"},
+            "artifacts": [{"artifactId": "a", "parts": "MED-1"}],
+        },
     }
 
 

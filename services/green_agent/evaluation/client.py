@@ -175,21 +175,47 @@ def reply_from_task(task: Task) -> Reply:
     return Reply(state, status, [_proto_parts(a.parts) for a in task.artifacts])
 
 
-def _json_parts(parts: list[dict[str, Any]]) -> list[ReplyPart]:
+def _json_parts(parts: Any) -> list[ReplyPart]:
+    """0.3 parts as reply parts; anything but a part (an object with a ``kind``) is "other"."""
     kinds: dict[str, Literal["text", "data"]] = {"text": "text", "data": "data"}
-    return [
-        ReplyPart(kinds.get(p.get("kind", ""), "other"), p.get(p.get("kind", ""))) for p in parts
-    ]
+    out: list[ReplyPart] = []
+    for part in parts if isinstance(parts, list) else []:
+        kind = part.get("kind", "") if isinstance(part, dict) else ""
+        out.append(ReplyPart(kinds.get(kind, "other"), part.get(kind) if kind else None))
+    return out
 
 
-def reply_from_v03_result(result: dict[str, Any]) -> Reply:
-    """Convert a 0.3 ``message/send`` result (a task or a message) into a :class:`Reply`."""
+def _object(value: Any) -> dict[str, Any]:
+    """``value`` if it is a JSON object, else an empty one: a field of the wrong type is absent."""
+    return value if isinstance(value, dict) else {}
+
+
+def reply_from_v03_result(result: Any) -> Reply:
+    """Convert a 0.3 ``message/send`` result (a task or a message) into a :class:`Reply`.
+
+    A remote agent writes the result: one that is not a JSON object is a transport failure, a
+    field of the wrong type (a ``status`` that is a string) reads as absent and a part or an
+    artifact that is not an object as one nobody can read, so the answer fails the contract
+    rather than the evaluator.
+
+    Raises:
+        TransportFailure: the result is not a JSON object.
+
+    """
+    if not isinstance(result, dict):
+        raise TransportFailure("transport", f"the result is not a task: {type(result).__name__}")
     if result.get("kind") == "message":
-        return Reply("message", _json_parts(result.get("parts", [])))
-    status = result.get("status", {})
-    message = status.get("message") or {}
-    artifacts = [_json_parts(a.get("parts", [])) for a in result.get("artifacts", [])]
-    return Reply(str(status.get("state")), _json_parts(message.get("parts", [])), artifacts)
+        return Reply("message", _json_parts(result.get("parts")))
+    status = _object(result.get("status"))
+    message = _object(status.get("message"))
+    raw = result.get("artifacts")
+    # An artifact that is not an object stays an artifact, of one part nobody can read: the
+    # answer then has more than one, and fails the contract, as an SDK client refuses it.
+    artifacts = [
+        _json_parts(a.get("parts")) if isinstance(a, dict) else [ReplyPart("other")]
+        for a in (raw if isinstance(raw, list) else [])
+    ]
+    return Reply(str(status.get("state")), _json_parts(message.get("parts")), artifacts)
 
 
 class SdkAgentClient:
