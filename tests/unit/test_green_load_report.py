@@ -11,9 +11,10 @@ from services.green_agent.cli import build_parser
 from services.green_agent.evaluation.evaluator import QueryOutcome
 from services.green_agent.load.histogram import LatencyHistogram
 from services.green_agent.load.html_page import render_load_html
-from services.green_agent.load.outputs import load_table
+from services.green_agent.load.outputs import load_table, with_thresholds
 from services.green_agent.load.report import LoadReport
 from services.green_agent.load.svg_charts import nice_ticks
+from services.green_agent.load.thresholds import parse_budgets
 from services.green_agent.load.timeline import (
     LATENCY_BINS,
     bucket_width,
@@ -172,8 +173,8 @@ def test_remote_text_is_escaped_everywhere() -> None:
 
 def test_the_page_is_self_contained() -> None:
     page = render_load_html(_report([_ok(t / 10, 0.05) for t in range(30)], wall_s=3.0))
-    # throughput; p50, p95, p99; in flight; the histogram
-    assert page.count("<svg") == 4 and page.count("<polyline") == 5
+    # throughput; p50, p90, p95, p99; in flight; the histogram
+    assert page.count("<svg") == 4 and page.count("<polyline") == 6
     assert 'http-equiv="refresh"' not in page  # a finished run's page stays as it is
     assert not re.search(r"<script|<link|<img|@import|url\(|\bsrc=|\bhref=", page)
     # The only URL is the SVG namespace (an identifier, never fetched) and the agent's.
@@ -229,5 +230,10 @@ def test_a_live_page_reloads_itself_and_says_who_is_still_running() -> None:
     assert '<meta http-equiv="refresh" content="2">' in page
     assert "Live: waiting for workers 0, 1." in page and "workers 0 still running" in page
     assert "<td>running</td>" in page
+    assert "so far: the run is not over" in render_load_html(
+        live.model_copy(
+            update={"thresholds": with_thresholds(live, parse_budgets(["p99<1s"])).thresholds}
+        )
+    )
     cut = report.model_copy(update={"cut_short": [1]})
     assert "Cut short: workers 1" in render_load_html(cut)

@@ -146,8 +146,9 @@ def _budgets(report: LoadReport) -> str:
             f'<td class="{kind}">{verdict}</td></tr>'
         )
     head = '<tr><th>budget</th><th class="n">measured</th><th>verdict</th></tr>'
+    so_far = "" if report.complete else " so far: the run is not over"
     return (
-        f"<section><h2>Budgets ({len(report.breached)} breached)</h2>\n"
+        f"<section><h2>Budgets ({len(report.breached)} breached{so_far})</h2>\n"
         f"<table><thead>{head}</thead>\n<tbody>{''.join(rows)}</tbody></table></section>"
     )
 
@@ -181,6 +182,7 @@ def _charts_over_time(report: LoadReport) -> str:
         LATENCY_TITLE,
         [
             series("p50", BLUE, [s.p50_s * 1000 if s else None for s in answered]),
+            series("p90", GREEN, [s.p90_s * 1000 if s else None for s in answered]),
             series("p95", AMBER, [s.p95_s * 1000 if s else None for s in answered]),
             series("p99", RED, [s.p99_s * 1000 if s else None for s in answered]),
         ],
