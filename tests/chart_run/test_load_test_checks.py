@@ -12,7 +12,7 @@ from harness.chart_run.load_test import BREACH_BUDGET, load_test_problems, repor
 from harness.chart_run.summary import _load_test_lines
 from services.green_agent.evaluation.evaluator import QueryOutcome
 from services.green_agent.load.outputs import with_thresholds
-from services.green_agent.load.report import merge_load_reports
+from services.green_agent.load.recorder import merge_load_reports
 from services.green_agent.load.thresholds import EXIT_BREACHED, parse_budgets
 from tests.support.load_reports import report_of
 

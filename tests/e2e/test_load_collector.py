@@ -19,7 +19,8 @@ import pytest
 
 from harness.processes import REPO, ServerProcess
 from services.green_agent.load.histogram import MAX_BUCKET
-from services.green_agent.load.report import LoadReport, merge_load_reports
+from services.green_agent.load.recorder import merge_load_reports
+from services.green_agent.load.report import LoadReport
 from services.green_agent.load.workers import hand_in
 from tests.support.green import CLI_TIMEOUT_S
 from tests.support.load_collector import (

@@ -19,7 +19,8 @@ import httpx
 import pytest
 
 from harness.processes import REPO, ServerProcess, free_port, port_in_use
-from services.green_agent.load.report import LoadReport, merge_load_reports
+from services.green_agent.load.recorder import merge_load_reports
+from services.green_agent.load.report import LoadReport
 from tests.support.load_collector import (
     RUN,
     TOKEN,

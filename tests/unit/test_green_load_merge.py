@@ -9,7 +9,8 @@ import pytest
 
 from services.green_agent.evaluation.evaluator import QueryOutcome
 from services.green_agent.load.histogram import LatencyHistogram
-from services.green_agent.load.report import LoadReport, merge_load_reports
+from services.green_agent.load.recorder import merge_load_reports
+from services.green_agent.load.report import LoadReport
 from services.green_agent.load.timeline import histogram_stats
 from services.green_agent.load.workers import Share
 from tests.support.load_reports import report_of

@@ -17,11 +17,11 @@ from services.green_agent.load.svg_charts import nice_ticks
 from services.green_agent.load.thresholds import parse_budgets
 from services.green_agent.load.timeline import (
     LATENCY_BINS,
+    Timeline,
     bucket_width,
     histogram_stats,
     latency_bin,
     latency_bins,
-    merged_timeline,
 )
 from services.green_agent.settings import GreenSettings
 from services.telemetry.metrics import LATENCY_BUCKETS
@@ -106,8 +106,10 @@ def test_a_run_longer_than_its_buckets_widens_them() -> None:
 def test_timelines_of_several_widths_merge_into_the_widest() -> None:
     short = _report([_ok(float(t), 0.5) for t in range(10)], wall_s=10.0)
     long = _report([_ok(float(t), 0.5) for t in range(200)], wall_s=200.5)
-    width, points = merged_timeline([(1.0, short.timeline), (2.0, long.timeline)])
-    assert width == 2.0 and len(points) == 100
+    timeline = Timeline.of_points(short.timeline_bucket_s, short.timeline)
+    timeline.merge(Timeline.of_points(long.timeline_bucket_s, long.timeline))
+    points = timeline.points(200.5)
+    assert timeline.width == 2.0 and len(points) == 100
     assert [p.answered for p in points[:6]] == [4, 4, 4, 4, 4, 2]
     assert sum(p.answered for p in points) == 210
 

@@ -12,8 +12,7 @@ from services.green_agent.evaluation.answer_contract import Reply, ReplyPart
 from services.green_agent.evaluation.evaluator import QueryOutcome
 from services.green_agent.load.histogram import LatencyHistogram
 from services.green_agent.load.progress import PREFIX, progress_line
-from services.green_agent.load.recorder import Recorder, RunSetup
-from services.green_agent.load.report import merge_load_reports
+from services.green_agent.load.recorder import Recorder, RunSetup, merge_load_reports
 from services.green_agent.load.run import run_shape
 from services.green_agent.load.shape import Shape, parse_shape
 from services.green_agent.load.stages import stages_table

@@ -15,7 +15,8 @@ from services.green_agent.cli import build_parser, main
 from services.green_agent.evaluation.evaluator import QueryOutcome
 from services.green_agent.load.html_page import render_load_html
 from services.green_agent.load.outputs import with_thresholds
-from services.green_agent.load.report import LoadReport, merge_load_reports
+from services.green_agent.load.recorder import merge_load_reports
+from services.green_agent.load.report import LoadReport
 from services.green_agent.load.thresholds import (
     EXIT_BREACHED,
     budget_argument,

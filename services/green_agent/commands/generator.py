@@ -23,8 +23,8 @@ from services.green_agent.evaluation.dataset import fetch_test_set
 from services.green_agent.evaluation.mcp_counters import cache_effect, cache_lookups
 from services.green_agent.load.client import connect_lean
 from services.green_agent.load.outputs import budgets, judge_merged_run, show, with_thresholds
-from services.green_agent.load.recorder import Recorder, RunSetup
-from services.green_agent.load.report import LoadReport, merge_load_reports
+from services.green_agent.load.recorder import Recorder, RunSetup, merge_load_reports
+from services.green_agent.load.report import LoadReport
 from services.green_agent.load.run import query_pool, run_shape, stopped_by_signals
 from services.green_agent.load.shape import Shape
 from services.green_agent.load.thresholds import Budget, exit_status

@@ -7,7 +7,8 @@ from pathlib import Path
 
 from services.green_agent.commands.shared import add_report_options
 from services.green_agent.load.outputs import budgets, show, with_thresholds
-from services.green_agent.load.report import LoadReport, merge_load_reports
+from services.green_agent.load.recorder import merge_load_reports
+from services.green_agent.load.report import LoadReport
 from services.green_agent.load.thresholds import exit_status
 from services.green_agent.settings import GreenSettings
 

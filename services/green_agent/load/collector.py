@@ -2,7 +2,7 @@
 
 In a cluster the workers are pods (an Indexed Job); each posts its report to ``/reports`` when
 its run ends (``load --report-to URL``). As soon as the first has reported, the collector merges
-the reports it has (:func:`~services.green_agent.load.report.merge_load_reports`), writes the
+the reports it has (:func:`~services.green_agent.load.recorder.merge_load_reports`), writes the
 merge where it was told and serves it at ``GET /report`` and ``GET /report.html``, marked
 incomplete (``complete`` false, ``waiting_for`` the workers still to come) until every worker
 of the run has reported; then it logs the run's headline. Before any report both answer 404.
@@ -52,7 +52,9 @@ from pydantic import ValidationError
 from services.common.files import atomic_write_text, leftover_temporaries
 from services.common.validation import describe
 from services.green_agent.load.html_page import render_load_html
-from services.green_agent.load.report import LoadReport, merge_load_reports
+from services.green_agent.load.recorder import merge_load_reports
+from services.green_agent.load.report import LoadReport
+from services.green_agent.load.shape import ShapeError
 
 _log = logging.getLogger(__name__)
 #: What a kept report that does not read is renamed to (``load.worker-1.json.unreadable``).
@@ -263,6 +265,9 @@ class Collector:
         except ValidationError as e:
             # Reports that hold whose sum does not (rates adding up past a float's range).
             return Refusal(422, f"the merged figures do not hold: {describe(e)}")
+        except ShapeError as e:
+            # Their paces add up past a float's range: the sum of the stages is no shape.
+            return Refusal(422, f"the merged figures do not hold: {e}")
         except ValueError as e:
             return Refusal(409, f"not the same run: {e}")
         except ArithmeticError as e:

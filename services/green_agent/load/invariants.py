@@ -16,7 +16,9 @@ hold (:class:`~services.green_agent.load.report.LoadReport` checks it):
 - the timeline's buckets have a width, count what their histograms count, and together count
   every request; the display histogram has the bins of the services' Prometheus buckets
   (:func:`~services.green_agent.load.timeline.latency_histogram`) and counts the answers;
-- a closed loop states its concurrency, an open loop its target rate.
+- a closed loop states its concurrency, an open loop its target rate; the stages (one at least)
+  and the warm-up make a shape (:class:`~services.green_agent.load.shape.Shape`) of that pace,
+  and the timeline's width is one a generator takes, so reports merge.
 
 Budgets check themselves (:class:`~services.green_agent.load.thresholds.Threshold`), histograms
 too (:class:`~services.green_agent.load.histogram.LatencyHistogram`).
@@ -31,10 +33,13 @@ from typing import Protocol
 from pydantic import BaseModel
 
 from services.green_agent.load.histogram import LatencyHistogram
+from services.green_agent.load.shape import Kind, Shape, ShapeError, Stage
+from services.green_agent.load.stages import StageFigures, WarmupFigures
 from services.green_agent.load.timeline import (
     LATENCY_BINS,
     LatencyBin,
     TimelinePoint,
+    is_width,
     latency_bins,
 )
 
@@ -57,6 +62,8 @@ class ReportFigures(Protocol):
     timeline_bucket_s: float
     timeline: list[TimelinePoint]
     latency_histogram: list[LatencyBin]
+    stages: list[StageFigures]
+    warmup: WarmupFigures | None
     latencies: LatencyHistogram
     error_latencies: LatencyHistogram
 
@@ -93,6 +100,11 @@ def _timeline_problems(report: ReportFigures) -> list[str]:
     problems = []
     if not report.timeline_bucket_s > 0:
         problems.append(f"timeline_bucket_s is {report.timeline_bucket_s}: a bucket has a width")
+    elif not is_width(report.timeline_bucket_s):
+        problems.append(
+            f"timeline_bucket_s is {report.timeline_bucket_s}: not a width a generator takes "
+            "(1, 2, 10, 20, 60... s), so the timeline does not merge"
+        )
     for index, point in enumerate(report.timeline):
         if not point.span_s > 0:
             problems.append(f"timeline.{index}.span_s is {point.span_s}: a bucket has a width")
@@ -153,7 +165,26 @@ def figures_problems(report: ReportFigures) -> list[str]:
     elif [name for name in MODES.values() if getattr(report, name) is not None] != [stated]:
         paces = f"concurrency {report.concurrency}, target_rate {report.target_rate}"
         problems.append(f"mode {report.mode} states {stated} and no other pace, not {paces}")
-    return problems + _timeline_problems(report) + _histogram_problems(report)
+    return (
+        problems
+        + _timeline_problems(report)
+        + _histogram_problems(report)
+        + _shape_problems(report)
+    )
+
+
+def _shape_problems(report: ReportFigures) -> list[str]:
+    """Whether the stages and the warm-up make a shape of the report's pace."""
+    if not report.stages:
+        return ["stages: a run has one stage at least"]
+    kind: Kind = "concurrency" if report.mode == "closed-loop" else "rate"
+    stages = tuple(Stage(s.duration_s, s.target, s.kind == "ramp") for s in report.stages)
+    warmup = report.warmup
+    try:
+        Shape(kind, stages, Stage(warmup.duration_s, warmup.target) if warmup else None)
+    except ShapeError as e:
+        return [f"stages: {e}"]
+    return []
 
 
 def check_figures(report: ReportFigures) -> None:

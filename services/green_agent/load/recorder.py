@@ -1,22 +1,26 @@
-"""A load run's figures recorded as each request ends: nothing per request is kept.
+"""A load run's figures, as Locust's ``StatsEntry`` holds them: record, merge, write the report.
 
 A generator drives about a thousand requests a second from one core, so a list of its outcomes
 grows by tens of megabytes a minute and an hour-long run outgrows a pod's memory. The
 :class:`Recorder` folds each outcome into the figures the report states the moment it ends: the
 answers' and the failures' histograms, the failures by reason, the timeline's bucket it ended
-in, the stage it started in and every stage it was in flight in, the warm-up's counts. What it
-holds is bounded by the run's shape (its stages, at most
+in (:class:`~services.green_agent.load.timeline.Timeline`), the stage it started in and every
+stage it was in flight in (:class:`~services.green_agent.load.stages.StageTally`), the
+warm-up's counts. What it holds is bounded by the run's shape (its stages, at most
 :data:`~services.green_agent.load.timeline.MAX_POINTS` time buckets, histograms of fixed log
 buckets, ten error samples, and the distinct query ids of the worker's slice of the pool), never
 by the requests. :meth:`Recorder.report` writes the report at any moment: a running
 generator's snapshot, or its final report once the run has drained.
 
-Times are seconds since the run's ``origin`` (``time.perf_counter()`` when it began). The
-timeline is counted from the end of the warm-up, in buckets of one second that widen (to the
-next of :data:`~services.green_agent.load.timeline.NICE_WIDTHS_S`, each a multiple of the one
-before) whenever the run outgrows them; timelines of several widths merge into the widest. A stage's window is cut where the run
-stopped starting requests (:meth:`Recorder.stop`): a request that ends in the drain after it is
-in flight in the stage until then, and completed in none.
+The figures of several generators of one run merge (:meth:`Recorder.merge`, from their reports
+with :meth:`Recorder.of_report`): counts add, histograms merge (so the merged percentiles are
+those of every answer, never a mean of the generators'), the pace adds stage by stage, and
+the run lasted as long as its longest generator. :func:`merge_load_reports` is that for reports.
+
+Times are seconds since the run's ``origin`` (``time.perf_counter()`` when it began); the
+timeline counts from the end of the warm-up. A stage's window is cut where the run stopped
+starting requests (:meth:`Recorder.stop`): a request that ends in the drain after it is in
+flight in the stage until then, and completed in none.
 """
 
 from __future__ import annotations
@@ -24,24 +28,22 @@ from __future__ import annotations
 import bisect
 import math
 from collections import Counter
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 
 from services.green_agent.evaluation.evaluator import QueryOutcome
 from services.green_agent.evaluation.mcp_counters import CacheEffect
 from services.green_agent.load.histogram import LatencyHistogram
-from services.green_agent.load.report import LoadReport, worker_figures
-from services.green_agent.load.shape import Phase, Shape
-from services.green_agent.load.stages import StageFigures, WarmupFigures
+from services.green_agent.load.report import LoadReport, WorkerFigures, worker_figures
+from services.green_agent.load.shape import Kind, Phase, Shape, Stage
+from services.green_agent.load.stages import StageTally, WarmupFigures
+from services.green_agent.load.thresholds import judge, parse_budgets
 from services.green_agent.load.timeline import (
     LATENCY_BINS,
-    MAX_POINTS,
-    NICE_WIDTHS_S,
-    TimelinePoint,
+    Timeline,
     histogram_stats,
     latency_bin,
     latency_bins,
-    timeline_point,
-    wider,
 )
 
 #: Distinct failure messages a report keeps as samples.
@@ -71,53 +73,34 @@ class RunSetup:
         return self.shape.kind == "concurrency"
 
 
-@dataclass(slots=True)
-class _Window:
-    """What ended in one span of time: answers' latencies, failures, and time in flight."""
-
-    latencies: LatencyHistogram = field(default_factory=LatencyHistogram)
-    failed: int = 0
-    busy_s: float = 0.0
-
-
-@dataclass(slots=True)
-class _Stage:
-    """One stage's tallies: by the requests it started, and by the time others spent in it."""
-
-    phase: Phase
-    started: int = 0
-    dropped: int = 0
-    completed: int = 0
-    errors: int = 0
-    busy_s: float = 0.0
-    latencies: LatencyHistogram = field(default_factory=LatencyHistogram)
-
-
 class Recorder:
-    """One generator's figures so far; :meth:`record` each outcome, :meth:`report` at any time."""
+    """A generator's figures so far, or several generators' merged: record, merge, report."""
 
     def __init__(self, setup: RunSetup) -> None:
         """Figures of a run along ``setup.shape``, none recorded yet."""
         self.setup = setup
         shape = setup.shape
-        self._stages = [_Stage(p) for p in shape.phases if not p.warmup]
+        self._stages = [StageTally(p) for p in shape.phases if not p.warmup]
         self._starts = [s.phase.start_s for s in self._stages]
         self._warmup_s = shape.warmup_s
-        # The narrowest width: it widens as the run outgrows it (a run stopped by a signal
-        # reads as finely as one that lasted as long), so at most MAX_POINTS + 1 are kept.
-        self._width = NICE_WIDTHS_S[0]
-        self._windows: dict[int, _Window] = {}
+        self.timeline = Timeline()
         self.answers = LatencyHistogram()
         self.failures = LatencyHistogram()
         self._bins = [0] * LATENCY_BINS
         self._reasons: Counter[str] = Counter()
         self._samples: list[str] = []
         self._queries: set[str] = set()
-        self._warmup_ok = 0
-        self._warmup_failed = 0
-        self._warmup_dropped = 0
+        self._warmup = [0, 0, 0]  # answered, failed, dropped
         self._stop_s = shape.total_s
-        self._last_end_s = 0.0
+        # What a recorder made of reports carries that a running one reads as it reports: the
+        # distinct queries of the parts (their ids are not in a report), the latest end of the
+        # parts, their CPU, their generators' own figures, whether any was stopped early.
+        self._more_queries = 0
+        self._now_s: float | None = None
+        self._cpu_s: float | None = None
+        self._workers: list[WorkerFigures] = []
+        self._stopped_early = False
+        self._report_every_s = 0.0
 
     # -- what happens during the run ------------------------------------------------------
 
@@ -129,7 +112,7 @@ class Recorder:
     def drop(self, phase: Phase) -> None:
         """Count a request the schedule could not start in ``phase``."""
         if phase.warmup:
-            self._warmup_dropped += 1
+            self._warmup[2] += 1
         else:
             self._stages[phase.index].dropped += 1
 
@@ -142,87 +125,38 @@ class Recorder:
 
         ``warm``: it started in the warm-up, whose outcomes only the warm-up's counts hold.
         """
-        latency = outcome.latency_s
         if warm:  # counted, not timed: no other figure of the run holds the warm-up's
-            if outcome.ok:
-                self._warmup_ok += 1
-            else:
-                self._warmup_failed += 1
+            self._warmup[0 if outcome.ok else 1] += 1
             return
+        latency = outcome.latency_s
         end = begin_s + latency
-        self._last_end_s = max(self._last_end_s, end)
         self._queries.add(outcome.query_id)
         if outcome.ok:
             self.answers.record(latency)
             self._bins[latency_bin(latency)] += 1
         else:
             self.failures.record(latency)
-            reason = outcome.reason or "unknown"
-            self._reasons[reason] += 1
+            self._reasons[outcome.reason or "unknown"] += 1
             sample = f"{outcome.reason}: {outcome.error}"
             if len(self._samples) < ERROR_SAMPLES and sample not in self._samples:
                 self._samples.append(sample)
-        self._tally_timeline(outcome, begin_s, end)
-        self._tally_stages(outcome, begin_s, end)
-
-    def _tally_timeline(self, outcome: QueryOutcome, begin_s: float, end_s: float) -> None:
-        low = max(begin_s - self._warmup_s, 0.0)
-        high = max(end_s - self._warmup_s, 0.0)
-        while high // self._width > MAX_POINTS:  # the run outgrew its buckets
-            self._widen()
-        width = self._width
-        ended = self._window(int(high // width))
-        if outcome.ok:
-            ended.latencies.record(outcome.latency_s)
-        else:
-            ended.failed += 1
-        # Its time in flight, spread over the buckets it spans (one or two, mostly).
-        index = int(low // width)
-        while low < high:
-            edge = min(high, (index + 1) * width)
-            self._window(index).busy_s += edge - low
-            low, index = edge, index + 1
-
-    def _window(self, index: int) -> _Window:
-        window = self._windows.get(index)
-        if window is None:
-            window = self._windows[index] = _Window()
-        return window
-
-    def _widen(self) -> None:
-        """Widen the buckets to the next width, each new one the sum of the old it covers."""
-        new = wider(self._width)
-        ratio = round(new / self._width)  # a whole number: each width divides the next
-        windows: dict[int, _Window] = {}
-        for i, window in self._windows.items():
-            into = windows.setdefault(i // ratio, _Window())
-            into.latencies = into.latencies.merged(window.latencies)
-            into.failed += window.failed
-            into.busy_s += window.busy_s
-        self._width, self._windows = new, windows
-
-    def _tally_stages(self, outcome: QueryOutcome, begin_s: float, end_s: float) -> None:
+        answered = latency if outcome.ok else None
+        self.timeline.record(begin_s - self._warmup_s, end - self._warmup_s, answered)
         first = max(bisect.bisect_right(self._starts, begin_s) - 1, 0)
         stage = self._stages[first]
         if outcome.ok:
-            stage.latencies.record(outcome.latency_s)
+            stage.latencies.record(latency)
         else:
             stage.errors += 1
         # Every stage it was in flight in: its share of that stage's time, and where it ended.
         for later in self._stages[first:]:
             low = later.phase.start_s
-            if low >= end_s:
+            if low >= end:
                 break
-            high = low + self._ran(later.phase)
-            later.busy_s += max(0.0, min(end_s, high) - max(begin_s, low))
-            if low <= end_s < high:
+            high = low + min(max(self._stop_s - low, 0.0), later.phase.duration_s)
+            later.busy_s += max(0.0, min(end, high) - max(begin_s, low))
+            if low <= end < high:
                 later.completed += 1
-
-    def _ran(self, phase: Phase) -> float:
-        """Seconds ``phase`` ran: all of it, or up to the stop."""
-        return min(max(self._stop_s - phase.start_s, 0.0), phase.duration_s)
-
-    # -- the report -------------------------------------------------------------------------
 
     @property
     def ended_s(self) -> float:
@@ -234,9 +168,92 @@ class Recorder:
         """Outcomes recorded after the warm-up."""
         return self.answers.count + self.failures.count
 
+    # -- several generators as one ----------------------------------------------------------
+
+    @classmethod
+    def of_report(cls, report: LoadReport) -> Recorder:
+        """The recorder whose report a generator's ``report`` is, to merge it with others'."""
+        shape = _shape_of(report)
+        setup = RunSetup(
+            report.agent,
+            report.protocol,
+            shape,
+            report.query_pool,
+            report.pool_size,
+            report.worker,
+            report.run,
+        )
+        recorder = cls(setup)
+        recorder.answers = report.latencies.model_copy(deep=True)
+        recorder.failures = report.error_latencies.model_copy(deep=True)
+        recorder._bins = [b.count for b in report.latency_histogram]
+        recorder._reasons = Counter(report.errors_by_reason)
+        recorder._samples = list(report.error_samples)
+        recorder._more_queries = report.distinct_queries
+        recorder.timeline = Timeline.of_points(report.timeline_bucket_s, report.timeline)
+        phases = [p for p in shape.phases if not p.warmup]
+        recorder._stages = [
+            StageTally.of_figures(p, f) for p, f in zip(phases, report.stages, strict=True)
+        ]
+        ended_s = 0.0
+        if (warmup := report.warmup) is not None:
+            recorder._warmup = [warmup.ok, warmup.errors, warmup.dropped]
+            ended_s = warmup.ran_s
+        for phase, figures in zip(phases, report.stages, strict=True):
+            if figures.ran_s > 0:
+                ended_s = phase.start_s + figures.ran_s
+        recorder._stop_s = ended_s
+        recorder._now_s = report.wall_s + shape.warmup_s if report.wall_s > 0 else ended_s
+        recorder._cpu_s = report.cpu_s
+        recorder._workers = [worker_figures(report)]  # read off its figures, not taken on trust
+        recorder._stopped_early = report.stopped_early
+        recorder._report_every_s = report.report_every_s
+        return recorder
+
+    def merge(self, other: Recorder) -> None:
+        """Add ``other``'s figures to these: another generator of the same run.
+
+        Raises:
+            ValueError: ``other`` ran another run, agent, protocol, pace or stages; nothing
+                changes then.
+
+        """
+        mine, theirs = self.setup, other.setup
+        if (theirs.run, theirs.agent, theirs.protocol) != (mine.run, mine.agent, mine.protocol):
+            raise ValueError(
+                f"worker {theirs.worker} ran {(theirs.run, theirs.agent, theirs.protocol)}, "
+                f"worker {mine.worker} {(mine.run, mine.agent, mine.protocol)}"
+            )
+        shape = _summed(mine.shape, theirs.shape)
+        self.setup = replace(mine, shape=shape, pool_size=mine.pool_size + theirs.pool_size)
+        phases = [p for p in shape.phases if not p.warmup]
+        for stage, phase, part in zip(self._stages, phases, other._stages, strict=True):
+            stage.phase = phase
+            stage.add(part)
+        self.answers = self.answers.merged(other.answers)
+        self.failures = self.failures.merged(other.failures)
+        self._bins = [a + b for a, b in zip(self._bins, other._bins, strict=True)]
+        self._reasons.update(other._reasons)
+        self._samples = list(dict.fromkeys([*self._samples, *other._samples]))[:ERROR_SAMPLES]
+        self._more_queries += len(other._queries) + other._more_queries  # disjoint slices
+        self.timeline.merge(other.timeline)
+        self._warmup = [a + b for a, b in zip(self._warmup, other._warmup, strict=True)]
+        self._now_s = max(self._end_of_parts(), other._end_of_parts())
+        self._stop_s = max(self._stop_s, other._stop_s)
+        both = (self._cpu_s, other._cpu_s)
+        self._cpu_s = None if None in both else math.fsum(c for c in both if c is not None)
+        self._workers = sorted([*self._workers, *other._workers], key=lambda w: w.worker)
+        self._stopped_early = self._stopped_early or other._stopped_early
+        self._report_every_s = max(self._report_every_s, other._report_every_s)
+
+    def _end_of_parts(self) -> float:
+        return self._now_s if self._now_s is not None else self._stop_s
+
+    # -- the report -------------------------------------------------------------------------
+
     def report(
         self,
-        now_s: float,
+        now_s: float | None = None,
         *,
         cpu_s: float | None = None,
         result_cache: CacheEffect | None = None,
@@ -247,12 +264,14 @@ class Recorder:
 
         Mid-run it is a snapshot, ``partial`` (stages and the warm-up cut at ``now_s``); after
         the drain, ``now_s`` is when the last request ended. ``cpu_s`` is the generator's own
-        CPU so far.
+        CPU so far. A recorder made of reports reports as their longest (``now_s`` None), with
+        their CPU and each generator's figures.
         """
         setup, shape = self.setup, self.setup.shape
+        now_s = self._end_of_parts() if now_s is None else now_s
         ended_s = min(self._stop_s, now_s)
         wall_s = now_s - self._warmup_s if ended_s > self._warmup_s else 0.0
-        dropped = sum(s.dropped for s in self._stages)
+        distinct = len(self._queries) + self._more_queries
         report = LoadReport(
             agent=setup.agent,
             protocol=setup.protocol,
@@ -264,95 +283,39 @@ class Recorder:
             requests=self.requests,
             ok=self.answers.count,
             errors=self.failures.count,
-            dropped=dropped,
+            dropped=sum(s.dropped for s in self._stages),
             throughput_rps=self.answers.count / wall_s if wall_s > 0 else 0.0,
             latency=histogram_stats(self.answers),
             error_latency=histogram_stats(self.failures),
             errors_by_reason=dict(self._reasons),
             error_samples=list(self._samples),
-            timeline_bucket_s=self._width,
-            timeline=self._timeline(wall_s),
+            timeline_bucket_s=self.timeline.width,
+            timeline=self.timeline.points(wall_s),
             latency_histogram=latency_bins(self._bins),
             latencies=self.answers.model_copy(deep=True),
             error_latencies=self.failures.model_copy(deep=True),
             query_pool=setup.query_pool,
             pool_size=setup.pool_size,
-            distinct_queries=len(self._queries),
-            repeats=self.requests - len(self._queries),
+            distinct_queries=distinct,
+            repeats=self.requests - distinct,
             result_cache=result_cache,
-            stopped_early=stopped_early,
+            stopped_early=stopped_early or self._stopped_early,
             partial=partial,
+            report_every_s=self._report_every_s,
             worker=setup.worker,
-            cpu_s=cpu_s,
+            cpu_s=self._cpu_s if cpu_s is None else cpu_s,
             run=setup.run,
-            stages=self._stage_figures(ended_s),
+            stages=[s.figures(shape.kind, ended_s) for s in self._stages],
             warmup=self._warmup_figures(ended_s),
         )
-        return report.model_copy(update={"workers": [worker_figures(report)]})
-
-    def _timeline(self, wall_s: float) -> list[TimelinePoint]:
-        """One point a bucket up to the span recorded; the tail folded into the last."""
-        if not self._windows:
-            return []
-        width = self._width
-        span = max(wall_s, self._last_end_s - self._warmup_s)
-        # The last point takes the tail shorter than a width (the drain after the duration): a
-        # bucket of a few milliseconds would turn one late answer into a throughput spike.
-        count = max(1, min(math.floor(span / width), MAX_POINTS))
-        windows = [_Window() for _ in range(count)]
-        for index, window in self._windows.items():
-            into = windows[min(index, count - 1)]
-            into.latencies = into.latencies.merged(window.latencies)
-            into.failed += window.failed
-            into.busy_s += window.busy_s
-        points = []
-        for index, window in enumerate(windows):
-            start = index * width
-            covered = span - start if index == count - 1 else width
-            points.append(
-                timeline_point(start, covered, window.failed, window.latencies, window.busy_s)
-            )
-        return points
-
-    def _stage_figures(self, ended_s: float) -> list[StageFigures]:
-        kind = self.setup.shape.kind
-        figures = []
-        for stage in self._stages:
-            phase = stage.phase
-            ran = min(max(ended_s - phase.start_s, 0.0), phase.duration_s)
-            started_rate = _rate(stage.started, ran)
-            completed_rate = _rate(stage.completed, ran)
-            figures.append(
-                StageFigures(
-                    stage=phase.index + 1,
-                    kind="ramp" if phase.ramp else "step",
-                    pace=kind,
-                    duration_s=phase.duration_s,
-                    ran_s=ran,
-                    start_target=phase.begin,
-                    target=phase.end,
-                    asked_rate=phase.mean if kind == "rate" else None,
-                    asked_concurrency=phase.mean if kind == "concurrency" else None,
-                    started=stage.started,
-                    dropped=stage.dropped,
-                    completed=stage.completed,
-                    started_rate=started_rate,
-                    completed_rate=completed_rate,
-                    achieved_rate=started_rate if kind == "rate" else completed_rate,
-                    mean_concurrency=_rate(stage.busy_s, ran),
-                    ok=stage.latencies.count,
-                    errors=stage.errors,
-                    latency=histogram_stats(stage.latencies),
-                    latencies=stage.latencies.model_copy(deep=True),
-                )
-            )
-        return figures
+        workers = self._workers or [worker_figures(report)]
+        return report.model_copy(update={"workers": workers})
 
     def _warmup_figures(self, ended_s: float) -> WarmupFigures | None:
         warmup = self.setup.shape.warmup
         if warmup is None:
             return None
-        ok, failed = self._warmup_ok, self._warmup_failed
+        ok, failed, dropped = self._warmup
         return WarmupFigures(
             duration_s=warmup.duration_s,
             ran_s=min(max(ended_s, 0.0), warmup.duration_s),
@@ -360,9 +323,58 @@ class Recorder:
             requests=ok + failed,
             ok=ok,
             errors=failed,
-            dropped=self._warmup_dropped,
+            dropped=dropped,
         )
 
 
-def _rate(count: float, seconds: float) -> float:
-    return count / seconds if seconds > 0 else 0.0
+def merge_load_reports(reports: Sequence[LoadReport]) -> LoadReport:
+    """The workers' reports of one run as one (:meth:`Recorder.merge`), its budgets judged.
+
+    ``result_cache`` is left to the caller, who reads the server's counters around the whole
+    run. The workers' budgets, listed in their reports, are judged on the merged figures.
+
+    Raises:
+        ValueError: no reports, or reports of different runs (run name, agent, protocol, pace,
+            stages, budgets).
+
+    """
+    if not reports:
+        raise ValueError("no worker reports to merge")
+    first = reports[0]
+    budgets = [t.budget for t in first.thresholds]
+    merged = Recorder.of_report(first)
+    for report in reports[1:]:
+        if [t.budget for t in report.thresholds] != budgets:
+            raise ValueError(f"worker {report.worker} ran other budgets than worker {first.worker}")
+        merged.merge(Recorder.of_report(report))
+    whole = merged.report()
+    return whole.model_copy(update={"thresholds": judge(parse_budgets(budgets), whole)})
+
+
+def _shape_of(report: LoadReport) -> Shape:
+    """The shape a report ran: its stages' targets, its warm-up's."""
+    kind: Kind = "concurrency" if report.mode == "closed-loop" else "rate"
+    stages = tuple(Stage(s.duration_s, s.target, s.kind == "ramp") for s in report.stages)
+    warmup = report.warmup
+    return Shape(kind, stages, Stage(warmup.duration_s, warmup.target) if warmup else None)
+
+
+def _summed(a: Shape, b: Shape) -> Shape:
+    """Two generators' shares of one shape as one: each stage's targets added.
+
+    Raises:
+        ValueError: they are not alike (pace, stages, ramps, durations, warm-up).
+
+    """
+    layout = [(s.duration_s, s.ramp) for s in a.stages]
+    if a.kind != b.kind or layout != [(s.duration_s, s.ramp) for s in b.stages]:
+        raise ValueError("the workers' reports ran different stages: they merge only alike")
+    if (a.warmup is None) != (b.warmup is None):
+        raise ValueError("the workers' reports ran different warm-ups: they merge only alike")
+    stages = tuple(
+        replace(s, target=s.target + t.target) for s, t in zip(a.stages, b.stages, strict=True)
+    )
+    warmup = None
+    if a.warmup is not None and b.warmup is not None:
+        warmup = replace(a.warmup, target=a.warmup.target + b.warmup.target)
+    return Shape(a.kind, stages, warmup)

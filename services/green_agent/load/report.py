@@ -1,12 +1,11 @@
-"""The load report: what a load run measured, its generators, and how workers' reports merge.
+"""The load report: what a load run measured, and its generators.
 
-Its timeline and latency histograms are :mod:`services.green_agent.load.timeline`'s.
-
-Latency percentiles, of the run and of each time bucket, are read from mergeable histograms
-(:mod:`services.green_agent.load.histogram`, 1% resolution): the reports of several generators
-(``load --workers N``, one process each, or one pod each of a Kubernetes Indexed Job) merge into
-one by adding counts (:func:`merge_load_reports`), and the merged percentiles are those of every
-answer, never a mean of the workers' percentiles. The merged report keeps each worker's figures
+It is written by :class:`~services.green_agent.load.recorder.Recorder`, which also merges the
+reports of a run's generators (``load --workers N``, one process each, or one pod each of a
+Kubernetes Indexed Job). Its timeline and latency histograms are
+:mod:`services.green_agent.load.timeline`'s. Latency percentiles, of the run and of each time
+bucket, are read from mergeable histograms (:mod:`services.green_agent.load.histogram`, 1%
+resolution): the merged percentiles are those of every answer, never a mean of the workers'. The merged report keeps each worker's figures
 and says when a generator was itself the bottleneck: its process near a whole core, or fewer
 requests started than its share of the asked rate.
 
@@ -21,29 +20,22 @@ whose figures do not hold together is refused as it is read
 
 from __future__ import annotations
 
-import math
-from collections import Counter
-from collections.abc import Sequence
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, Field, computed_field, model_validator
 
 from services.green_agent.evaluation.mcp_counters import CacheEffect
 from services.green_agent.evaluation.report import LatencyStats
-from services.green_agent.load.histogram import LatencyHistogram, merge_all
+from services.green_agent.load.histogram import LatencyHistogram
 from services.green_agent.load.invariants import check_figures
 from services.green_agent.load.stages import (
     StageFigures,
     WarmupFigures,
-    merge_stages,
-    merge_warmups,
 )
-from services.green_agent.load.thresholds import Threshold, breaches, judge, parse_budgets
+from services.green_agent.load.thresholds import Threshold, breaches
 from services.green_agent.load.timeline import (
     LatencyBin,
     TimelinePoint,
-    histogram_stats,
-    merged_timeline,
 )
 
 #: A generator whose process used this share of a core or more was itself the bottleneck.
@@ -170,12 +162,6 @@ class LoadReport(BaseModel):
         return [t.line() for t in breaches(self.thresholds)]
 
 
-def _one_run(r: LoadReport) -> tuple[object, ...]:
-    """What the workers of one run share: run name, agent, protocol, mode, budgets."""
-    budgets = tuple(t.budget for t in r.thresholds)
-    return (r.run, r.agent, r.protocol, r.mode, budgets)
-
-
 def worker_figures(report: LoadReport) -> WorkerFigures:
     """One generator's figures, and why it was the bottleneck if it was."""
     started = report.requests / report.duration_s if report.duration_s > 0 else 0.0
@@ -206,86 +192,6 @@ def worker_figures(report: LoadReport) -> WorkerFigures:
         latency=report.latency,
         bound=bound,
     )
-
-
-def merge_load_reports(reports: Sequence[LoadReport]) -> LoadReport:
-    """The workers' reports of one run as one: counts added, histograms merged.
-
-    Percentiles come from the merged histograms; the timelines merge bucket by bucket, in the
-    widest of the workers' widths (each counts from its own start: the workers start together).
-    ``result_cache`` is left to the caller, who reads the server's counters around the whole run.
-    The workers' budgets are judged on the merged figures.
-
-    Raises:
-        ValueError: no reports, or reports of different runs (run name, agent, protocol, mode,
-            budgets).
-
-    """
-    if not reports:
-        raise ValueError("no worker reports to merge")
-    first = reports[0]
-    for r in reports[1:]:
-        theirs, ours = _one_run(r), _one_run(first)
-        if theirs != ours:
-            raise ValueError(f"worker {r.worker} ran {theirs}, worker {first.worker} {ours}")
-    wall_s = max(r.wall_s for r in reports)
-    width, timeline = merged_timeline([(r.timeline_bucket_s, r.timeline) for r in reports])
-    latencies = merge_all(r.latencies for r in reports)
-    error_latencies = merge_all(r.error_latencies for r in reports)
-    ok = sum(r.ok for r in reports)
-    errors_by_reason: Counter[str] = Counter()
-    for r in reports:
-        errors_by_reason.update(r.errors_by_reason)
-    samples = list(dict.fromkeys(s for r in reports for s in r.error_samples))[:10]
-    cpu = [r.cpu_s for r in reports]
-    workers = sorted((worker_figures(r) for r in reports), key=lambda w: w.worker)
-    merged = LoadReport(
-        agent=first.agent,
-        protocol=first.protocol,
-        mode=first.mode,
-        concurrency=_total([r.concurrency for r in reports]),
-        target_rate=_total([r.target_rate for r in reports]),
-        duration_s=max(r.duration_s for r in reports),
-        wall_s=wall_s,
-        requests=sum(r.requests for r in reports),
-        ok=ok,
-        errors=sum(r.errors for r in reports),
-        dropped=sum(r.dropped for r in reports),
-        throughput_rps=ok / wall_s if wall_s > 0 else 0.0,
-        latency=histogram_stats(latencies),
-        error_latency=histogram_stats(error_latencies),
-        errors_by_reason=dict(errors_by_reason),
-        error_samples=samples,
-        timeline_bucket_s=width,
-        timeline=timeline,
-        latency_histogram=[
-            LatencyBin(lower_ms=b.lower_ms, upper_ms=b.upper_ms, count=sum(bins))
-            for b, *bins in zip(
-                first.latency_histogram,
-                *([x.count for x in r.latency_histogram] for r in reports),
-                strict=True,
-            )
-        ],
-        query_pool=first.query_pool,
-        pool_size=sum(r.pool_size for r in reports),  # the workers draw disjoint slices
-        distinct_queries=sum(r.distinct_queries for r in reports),
-        repeats=sum(r.repeats for r in reports),
-        stopped_early=any(r.stopped_early for r in reports),
-        report_every_s=max(r.report_every_s for r in reports),
-        latencies=latencies,
-        error_latencies=error_latencies,
-        cpu_s=math.fsum(c for c in cpu if c is not None) if None not in cpu else None,
-        workers=workers,
-        run=first.run,
-        stages=merge_stages([r.stages for r in reports]),
-        warmup=merge_warmups([r.warmup for r in reports]),
-    )
-    budgets = parse_budgets(t.budget for t in first.thresholds)
-    return merged.model_copy(update={"thresholds": judge(budgets, merged)})
-
-
-def _total(values: list[int | None] | list[float | None]) -> Any:
-    return None if None in values else sum(v for v in values if v is not None)
 
 
 def pace_setting(report: LoadReport) -> str:

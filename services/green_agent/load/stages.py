@@ -9,21 +9,23 @@ warm-up's outcomes are only counted: none of them is in the run's latencies, thr
 timeline or any stage. A generator records them as its requests end
 (:class:`~services.green_agent.load.recorder.Recorder`).
 
-Figures of several workers merge by adding (targets, counts, rates, requests in flight) and by
-merging histograms; a stage's duration is the longest any worker ran it.
+A stage's figures are written from its tally (:class:`StageTally`): the tallies of several
+workers add (targets, counts, time in flight) and their histograms merge; a stage ran as long as
+the longest any worker ran it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Literal
 
 from pydantic import BaseModel
 from rich.table import Table
 
 from services.green_agent.evaluation.report import LatencyStats
-from services.green_agent.load.histogram import LatencyHistogram, merge_all
-from services.green_agent.load.shape import Kind
+from services.green_agent.load.histogram import LatencyHistogram
+from services.green_agent.load.shape import Kind, Phase
 from services.green_agent.load.timeline import histogram_stats
 
 
@@ -72,64 +74,75 @@ class WarmupFigures(BaseModel):
     dropped: int
 
 
-#: What several workers' stages add up to: their counts, and their rates (each its own share).
-_ADDED = (
-    *("started", "dropped", "completed", "ok", "errors"),
-    *("started_rate", "completed_rate", "achieved_rate", "mean_concurrency"),
-)
+def _rate(count: float, seconds: float) -> float:
+    return count / seconds if seconds > 0 else 0.0
 
 
-def merge_stages(workers: Sequence[Sequence[StageFigures]]) -> list[StageFigures]:
-    """The stages of several workers' reports as one: figures added, histograms merged.
+@dataclass(slots=True)
+class StageTally:
+    """One stage as its requests end: by the requests it started, and the time others spent in it.
 
-    Raises:
-        ValueError: The workers ran different stages.
-
+    The tallies of several workers' same stage add (:meth:`add`): their phases' targets too.
     """
-    if not workers:
-        return []
-    first = workers[0]
-    for theirs in workers[1:]:
-        if [(s.kind, s.pace, s.duration_s) for s in theirs] != [
-            (s.kind, s.pace, s.duration_s) for s in first
-        ]:
-            raise ValueError("the workers' reports ran different stages: they merge only alike")
-    merged = []
-    for same in zip(*workers, strict=True):
-        latencies = merge_all(s.latencies for s in same)
-        asked_rates = [s.asked_rate for s in same if s.asked_rate is not None]
-        asked_concurrencies = [s.asked_concurrency for s in same if s.asked_concurrency is not None]
-        merged.append(
-            same[0].model_copy(
-                update={
-                    "ran_s": max(s.ran_s for s in same),
-                    "start_target": sum(s.start_target for s in same),
-                    "target": sum(s.target for s in same),
-                    "asked_rate": sum(asked_rates) if asked_rates else None,
-                    "asked_concurrency": sum(asked_concurrencies) if asked_concurrencies else None,
-                    **{name: sum(getattr(s, name) for s in same) for name in _ADDED},
-                    "latency": histogram_stats(latencies),
-                    "latencies": latencies,
-                }
-            )
+
+    phase: Phase
+    started: int = 0
+    dropped: int = 0
+    completed: int = 0
+    errors: int = 0
+    busy_s: float = 0.0
+    latencies: LatencyHistogram = field(default_factory=LatencyHistogram)
+
+    @classmethod
+    def of_figures(cls, phase: Phase, figures: StageFigures) -> StageTally:
+        """The tally a report's stage was written from."""
+        return cls(
+            phase,
+            figures.started,
+            figures.dropped,
+            figures.completed,
+            figures.errors,
+            figures.mean_concurrency * figures.ran_s,
+            figures.latencies.model_copy(deep=True),
         )
-    return merged
 
+    def add(self, other: StageTally) -> None:
+        """Add another worker's tally of the same stage (its phase is the shapes' sum's)."""
+        self.started += other.started
+        self.dropped += other.dropped
+        self.completed += other.completed
+        self.errors += other.errors
+        self.busy_s += other.busy_s
+        self.latencies = self.latencies.merged(other.latencies)
 
-def merge_warmups(warmups: Sequence[WarmupFigures | None]) -> WarmupFigures | None:
-    """The warm-ups of several workers as one (None when none had one)."""
-    present = [w for w in warmups if w is not None]
-    if not present:
-        return None
-    return WarmupFigures(
-        duration_s=max(w.duration_s for w in present),
-        ran_s=max(w.ran_s for w in present),
-        target=sum(w.target for w in present),
-        requests=sum(w.requests for w in present),
-        ok=sum(w.ok for w in present),
-        errors=sum(w.errors for w in present),
-        dropped=sum(w.dropped for w in present),
-    )
+    def figures(self, pace: Kind, ended_s: float) -> StageFigures:
+        """Its figures, the run having stopped starting requests ``ended_s`` after its origin."""
+        phase = self.phase
+        ran = min(max(ended_s - phase.start_s, 0.0), phase.duration_s)
+        started_rate = _rate(self.started, ran)
+        completed_rate = _rate(self.completed, ran)
+        return StageFigures(
+            stage=phase.index + 1,
+            kind="ramp" if phase.ramp else "step",
+            pace=pace,
+            duration_s=phase.duration_s,
+            ran_s=ran,
+            start_target=phase.begin,
+            target=phase.end,
+            asked_rate=phase.mean if pace == "rate" else None,
+            asked_concurrency=phase.mean if pace == "concurrency" else None,
+            started=self.started,
+            dropped=self.dropped,
+            completed=self.completed,
+            started_rate=started_rate,
+            completed_rate=completed_rate,
+            achieved_rate=started_rate if pace == "rate" else completed_rate,
+            mean_concurrency=_rate(self.busy_s, ran),
+            ok=self.latencies.count,
+            errors=self.errors,
+            latency=histogram_stats(self.latencies),
+            latencies=self.latencies.model_copy(deep=True),
+        )
 
 
 def target_label(value: float, pace: Kind) -> str:

@@ -14,7 +14,7 @@ budget of a run that sent nothing, is breached: there is nothing that meets it.
 
 A budget judges the whole run: a split run's workers list theirs in their reports unjudged
 (:func:`pending`; a share's rate is a fraction of the run's), and the merge judges the merged
-report (:func:`~services.green_agent.load.report.merge_load_reports`). A run that breaches a budget
+report (:func:`~services.green_agent.load.recorder.merge_load_reports`). A run that breaches a budget
 exits with :data:`EXIT_BREACHED`.
 """
 

@@ -15,11 +15,12 @@ from __future__ import annotations
 import bisect
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 
 from pydantic import BaseModel
 
 from services.green_agent.evaluation.report import LatencyStats
-from services.green_agent.load.histogram import LatencyHistogram, merge_all
+from services.green_agent.load.histogram import LatencyHistogram
 from services.telemetry.metrics import LATENCY_BUCKETS
 
 #: Bucket widths in seconds, smallest first; a run gets the smallest that keeps it readable.
@@ -103,6 +104,14 @@ def wider(width: float) -> float:
     return width * 2
 
 
+def is_width(width: float) -> bool:
+    """Whether ``width`` is one a timeline takes (:func:`bucket_width`, :func:`wider`)."""
+    nice = NICE_WIDTHS_S[-1]
+    while nice < width:
+        nice *= 2
+    return width in NICE_WIDTHS_S or width == nice
+
+
 def latency_bin(seconds: float) -> int:
     """The index of the display bin holding ``seconds``: an edge counts in the bin below it."""
     return bisect.bisect_left(LATENCY_BUCKETS, seconds)
@@ -124,34 +133,112 @@ def latency_bins(counts: Sequence[int]) -> list[LatencyBin]:
     ]
 
 
-def merged_timeline(
-    timelines: Sequence[tuple[float, Sequence[TimelinePoint]]],
-) -> tuple[float, list[TimelinePoint]]:
-    """Timelines, each with its bucket width, as one in the widest of their widths.
+@dataclass(slots=True)
+class _Window:
+    """What ended in one bucket: the answers' latencies, the failures, and time in flight."""
 
-    Every width divides the widest (:data:`NICE_WIDTHS_S`): a bucket of the merge holds whole
-    buckets of each timeline, and its span is the longest any timeline covers in it.
+    latencies: LatencyHistogram = field(default_factory=LatencyHistogram)
+    failed: int = 0
+    busy_s: float = 0.0
+
+    def add(self, other: _Window) -> None:
+        self.latencies = self.latencies.merged(other.latencies)
+        self.failed += other.failed
+        self.busy_s += other.busy_s
+
+
+class Timeline:
+    """A run's timeline as its requests end: a bucket per width, at most :data:`MAX_POINTS`.
+
+    Times are seconds since the timeline's origin (the end of the warm-up). Buckets start one
+    second wide and widen to the next of :data:`NICE_WIDTHS_S` whenever a request ends past the
+    last (a run stopped by a signal reads as finely as one that lasted as long); timelines of
+    two widths merge into the wider, each of its buckets whole buckets of the other.
     """
-    width = max((w for w, _ in timelines), default=NICE_WIDTHS_S[0])
-    merged: dict[int, list[tuple[int, TimelinePoint]]] = {}
-    for source, (_, points) in enumerate(timelines):
+
+    def __init__(self) -> None:
+        """An empty timeline of the narrowest width."""
+        self.width = NICE_WIDTHS_S[0]
+        self._windows: dict[int, _Window] = {}
+        self.last_end_s = 0.0
+
+    @classmethod
+    def of_points(cls, width: float, points: Sequence[TimelinePoint]) -> Timeline:
+        """The timeline a report's points (``width`` wide) were written from."""
+        timeline = cls()
+        timeline.width = width
         for point in points:
-            # The start is a whole number of the timeline's widths: round, not floor, the ratio.
-            index = int(point.start_s / width + 1e-9)
-            merged.setdefault(index, []).append((source, point))
-    result = []
-    for index in sorted(merged):
-        here = [p for _, p in merged[index]]
-        spans: dict[int, float] = {}
-        for source, point in merged[index]:
-            spans[source] = spans.get(source, 0.0) + point.span_s
-        result.append(
+            window = _Window(point.latencies.model_copy(deep=True), point.failed)
+            window.busy_s = point.in_flight * point.span_s
+            timeline._windows[round(point.start_s / width)] = window
+        if points:
+            timeline.last_end_s = points[-1].start_s + points[-1].span_s
+        return timeline
+
+    def record(self, begin_s: float, end_s: float, latency_s: float | None) -> None:
+        """A request in flight from ``begin_s`` to ``end_s``: answered in ``latency_s``, or None."""
+        low, high = max(begin_s, 0.0), max(end_s, 0.0)
+        self.last_end_s = max(self.last_end_s, high)
+        while high // self.width > MAX_POINTS:  # the run outgrew its buckets
+            self._widen()
+        width = self.width
+        ended = self._window(int(high // width))
+        if latency_s is not None:
+            ended.latencies.record(latency_s)
+        else:
+            ended.failed += 1
+        # Its time in flight, spread over the buckets it spans (one or two, mostly).
+        index = int(low // width)
+        while low < high:
+            edge = min(high, (index + 1) * width)
+            self._window(index).busy_s += edge - low
+            low, index = edge, index + 1
+
+    def merge(self, other: Timeline) -> None:
+        """Add ``other``'s buckets to these, in the wider of the two widths."""
+        while self.width < other.width:
+            self._widen()
+        ratio = round(self.width / other.width)
+        for index, window in other._windows.items():
+            self._window(index // ratio).add(window)
+        self.last_end_s = max(self.last_end_s, other.last_end_s)
+
+    def points(self, wall_s: float) -> list[TimelinePoint]:
+        """One point a bucket up to the span recorded (at least ``wall_s``); none when empty.
+
+        The last point takes the tail shorter than a width (the drain after the duration): a
+        bucket of a few milliseconds would turn one late answer into a throughput spike.
+        """
+        if not self._windows:
+            return []
+        width = self.width
+        span = max(wall_s, self.last_end_s)
+        count = max(1, min(math.floor(span / width), MAX_POINTS))
+        windows = [_Window() for _ in range(count)]
+        for index, window in self._windows.items():
+            windows[min(index, count - 1)].add(window)
+        return [
             timeline_point(
-                index * width,
-                max(spans.values()),
-                sum(p.failed for p in here),
-                merge_all(p.latencies for p in here),
-                math.fsum(p.in_flight * p.span_s for p in here),
+                i * width,
+                span - i * width if i == count - 1 else width,
+                window.failed,
+                window.latencies,
+                window.busy_s,
             )
-        )
-    return width, result
+            for i, window in enumerate(windows)
+        ]
+
+    def _window(self, index: int) -> _Window:
+        window = self._windows.get(index)
+        if window is None:
+            window = self._windows[index] = _Window()
+        return window
+
+    def _widen(self) -> None:
+        """Widen the buckets to the next width, each new one the sum of the old it covers."""
+        new = wider(self.width)
+        ratio = round(new / self.width)  # a whole number: each width divides the next
+        windows: dict[int, _Window] = {}
+        for i, window in self._windows.items():
+            windows.setdefault(i // ratio, _Window()).add(window)
+        self.width, self._windows = new, windows

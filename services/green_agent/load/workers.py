@@ -7,7 +7,7 @@ out answers more: a run is split across ``count`` workers, each a process of its
 the concurrency spread with the remainder on the first workers; so for each stage of a shape
 and its warm-up) and draws every ``count``-th query of the seeded pool from ``index`` on, so the
 workers ask disjoint queries and together the run's. Each writes its own report;
-:func:`~services.green_agent.load.report.merge_load_reports` makes them one.
+:func:`~services.green_agent.load.recorder.merge_load_reports` makes them one.
 """
 
 from __future__ import annotations
