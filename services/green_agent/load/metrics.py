@@ -111,18 +111,18 @@ def _families() -> tuple[
 ]:
     return (
         CounterMetricFamily(
-            "loadtest_requests",
+            "loadtest_requests_total",
             "Load test requests that ended, by worker and outcome (answered: the reply met the "
             "answer contract; failed), as the generators saw them.",
             labels=[*_WORKER, "outcome"],
         ),
         CounterMetricFamily(
-            "loadtest_request_failures",
+            "loadtest_request_failures_total",
             "Load test requests that failed, by worker and the generator's reason.",
             labels=[*_WORKER, "reason"],
         ),
         CounterMetricFamily(
-            "loadtest_requests_dropped",
+            "loadtest_requests_dropped_total",
             "Load test requests an open loop never sent: its max in flight was full.",
             labels=_WORKER,
         ),
