@@ -18,6 +18,10 @@ DASHBOARD = REPO / "helm/nfcorpus-retrieval/dashboards/nfcorpus-retrieval.json"
 #: Series that come from the cluster (cAdvisor, kube-state-metrics, node exporter), not from our
 #: servers: a panel built on them has no data off Kubernetes.
 CLUSTER_SERIES = ("container_", "kube_", "node_")
+#: Series of a load test's client side, which a load collector serves
+#: (:mod:`services.green_agent.load.metrics`): a panel built on them has data only while a load
+#: test hands its figures to a collector that Prometheus scrapes.
+LOAD_TEST_SERIES = ("loadtest_",)
 
 
 @dataclass(frozen=True)
@@ -32,6 +36,11 @@ class PanelQuery:
     def needs_cluster(self) -> bool:
         """Whether the query reads series only a Kubernetes cluster provides."""
         return any(prefix in self.expr for prefix in CLUSTER_SERIES)
+
+    @property
+    def needs_load_test(self) -> bool:
+        """Whether the query reads series only a load collector serves, during a load test."""
+        return any(prefix in self.expr for prefix in LOAD_TEST_SERIES)
 
 
 def panel_queries(

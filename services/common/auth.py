@@ -12,7 +12,10 @@ the chart's ServiceMonitor sends), and nothing else: one token per purpose, so a
 does not read the server's figures and the scraper's token reaches no endpoint but ``/metrics``.
 With client tokens and no scrape token, ``/metrics`` answers 401 to everyone: a server that
 requires callers to authenticate never publishes its figures by default. With no client tokens
-(local runs) ``/metrics`` is open, unless a scrape token is set: then it needs that.
+(local runs) ``/metrics`` is open, unless a scrape token is set: then it needs that. A server
+whose figures are public reads anyway lists ``/metrics`` among its public paths (the load
+collector: its token guards who hands in reports, not who reads them): open until a scrape token
+is set, as without client tokens.
 
 Tokens are read, checked and read again on change by :mod:`services.common.tokens`; a server
 takes the tokens of a changed file on its next request, unless they mix purposes.
@@ -166,7 +169,8 @@ class BearerAuth:
         self._reload()
         path, method = scope["path"], scope["method"]
         if path == METRICS:
-            open_metrics = not self._tokens and not self._metrics_tokens
+            public = not self._tokens or METRICS in self._public_get
+            open_metrics = public and not self._metrics_tokens
             if open_metrics or _match(bearer_token(scope), self._metrics_tokens) is not None:
                 await self._app(scope, receive, send)
             else:

@@ -138,7 +138,8 @@ def service_app(
     ``json_paths`` (as to ``jsonrpc_paths``) take only ``application/json``. With ``tokens``
     (token -> caller name) every request needs one, but for probes and GETs of
     ``public_get_paths``; ``/metrics`` needs one of ``metrics_tokens`` (the scrape token) when
-    either is given (:mod:`services.common.auth`). Requests must name one of ``allowed_hosts``
+    either is given, but when it is one of ``public_get_paths`` and no scrape token is given
+    (:mod:`services.common.auth`). Requests must name one of ``allowed_hosts``
     (default: the loopback names on any port) in ``Host`` and ``Origin``
     (:mod:`services.common.guard.hosts`). ``methods`` names the methods of paths that a mounted
     app serves (the routes' own methods are read from them): others get 405 before the mount.
@@ -148,7 +149,7 @@ def service_app(
 
     """
     one_token_per_purpose(tokens or {}, metrics_tokens or {})
-    if tokens and not metrics_tokens:
+    if tokens and not metrics_tokens and METRICS not in public_get_paths:
         _log.warning("authentication is on and no scrape token is set: /metrics answers 401")
     setup_tracing(service.trace_name)
     frame: list[BaseRoute] = [

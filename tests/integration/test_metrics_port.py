@@ -1,8 +1,9 @@
 """``SERVER_METRICS_PORT``: ``/metrics`` on a port of its own, so a rule that lets Prometheus in
 opens that port alone (issue 52, input 7). The MCP server under uvicorn and under gunicorn, as
-the chart runs it, and the purple agent: the metrics port serves ``/metrics`` and nothing else
-(not ``/mcp``, not ``/stats/reset``, not A2A, not the probes), the API port serves everything but
-``/metrics``, and the scrape token is still needed there."""
+the chart runs it, the purple agent and the load collector: the metrics port serves ``/metrics``
+and nothing else (not ``/mcp``, not ``/stats/reset``, not A2A, not ``POST /reports``, not the
+probes), the API port serves everything but ``/metrics``, and the scrape token is still needed
+there."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import httpx
 import pytest
 
 from harness.processes import McpServer, ServerProcess, free_port, gunicorn_mcp_server
+from tests.support.load_collector import BEARER, collector_process, worker_report
 from tests.support.small_index import SmallIndex
 
 SCRAPE = "scrape-token-0123456789"
@@ -131,3 +133,28 @@ def test_the_purple_agent_serves_a2a_on_its_port_and_metrics_on_the_other(
         assert httpx.get(f"{metrics_base}{card}").status_code == 404
         send = {"jsonrpc": "2.0", "id": 1, "method": "message/send", "params": {}}
         assert httpx.post(f"{metrics_base}/", json=send).status_code == 404
+
+
+def test_the_load_collector_takes_reports_on_its_port_and_is_scraped_on_the_other(
+    tmp_path: Path,
+) -> None:
+    metrics_port = free_port()
+    server, _ = collector_process(tmp_path, scrape_token=SCRAPE, metrics_port=metrics_port)
+    with server:
+        metrics = f"http://127.0.0.1:{metrics_port}/metrics"
+        report = worker_report(0).model_dump_json()
+        headers = {"authorization": BEARER, "content-type": "application/json"}
+        # Reports go to the collector's own port only; the metrics port has nothing else.
+        refused = httpx.post(f"http://127.0.0.1:{metrics_port}/reports", content=report)
+        assert refused.status_code == 404
+        assert httpx.get(f"http://127.0.0.1:{metrics_port}/report").status_code == 404
+        taken = httpx.post(f"{server.base_url}/reports", content=report, headers=headers)
+        assert taken.status_code == 200, taken.text
+        assert httpx.get(f"{server.base_url}/metrics").status_code == 404
+        # The run's client-side figures, for the scrape token alone (not the reporters' token).
+        assert httpx.get(metrics, headers={"authorization": BEARER}).status_code == 401
+        scrape = httpx.get(metrics, headers={"authorization": f"Bearer {SCRAPE}"})
+        assert scrape.status_code == 200
+        assert 'loadtest_requests_total{outcome="answered",run="release-r1",worker="0"} 40.0' in (
+            scrape.text
+        )

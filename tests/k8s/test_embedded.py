@@ -37,9 +37,11 @@ def test_no_qdrant_no_indexer_and_no_qdrant_secret() -> None:
         "nfcorpus-retrieval-auth",
         "nfcorpus-retrieval-load-collector-token",  # the scenario runs the load test
     ]
-    # Even with every monitor on, nothing scrapes a Qdrant that is not there.
+    # Even with every monitor on, nothing scrapes a Qdrant that is not there (the load
+    # collector is scraped: the scenario runs the load test).
     monitored = render(EMBEDDED, serviceMonitor__enabled=True).of_kind("ServiceMonitor")
     assert sorted(labels(m)["app.kubernetes.io/component"] for m in monitored) == [
+        "load-collector",
         "mcp-server",
         "purple-agent",
     ]

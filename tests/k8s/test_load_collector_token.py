@@ -91,7 +91,7 @@ def test_the_collector_answers_the_names_the_generators_post_to() -> None:
     r = render("ci/embedded-values.yaml", auth__enabled=False)
     (collector,) = containers(_holders(r)["collector"])
     hosts = env(collector)["GREEN_ALLOWED_HOSTS"].split(",")
-    (service,) = r.component("Service", "load-collector")
+    service = r.api_service("load-collector")
     port = service["spec"]["ports"][0]["port"]
     assert f"{service['metadata']['name']}:{port}" in hosts
     assert "127.0.0.1:*" in hosts and "*" not in hosts

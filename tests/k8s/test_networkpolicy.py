@@ -225,9 +225,15 @@ def test_monitoring_and_ingress_peers_get_exactly_their_ports() -> None:
         for port in PORTS
         if cluster.allows(PROMETHEUS, pod, port)
     }
-    # The metrics port of our servers, never their API ports (/mcp, /stats/reset, A2A); Qdrant's
-    # API port because the scenario says so by name (qdrant.scrapeApiPort).
-    assert scraped == {("purple-agent", 9090), ("mcp-server", 9090), ("qdrant", 6333)}
+    # The metrics port of our servers, never their API ports (/mcp, /stats/reset, A2A, the
+    # collector's POST /reports); Qdrant's API port because the scenario says so by name
+    # (qdrant.scrapeApiPort).
+    assert scraped == {
+        ("purple-agent", 9090),
+        ("mcp-server", 9090),
+        ("load-collector", 9090),
+        ("qdrant", 6333),
+    }
     entered = {
         (name, port)
         for name, pod in pods.items()
@@ -272,7 +278,7 @@ def test_prometheus_reaches_the_metrics_port_alone_never_the_api_ports() -> None
     # nowhere else (services/common/metrics_port.py): that port, and it alone, is opened.
     full = render("ci/full-values.yaml")
     cluster = Cluster(full)
-    for component in ("purple-agent", "mcp-server"):
+    for component in ("purple-agent", "mcp-server", "load-collector"):
         (deployment,) = full.component("Deployment", component)
         (container,) = containers(deployment)
         ports = {p["name"]: p["containerPort"] for p in container["ports"]}
@@ -293,9 +299,9 @@ def test_qdrant_s_api_port_is_opened_to_prometheus_only_when_a_value_says_so() -
         for port in PORTS
         if cluster.allows(PROMETHEUS, pod, port)
     }
-    assert scraped == {("purple-agent", 9090), ("mcp-server", 9090)}
+    assert scraped == {("purple-agent", 9090), ("mcp-server", 9090), ("load-collector", 9090)}
     monitored = {labels(m)["app.kubernetes.io/component"] for m in closed.of_kind("ServiceMonitor")}
-    assert monitored == {"purple-agent", "mcp-server"}
+    assert monitored == {"purple-agent", "mcp-server", "load-collector"}
 
 
 def test_qdrant_s_api_port_is_never_opened_without_its_api_key() -> None:

@@ -1,5 +1,6 @@
 """The scrape token (auth.scrapeToken): a Secret item of its own, mounted into the servers that
-serve /metrics and sent by their ServiceMonitors; with auth off, none of it."""
+serve /metrics (the load collector's too, with loadTest) and sent by their ServiceMonitors; with
+auth off, none of it."""
 
 from __future__ import annotations
 
@@ -23,6 +24,8 @@ AUTH_SECRET = "nfcorpus-retrieval-auth"
 KEY = "scrape-token"
 # The servers whose /metrics Prometheus scrapes, and the variable each reads the token from.
 SCRAPED = {"purple-agent": "PURPLE_METRICS_TOKEN_FILE", "mcp-server": "MCP_METRICS_TOKEN_FILE"}
+# With loadTest: the collector, whose /metrics holds the load test's client side.
+COLLECTOR, COLLECTOR_VARIABLE = "load-collector", "GREEN_METRICS_TOKEN_FILE"
 
 
 def _tokens(r: Rendered) -> dict[str, str]:
@@ -75,8 +78,46 @@ def test_only_the_scraped_servers_mount_it() -> None:
     assert KEY in _tokens(r)
     for workload in r.workloads():
         name = workload["metadata"]["name"]
-        scraped = any(name.endswith(component) for component in SCRAPED)
+        scraped = any(name.endswith(component) for component in [*SCRAPED, COLLECTOR])
         assert _mounts_scrape_token(workload) == scraped, name
+
+
+def test_the_load_collector_s_scrape_sends_the_token_it_mounts() -> None:
+    r = render(
+        "ci/default-values.yaml",
+        auth__enabled=True,
+        serviceMonitor__enabled=True,
+        loadTest__enabled=True,
+    )
+    collector = _deployment(r, COLLECTOR)
+    assert token_source(collector, COLLECTOR_VARIABLE) == (AUTH_SECRET, KEY)
+    assert _monitor_auth(r, COLLECTOR) == {
+        "type": "Bearer",
+        "credentials": {"name": AUTH_SECRET, "key": KEY},
+    }
+    # Its reporters' token is another Secret's: the scrape token is not theirs.
+    assert token_source(collector, "GREEN_LOAD_COLLECTOR_TOKEN_FILE")[0] != AUTH_SECRET
+    # Auth off: nothing mounted, nothing sent; its /metrics is then open, as its /report is.
+    off = render("ci/default-values.yaml", serviceMonitor__enabled=True, loadTest__enabled=True)
+    assert not _mounts_scrape_token(_deployment(off, COLLECTOR))
+    assert _monitor_auth(off, COLLECTOR) is None
+    existing = render(
+        "ci/default-values.yaml",
+        auth__enabled=True,
+        auth__scrapeToken__existingSecret="ops-scrape",
+        auth__scrapeToken__existingSecretKey="token",
+        serviceMonitor__enabled=True,
+        loadTest__enabled=True,
+    )
+    source = token_source(_deployment(existing, COLLECTOR), COLLECTOR_VARIABLE)
+    assert source == ("ops-scrape", "token")
+    assert (_monitor_auth(existing, COLLECTOR) or {})["credentials"] == {
+        "name": "ops-scrape",
+        "key": "token",
+    }
+    # Without the load test, no collector and nothing of it scraped.
+    plain = render("ci/default-values.yaml", auth__enabled=True, serviceMonitor__enabled=True)
+    assert plain.component("ServiceMonitor", COLLECTOR) == []
 
 
 def test_with_auth_off_there_is_no_scrape_token_and_the_scrape_sends_none() -> None:

@@ -53,7 +53,7 @@ def test_dashboard_queries_only_metrics_the_services_export() -> None:
     used = {
         re.sub(r"_(bucket|count|sum)$", "", m)
         for e in exprs
-        for m in re.findall(r"(?<![:\w])(?:purple|mcp)_[a-z_]+", e)  # not recording rules
+        for m in re.findall(r"(?<![:\w])(?:purple|mcp|loadtest)_[a-z_]+", e)  # not recording rules
     }
     source = "\n".join(p.read_text() for p in (ROOT / "services").rglob("*.py"))
     # The service frame names each server's request histogram after its metric prefix.

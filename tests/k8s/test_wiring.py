@@ -7,6 +7,7 @@ import pytest
 from tests.k8s.rendering import (
     ROOT,
     Rendered,
+    RenderError,
     containers,
     env,
     labels,
@@ -164,9 +165,11 @@ def test_helm_test_pod_queries_the_purple_agent_service() -> None:
 def test_service_monitors_select_the_services_and_their_ports() -> None:
     r = render("ci/full-values.yaml")
     monitors = r.of_kind("ServiceMonitor")
+    # The load collector too: the load test's client side (the generators' pods come and go).
     assert {labels(m)["app.kubernetes.io/component"] for m in monitors} == {
         "purple-agent",
         "mcp-server",
+        "load-collector",
         "qdrant",
     }
     for monitor in monitors:
@@ -189,6 +192,13 @@ def test_service_monitors_select_the_services_and_their_ports() -> None:
         == "nfcorpus-retrieval-qdrant-api-key"
     )
     assert render("ci/default-values.yaml").of_kind("ServiceMonitor") == []
+
+
+def test_the_load_collector_s_port_is_not_the_metrics_port() -> None:
+    # The collector serves /metrics on the metrics port alone: on its own port it would refuse
+    # to start (services.common.server), so the render refuses first.
+    with pytest.raises(RenderError, match=r"loadTest\.collector\.port 9090 is the metrics port"):
+        render("ci/default-values.yaml", loadTest__enabled=True, loadTest__collector__port=9090)
 
 
 def test_dashboard_configmap_carries_the_sidecar_label() -> None:

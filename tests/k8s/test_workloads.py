@@ -21,7 +21,7 @@ PORTS = {
     "purple-agent": {"http": 9009, "metrics": 9090},
     "mcp-server": {"http": 8000, "metrics": 9090},
     "qdrant": {"http": 6333, "grpc": 6334, "p2p": 6335},
-    "load-collector": {"http": 8080},
+    "load-collector": {"http": 8080, "metrics": 9090},
 }
 PROBE_PATHS = {
     "purple-agent": ("/healthz", "/readyz", "/healthz"),

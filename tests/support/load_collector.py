@@ -23,15 +23,26 @@ TOKEN = "load-collector-test-token-0123456789"
 BEARER = f"Bearer {TOKEN}"
 
 
-def collector_process(tmp_path: Path) -> tuple[ServerProcess, Path]:
-    """A collector of :data:`WORKERS` reports of :data:`RUN` writing to ``tmp_path``; its file."""
+def collector_process(
+    tmp_path: Path, scrape_token: str | None = None, metrics_port: int | None = None
+) -> tuple[ServerProcess, Path]:
+    """A collector of :data:`WORKERS` reports of :data:`RUN` writing to ``tmp_path``; its file.
+
+    With ``scrape_token`` its ``/metrics`` answers that token only, as with the chart's auth on;
+    with ``metrics_port`` it serves ``/metrics`` there alone, as the chart runs it.
+    """
     out = tmp_path / "merged.json"
     args = ["load-collect", "--workers", str(WORKERS), "--run", RUN, "--out", str(out)]
     args += ["--html", str(tmp_path / "merged.html")]
+    env = {"GREEN_LOAD_COLLECTOR_TOKEN": TOKEN}
+    if scrape_token is not None:
+        env["GREEN_METRICS_TOKEN"] = scrape_token
+    if metrics_port is not None:
+        env["SERVER_METRICS_PORT"] = str(metrics_port)
     server = ServerProcess.module(
         "services.green_agent",
         args,
-        env={"GREEN_LOAD_COLLECTOR_TOKEN": TOKEN},
+        env=env,
         ready_path="/healthz",
         log_path=tmp_path / "collector.log",
     )

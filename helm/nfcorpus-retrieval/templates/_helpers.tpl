@@ -293,8 +293,8 @@ pod would see it. Each line starts with a newline and ends with a continuation.
 {{ printf "       --override-type=strategic --overrides='%s' \\" (dict "spec" $spec | toJson) }}
 {{- end }}
 
-{{/* The scrape token: what /metrics of the purple agent and the MCP server accepts and their
-ServiceMonitors send (.Values.auth.scrapeToken), from its existingSecret or the chart's auth Secret.
+{{/* The scrape token: what /metrics of the purple agent, the MCP server and the load collector
+accepts and their ServiceMonitors send (.Values.auth.scrapeToken), from its existingSecret or the chart's auth Secret.
 Its file, and its volume as nfcorpus.authVolume gives one; both only with auth.enabled. */}}
 {{- define "nfcorpus.scrapeTokenFile" -}}
 /var/run/secrets/nfcorpus/scrape-token/token
@@ -595,6 +595,9 @@ set twice there, the chart's value silently lost or kept. */}}
 {{- fail "an external Qdrant needs qdrant.apiKey.existingSecret or qdrant.apiKey.value (or qdrant.apiKey.enabled=false)" }}
 {{- end }}
 {{- with .Values.loadTest }}
+{{- if and .enabled (eq (int .collector.port) (int (include "nfcorpus.metricsPort" $))) }}
+{{- fail (printf "loadTest.collector.port %d is the metrics port every server of the chart serves /metrics on: give the collector another port" (int .collector.port)) }}
+{{- end }}
 {{- if and .enabled (not .stages) (not .rate) (lt (int .concurrency) (int .workers)) }}
 {{- fail "loadTest.concurrency is split across loadTest.workers: give every worker at least one request in flight (concurrency >= workers), or set loadTest.rate" }}
 {{- end }}

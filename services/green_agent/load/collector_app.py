@@ -2,12 +2,15 @@
 
 The collector itself (:class:`~services.green_agent.load.collector.Collector`) takes and merges
 the reports; this module serves it in the service frame, one report merged at a time, and
-checks every :data:`SILENCE_CHECK_S` for running workers gone silent (they are cut short).
+checks every :data:`SILENCE_CHECK_S` for running workers gone silent (they are cut short). Its
+``/metrics`` carries the run's client-side figures beside the frame's own
+(:mod:`services.green_agent.load.metrics`).
 
 With a token (``GREEN_LOAD_COLLECTOR_TOKEN[_FILE]``) ``POST /reports`` needs ``Authorization:
-Bearer <token>`` (401 otherwise); the reads stay open. Without one it serves on a loopback
-address only (:func:`tokens_to_serve`): a collector that anyone who reaches it can hand reports
-to stays on this machine.
+Bearer <token>`` (401 otherwise); the reads stay open, ``/metrics`` too unless a scrape token is
+set (``GREEN_METRICS_TOKEN[_FILE]``): it says what ``/report`` says. Without one it serves on a
+loopback address only (:func:`tokens_to_serve`): a collector that anyone who reaches it can hand
+reports to stays on this machine.
 """
 
 from __future__ import annotations
@@ -25,17 +28,20 @@ from starlette.routing import Route
 
 from services.common.frame import ServiceId, service_app
 from services.common.limits import ServerLimits
+from services.common.paths import METRICS
 from services.common.validation import describe
 from services.green_agent.load.collector import Collector
+from services.green_agent.load.metrics import serve_load_metrics
 from services.green_agent.load.report import LoadReport
 
 SERVICE = ServiceId(metric_prefix="load_collector", trace_name="load-collector")
 #: A worker's report holds its timeline's histograms: far more than the default body limit of a
 #: request (``SERVER_MAX_BODY_BYTES``).
 MAX_REPORT_BYTES = 16 * 1024 * 1024
-#: The reads a token does not guard: the NetworkPolicy admits only the generators, and a person
-#: reads the report through a port-forward.
-PUBLIC_PATHS = ("/report", "/report.html")
+#: The reads a token does not guard: the NetworkPolicy admits only the generators (and, on the
+#: metrics port, Prometheus), and a person reads the report through a port-forward. ``/metrics``
+#: holds the same figures: open as they are, unless a scrape token is set.
+PUBLIC_PATHS = ("/report", "/report.html", METRICS)
 #: Seconds between two checks for silent workers.
 SILENCE_CHECK_S = 1.0
 
@@ -79,8 +85,10 @@ def create_collector_app(
     """The collector's routes in the service frame; ``tokens`` guard ``POST /reports``.
 
     ``metrics_tokens`` (the scrape token) guard ``/metrics``, as on every server; ``allowed_hosts``
-    are the names it answers (``GREEN_ALLOWED_HOSTS``; default: the loopback names).
+    are the names it answers (``GREEN_ALLOWED_HOSTS``; default: the loopback names). The process's
+    ``/metrics`` serves this collector's figures from now on.
     """
+    serve_load_metrics(collector)
     lock = asyncio.Lock()
 
     async def cut_silent() -> None:
