@@ -132,7 +132,7 @@ async def _saturated(
     before = _cpu(servers)
     # Every outcome kept: this phase's percentiles are exact, not a report's 1% histogram.
     loaded: list[QueryOutcome] = []
-    shape = Shape.constant("concurrency", SATURATION_CONCURRENCY, SATURATION_S)
+    shape = Shape.constant("closed", SATURATION_CONCURRENCY, SATURATION_S)
     run = await run_shape(
         client,
         [(str(i), t) for i, t in enumerate(texts)],

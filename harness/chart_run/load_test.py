@@ -143,7 +143,7 @@ def _thresholds(report: LoadReport) -> list[dict[str, Any]]:
 
 #: What the checks and the page read of the merged report, and of each worker's figures.
 REPORT_FIELDS = {
-    "run", "mode", "target_rate", "concurrency", "requests", "ok", "errors", "errors_by_reason",
+    "run", "loop", "target_rate", "concurrency", "requests", "ok", "errors", "errors_by_reason",
     "error_samples", "throughput_rps", "generator_bound", "complete", "waiting_for",
 }  # fmt: skip
 WORKER_FIELDS = {

@@ -104,7 +104,22 @@ BROKEN: list[tuple[str, Callable[[dict[str, Any]], dict[str, Any]], str]] = [
     (
         "a closed loop's concurrency in an open loop",
         _set(concurrency=4),
-        "mode open-loop states target_rate and no other pace",
+        "an open loop states target_rate and no other pace",
+    ),
+    (
+        "a loop of no kind",
+        _set(loop="sideways"),
+        "loop: Input should be 'open' or 'closed'",
+    ),
+    (
+        "stages that make no shape",
+        lambda body: {**body, "stages": []},
+        "stages: a run has one stage at least",
+    ),
+    (
+        "a timeline of a width no generator takes",
+        _set(timeline_bucket_s=3.0),
+        "timeline_bucket_s is 3.0: not a width a generator takes",
     ),
     (
         "other histogram buckets",

@@ -66,7 +66,7 @@ def test_a_staged_closed_loop_across_two_workers_merges_its_stages(
     run = run_green("load", *args, "--workers", "2", "--progress", "1", "--out", str(out))
     assert run.returncode == 0, run.stdout + run.stderr
     report = json.loads(out.read_text())
-    assert report["errors"] == 0 and report["mode"] == "closed-loop"
+    assert report["errors"] == 0 and report["loop"] == "closed"
     assert report["concurrency"] == 4  # the peak, of both workers
     two, ramp = report["stages"]
     assert (two["target"], ramp["start_target"], ramp["target"]) == (2, 2, 4)

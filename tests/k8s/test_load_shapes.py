@@ -40,7 +40,7 @@ def test_the_full_scenario_runs_a_closed_loop_in_stages_after_a_warm_up() -> Non
         assert replaced not in args
     # What the generator reads from them: the values' stages, and the warm-up at the first.
     assert parse_shape(stages, warmup) == Shape(
-        "concurrency", (Stage(30, 16), Stage(60, 64, ramp=True), Stage(120, 64)), Stage(15, 16)
+        "closed", (Stage(30, 16), Stage(60, 64, ramp=True), Stage(120, 64)), Stage(15, 16)
     )
 
 

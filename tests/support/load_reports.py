@@ -42,9 +42,9 @@ def report_of(
     """
     duration = wall_s if duration_s is None else duration_s
     if concurrency is not None:
-        shape = Shape.constant("concurrency", concurrency, duration)
+        shape = Shape.constant("closed", concurrency, duration)
     else:
-        shape = Shape.constant("rate", 10.0 if rate is None else rate, duration)
+        shape = Shape.constant("open", 10.0 if rate is None else rate, duration)
     setup = RunSetup(agent, protocol, shape, query_pool, pool_size, worker, run)
     recorder = Recorder(setup)
     phase = shape.phases[0]

@@ -37,7 +37,7 @@ def test_report_counts_errors_and_times_successes_only() -> None:
         rate=10.0,
     )
     assert (report.requests, report.ok, report.errors, report.dropped) == (4, 2, 2, 3)
-    assert report.mode == "open-loop"
+    assert report.loop == "open"
     assert report.throughput_rps == pytest.approx(1.0)
     assert report.latency.max_s == pytest.approx(0.030)
     assert report.errors_by_reason == {"timeout": 2}

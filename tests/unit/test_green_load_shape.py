@@ -20,16 +20,16 @@ from services.green_agent.load.workers import Share
 
 
 def test_stages_read_steps_ramps_and_units() -> None:
-    kind, stages = parse_stages("10s:20/s, ramp:1.5m:100/s ,step:30:100/s,ramp:1h:0/s")
-    assert kind == "rate"
+    loop, stages = parse_stages("10s:20/s, ramp:1.5m:100/s ,step:30:100/s,ramp:1h:0/s")
+    assert loop == "open"
     assert stages == (
         Stage(10, 20),
         Stage(90, 100, ramp=True),
         Stage(30, 100),
         Stage(3600, 0, ramp=True),
     )
-    kind, stages = parse_stages("5:2,ramp:5s:8")
-    assert kind == "concurrency" and stages == (Stage(5, 2), Stage(5, 8, ramp=True))
+    loop, stages = parse_stages("5:2,ramp:5s:8")
+    assert loop == "closed" and stages == (Stage(5, 2), Stage(5, 8, ramp=True))
     assert parse_duration(".5m") == 30
 
 

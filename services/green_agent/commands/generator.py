@@ -87,7 +87,7 @@ async def load(args: argparse.Namespace, settings: GreenSettings) -> int:
         return await load_split(args)
     share = Share(args.worker or 0, args.workers)
     shape = share.shape(args.shape)
-    closed = shape.kind == "concurrency"
+    closed = shape.loop == "closed"
     test_set = fetch_test_set(args.data_dir, settings.download_url, settings.download_md5)
     pool = query_pool(args.data_dir, args.queries, test_set.queries, args.seed)
     queries = share.queries(pool)

@@ -60,8 +60,8 @@ of the whole run.
 def _stages_argument(text: str) -> Shape:
     """``--stages``: the shape, or argparse's error (exit 2) with what does not read."""
     try:
-        kind, stages = parse_stages(text)
-        return Shape(kind, stages)
+        loop, stages = parse_stages(text)
+        return Shape(loop, stages)
     except ShapeError as e:
         raise argparse.ArgumentTypeError(str(e)) from None
 
@@ -202,9 +202,9 @@ def shape_of(args: argparse.Namespace, parser: argparse.ArgumentParser, max_s: f
         if args.stages is not None:
             shape: Shape = args.stages
         elif args.rate is not None:
-            shape = Shape.constant("rate", args.rate, args.duration)
+            shape = Shape.constant("open", args.rate, args.duration)
         else:
-            shape = Shape.constant("concurrency", args.concurrency, args.duration)
+            shape = Shape.constant("closed", args.concurrency, args.duration)
         shape = with_warmup(shape, args.warmup)
     except ShapeError as e:
         parser.error(str(e))

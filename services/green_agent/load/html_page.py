@@ -66,7 +66,7 @@ def _duration(seconds: float) -> str:
 
 def _headline(report: LoadReport) -> str:
     setting = (
-        f"A2A {report.protocol} · {report.mode}, {pace_setting(report)} · "
+        f"A2A {report.protocol} · {report.loop} loop, {pace_setting(report)} · "
         f"{report.duration_s:g} s of load "
         f"(wall {report.wall_s:.1f} s) · {report.timeline_bucket_s:g} s buckets"
     )
@@ -258,10 +258,10 @@ def _stages(report: LoadReport) -> str:
     """The stages, each with what it asked and achieved, and the warm-up left out of the rest."""
     if len(report.stages) <= 1 and report.warmup is None:
         return ""
-    open_loop = report.mode == "open-loop"
+    open_loop = report.loop == "open"
     warmup = ""
     if report.warmup is not None and report.stages:
-        warmup = f"<p>{escape(warmup_line(report.warmup, report.stages[0].pace))}.</p>\n"
+        warmup = f"<p>{escape(warmup_line(report.warmup, report.stages[0].loop))}.</p>\n"
 
     def asked(value: float | None) -> str:
         return "-" if value is None else f"{value:.1f}"

@@ -17,7 +17,7 @@ hold (:class:`~services.green_agent.load.report.LoadReport` checks it):
   every request; the display histogram has the bins of the services' Prometheus buckets
   (:func:`~services.green_agent.load.timeline.latency_histogram`) and counts the answers;
 - a closed loop states its concurrency, an open loop its target rate; the stages (one at least)
-  and the warm-up make a shape (:class:`~services.green_agent.load.shape.Shape`) of that pace,
+  and the warm-up make a shape (:class:`~services.green_agent.load.shape.Shape`) of that loop,
   and the timeline's width is one a generator takes, so reports merge.
 
 Budgets check themselves (:class:`~services.green_agent.load.thresholds.Threshold`), histograms
@@ -33,7 +33,7 @@ from typing import Protocol
 from pydantic import BaseModel
 
 from services.green_agent.load.histogram import LatencyHistogram
-from services.green_agent.load.shape import Kind, Shape, ShapeError, Stage
+from services.green_agent.load.shape import Loop, Shape, ShapeError, Stage
 from services.green_agent.load.stages import StageFigures, WarmupFigures
 from services.green_agent.load.timeline import (
     LATENCY_BINS,
@@ -45,14 +45,14 @@ from services.green_agent.load.timeline import (
 
 #: The figures that may be negative: differences of a server's counters (a restart resets them).
 SIGNED = ("result_cache.",)
-#: The modes of a run and the figure each states: ``concurrency`` or ``target_rate``.
-MODES = {"closed-loop": "concurrency", "open-loop": "target_rate"}
+#: The loops of a run and the figure each states: ``concurrency`` or ``target_rate``.
+LOOPS: dict[str, str] = {"closed": "concurrency", "open": "target_rate"}
 
 
 class ReportFigures(Protocol):
     """What the checks read of a :class:`~services.green_agent.load.report.LoadReport`."""
 
-    mode: str
+    loop: Loop
     concurrency: int | None
     target_rate: float | None
     requests: int
@@ -159,12 +159,13 @@ def figures_problems(report: ReportFigures) -> list[str]:
         for reason, count in report.errors_by_reason.items()
         if count < 1
     ]
-    stated = MODES.get(report.mode)
-    if stated is None:
-        problems.append(f"mode {report.mode!r} is none of {', '.join(MODES)}")
-    elif [name for name in MODES.values() if getattr(report, name) is not None] != [stated]:
+    stated = LOOPS[report.loop]
+    if [name for name in LOOPS.values() if getattr(report, name) is not None] != [stated]:
         paces = f"concurrency {report.concurrency}, target_rate {report.target_rate}"
-        problems.append(f"mode {report.mode} states {stated} and no other pace, not {paces}")
+        article = "an" if report.loop == "open" else "a"
+        problems.append(
+            f"{article} {report.loop} loop states {stated} and no other pace, not {paces}"
+        )
     return (
         problems
         + _timeline_problems(report)
@@ -177,11 +178,10 @@ def _shape_problems(report: ReportFigures) -> list[str]:
     """Whether the stages and the warm-up make a shape of the report's pace."""
     if not report.stages:
         return ["stages: a run has one stage at least"]
-    kind: Kind = "concurrency" if report.mode == "closed-loop" else "rate"
     stages = tuple(Stage(s.duration_s, s.target, s.kind == "ramp") for s in report.stages)
     warmup = report.warmup
     try:
-        Shape(kind, stages, Stage(warmup.duration_s, warmup.target) if warmup else None)
+        Shape(report.loop, stages, Stage(warmup.duration_s, warmup.target) if warmup else None)
     except ShapeError as e:
         return [f"stages: {e}"]
     return []

@@ -52,7 +52,7 @@ def _ms(seconds: float) -> str:
 
 
 def _pace(value: float, shape: Shape) -> str:
-    return f"{value:.4g}/s" if shape.kind == "rate" else f"{value:.4g} in flight"
+    return f"{value:.4g}/s" if shape.loop == "open" else f"{value:.4g} in flight"
 
 
 def _where(phase: Phase | None, shape: Shape, elapsed_s: float) -> str:

@@ -35,7 +35,7 @@ from services.green_agent.evaluation.evaluator import QueryOutcome
 from services.green_agent.evaluation.mcp_counters import CacheEffect
 from services.green_agent.load.histogram import LatencyHistogram
 from services.green_agent.load.report import LoadReport, WorkerFigures, worker_figures
-from services.green_agent.load.shape import Kind, Phase, Shape, Stage
+from services.green_agent.load.shape import Phase, Shape, Stage
 from services.green_agent.load.stages import StageTally, WarmupFigures
 from services.green_agent.load.thresholds import judge, parse_budgets
 from services.green_agent.load.timeline import (
@@ -66,11 +66,6 @@ class RunSetup:
     pool_size: int = 0
     worker: int = 0
     run: str = ""
-
-    @property
-    def closed(self) -> bool:
-        """Whether the shape asks a concurrency (closed loop) rather than a rate."""
-        return self.shape.kind == "concurrency"
 
 
 class Recorder:
@@ -268,6 +263,7 @@ class Recorder:
         their CPU and each generator's figures.
         """
         setup, shape = self.setup, self.setup.shape
+        closed = shape.loop == "closed"
         now_s = self._end_of_parts() if now_s is None else now_s
         ended_s = min(self._stop_s, now_s)
         wall_s = now_s - self._warmup_s if ended_s > self._warmup_s else 0.0
@@ -275,9 +271,9 @@ class Recorder:
         report = LoadReport(
             agent=setup.agent,
             protocol=setup.protocol,
-            mode="closed-loop" if setup.closed else "open-loop",
-            concurrency=int(max(s.target for s in shape.stages)) if setup.closed else None,
-            target_rate=None if setup.closed else shape.mean,
+            loop=shape.loop,
+            concurrency=int(max(s.target for s in shape.stages)) if closed else None,
+            target_rate=None if closed else shape.mean,
             duration_s=shape.duration_s,
             wall_s=wall_s,
             requests=self.requests,
@@ -305,7 +301,7 @@ class Recorder:
             worker=setup.worker,
             cpu_s=self._cpu_s if cpu_s is None else cpu_s,
             run=setup.run,
-            stages=[s.figures(shape.kind, ended_s) for s in self._stages],
+            stages=[s.figures(shape.loop, ended_s) for s in self._stages],
             warmup=self._warmup_figures(ended_s),
         )
         workers = self._workers or [worker_figures(report)]
@@ -353,10 +349,9 @@ def merge_load_reports(reports: Sequence[LoadReport]) -> LoadReport:
 
 def _shape_of(report: LoadReport) -> Shape:
     """The shape a report ran: its stages' targets, its warm-up's."""
-    kind: Kind = "concurrency" if report.mode == "closed-loop" else "rate"
     stages = tuple(Stage(s.duration_s, s.target, s.kind == "ramp") for s in report.stages)
     warmup = report.warmup
-    return Shape(kind, stages, Stage(warmup.duration_s, warmup.target) if warmup else None)
+    return Shape(report.loop, stages, Stage(warmup.duration_s, warmup.target) if warmup else None)
 
 
 def _summed(a: Shape, b: Shape) -> Shape:
@@ -367,7 +362,7 @@ def _summed(a: Shape, b: Shape) -> Shape:
 
     """
     layout = [(s.duration_s, s.ramp) for s in a.stages]
-    if a.kind != b.kind or layout != [(s.duration_s, s.ramp) for s in b.stages]:
+    if a.loop != b.loop or layout != [(s.duration_s, s.ramp) for s in b.stages]:
         raise ValueError("the workers' reports ran different stages: they merge only alike")
     if (a.warmup is None) != (b.warmup is None):
         raise ValueError("the workers' reports ran different warm-ups: they merge only alike")
@@ -377,4 +372,4 @@ def _summed(a: Shape, b: Shape) -> Shape:
     warmup = None
     if a.warmup is not None and b.warmup is not None:
         warmup = replace(a.warmup, target=a.warmup.target + b.warmup.target)
-    return Shape(a.kind, stages, warmup)
+    return Shape(a.loop, stages, warmup)

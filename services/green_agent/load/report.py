@@ -28,6 +28,7 @@ from services.green_agent.evaluation.mcp_counters import CacheEffect
 from services.green_agent.evaluation.report import LatencyStats
 from services.green_agent.load.histogram import LatencyHistogram
 from services.green_agent.load.invariants import check_figures
+from services.green_agent.load.shape import Loop
 from services.green_agent.load.stages import (
     StageFigures,
     WarmupFigures,
@@ -80,7 +81,7 @@ class LoadReport(BaseModel):
 
     agent: str
     protocol: str
-    mode: str
+    loop: Loop
     concurrency: int | None
     target_rate: float | None
     duration_s: float

@@ -192,7 +192,7 @@ async def run_shape(
     if on_snapshot is not None and snapshot_s > 0:
         watchers.append(asyncio.create_task(snapshots(snapshot_s, on_snapshot)))
     try:
-        if shape.kind == "concurrency":
+        if shape.loop == "closed":
 
             async def worker(k: int) -> None:
                 # Worker k sends while the shape asks for k workers or more.

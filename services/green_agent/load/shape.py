@@ -1,9 +1,10 @@
 """A load shape: stages of rate or concurrency over time, and a warm-up left out of the figures.
 
 A shape is a list of stages, each ``duration`` seconds at a ``target`` pace, as k6's ``stages``
-and ``ramping-arrival-rate`` and Locust's ``LoadTestShape`` give them. All stages of one shape are
-of one kind: a **rate** (open loop, requests started per second) or a **concurrency** (closed
-loop, requests in flight). A stage either holds its target from its start (a *step*) or goes
+and ``ramping-arrival-rate`` and Locust's ``LoadTestShape`` give them. All stages of one shape run
+one **loop**: ``open``, its targets a **rate** (requests started per second, whatever the
+latency), or ``closed``, its targets a **concurrency** (requests in flight). The loop is the one
+name of that axis everywhere: the shape's, each stage's figures', the report's. A stage either holds its target from its start (a *step*) or goes
 linearly from the previous stage's target to its own (a *ramp*; the first stage ramps from the
 warm-up's pace, or from 0 without one). The **warm-up** runs before the first stage, held at a
 pace of its own (the first stage's target unless given): its outcomes are counted apart and left
@@ -35,7 +36,8 @@ from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import Literal
 
-Kind = Literal["rate", "concurrency"]
+#: Open: the targets are rates; closed: concurrencies.
+Loop = Literal["open", "closed"]
 # A request's start time is computed from its index: a stage whose integral is a whole number of
 # requests ends exactly on one, and float rounding must not move it into the stage.
 _EPS = 1e-9
@@ -117,9 +119,9 @@ class Phase:
 
 @dataclass(frozen=True)
 class Shape:
-    """Stages of one kind, and an optional warm-up (a step, before them)."""
+    """Stages of one loop, and an optional warm-up (a step, before them)."""
 
-    kind: Kind
+    loop: Loop
     stages: tuple[Stage, ...]
     warmup: Stage | None = None
 
@@ -130,17 +132,17 @@ class Shape:
         if self.warmup is not None and (self.warmup.ramp or self.warmup.target <= 0):
             raise ShapeError("the warm-up holds one pace above 0")
         for number, stage in enumerate(self.stages, 1):
-            _check(stage, self.kind, f"stage {number}")
+            _check(stage, self.loop, f"stage {number}")
         if self.warmup is not None:
-            _check(self.warmup, self.kind, "the warm-up")
+            _check(self.warmup, self.loop, "the warm-up")
         if not any(stage.target > 0 for stage in self.stages):
             raise ShapeError("every stage's target is 0: the shape asks for no load")
 
     @classmethod
-    def constant(cls, kind: Kind, target: float, duration_s: float, warmup_s: float = 0) -> Shape:
+    def constant(cls, loop: Loop, target: float, duration_s: float, warmup_s: float = 0) -> Shape:
         """One step of ``target`` for ``duration_s`` (what ``--rate`` or ``--concurrency`` asks)."""
         warmup = Stage(warmup_s, target) if warmup_s > 0 else None
-        return cls(kind, (Stage(duration_s, target),), warmup)
+        return cls(loop, (Stage(duration_s, target),), warmup)
 
     @cached_property
     def phases(self) -> tuple[Phase, ...]:
@@ -239,26 +241,26 @@ class Shape:
         """The shape with every target, the warm-up's too, mapped by ``split`` (a share)."""
         stages = tuple(replace(s, target=split(s.target)) for s in self.stages)
         warmup = replace(self.warmup, target=split(self.warmup.target)) if self.warmup else None
-        return Shape(self.kind, stages, warmup)
+        return Shape(self.loop, stages, warmup)
 
     def text(self) -> str:
         """The stages in the text form :func:`parse_stages` reads."""
-        return ",".join(stage_text(stage, self.kind) for stage in self.stages)
+        return ",".join(stage_text(stage, self.loop) for stage in self.stages)
 
     def warmup_text(self) -> str:
         """The warm-up in the text form :func:`parse_warmup` reads ("0": none)."""
         if self.warmup is None:
             return "0"
         seconds = number_text(self.warmup.duration_s)
-        return f"{seconds}s:{target_text(self.warmup.target, self.kind)}"
+        return f"{seconds}s:{target_text(self.warmup.target, self.loop)}"
 
 
-def _check(stage: Stage, kind: Kind, name: str) -> None:
+def _check(stage: Stage, loop: Loop, name: str) -> None:
     if not (math.isfinite(stage.duration_s) and stage.duration_s > 0):
         raise ShapeError(f"{name}: its duration must be above 0 seconds")
     if not (math.isfinite(stage.target) and stage.target >= 0):
         raise ShapeError(f"{name}: its target must be 0 or more")
-    if kind == "concurrency" and not float(stage.target).is_integer():
+    if loop == "closed" and not float(stage.target).is_integer():
         raise ShapeError(f"{name}: a concurrency is a whole number of requests in flight")
 
 
@@ -267,15 +269,20 @@ def number_text(value: float) -> str:
     return str(int(value)) if float(value).is_integer() else repr(float(value))
 
 
-def target_text(target: float, kind: Kind) -> str:
+def target_text(target: float, loop: Loop) -> str:
     """A target as the text form writes it: ``20/s`` (a rate) or ``8`` (a concurrency)."""
-    return number_text(target) + ("/s" if kind == "rate" else "")
+    return number_text(target) + ("/s" if loop == "open" else "")
 
 
-def stage_text(stage: Stage, kind: Kind) -> str:
+def pace_name(loop: Loop) -> str:
+    """What a loop's targets are: a rate (open) or a concurrency (closed)."""
+    return "rate" if loop == "open" else "concurrency"
+
+
+def stage_text(stage: Stage, loop: Loop) -> str:
     """One stage in the text form: ``[ramp:]DURATION:TARGET``."""
     ramp = "ramp:" if stage.ramp else ""
-    return f"{ramp}{number_text(stage.duration_s)}s:{target_text(stage.target, kind)}"
+    return f"{ramp}{number_text(stage.duration_s)}s:{target_text(stage.target, loop)}"
 
 
 def parse_duration(text: str) -> float:
@@ -286,15 +293,15 @@ def parse_duration(text: str) -> float:
     return float(match[1]) * _UNITS_S[match[2]]
 
 
-def parse_target(text: str) -> tuple[Kind, float]:
-    """A target's kind and value: ``20/s`` a rate, ``8`` a concurrency."""
+def parse_target(text: str) -> tuple[Loop, float]:
+    """A target's loop and value: ``20/s`` a rate (open), ``8`` a concurrency (closed)."""
     match = _TARGET.fullmatch(text.strip())
     if match is None:
         raise ShapeError(f"{text.strip()!r} is no target (e.g. 20/s: a rate; 8: a concurrency)")
-    return ("rate" if match[2] else "concurrency"), float(match[1])
+    return ("open" if match[2] else "closed"), float(match[1])
 
 
-def _stage(text: str, number: int) -> tuple[Kind, Stage]:
+def _stage(text: str, number: int) -> tuple[Loop, Stage]:
     fields = [f.strip() for f in text.split(":")]
     kind_of_stage = fields[0].lower()
     if kind_of_stage in ("ramp", "step"):
@@ -304,35 +311,36 @@ def _stage(text: str, number: int) -> tuple[Kind, Stage]:
             f"stage {number} ({text.strip()!r}): a stage is [ramp:]DURATION:TARGET, e.g. 30s:20/s"
         )
     try:
-        duration, (kind, target) = parse_duration(fields[0]), parse_target(fields[1])
+        duration, (loop, target) = parse_duration(fields[0]), parse_target(fields[1])
     except ShapeError as e:
         raise ShapeError(f"stage {number}: {e}") from None
-    return kind, Stage(duration, target, kind_of_stage == "ramp")
+    return loop, Stage(duration, target, kind_of_stage == "ramp")
 
 
-def parse_stages(text: str) -> tuple[Kind, tuple[Stage, ...]]:
-    """The stages of ``STAGE[,STAGE...]`` and their kind (one for all).
+def parse_stages(text: str) -> tuple[Loop, tuple[Stage, ...]]:
+    """The stages of ``STAGE[,STAGE...]`` and their loop (one for all).
 
     Raises:
-        ShapeError: A stage that does not read, or stages of both kinds.
+        ShapeError: A stage that does not read, or stages of both loops.
 
     """
     parts = text.split(",")
     if not text.strip() or any(not part.strip() for part in parts):
         raise ShapeError(f"{text!r}: stages are STAGE[,STAGE...], none empty")
     read = [_stage(part, number) for number, part in enumerate(parts, 1)]
-    kinds = {kind for kind, _ in read}
-    if len(kinds) > 1:
+    loops = {loop for loop, _ in read}
+    if len(loops) > 1:
         first = read[0][0]
-        other = next(number for number, (kind, _) in enumerate(read, 1) if kind != first)
+        other = next(number for number, (loop, _) in enumerate(read, 1) if loop != first)
         raise ShapeError(
-            f"stage {other} is a {read[other - 1][0]}, stage 1 a {first}: the stages of one "
+            f"stage {other} is a {pace_name(read[other - 1][0])}, stage 1 a "
+            f"{pace_name(first)}: the stages of one "
             "shape are all rates (20/s, open loop) or all concurrencies (8, closed loop)"
         )
     return read[0][0], tuple(stage for _, stage in read)
 
 
-def parse_warmup(text: str) -> tuple[float, tuple[Kind, float] | None]:
+def parse_warmup(text: str) -> tuple[float, tuple[Loop, float] | None]:
     """Seconds of warm-up and its target if given: ``DURATION[:TARGET]``."""
     duration, _, target = text.partition(":")
     try:
@@ -350,10 +358,9 @@ def with_warmup(shape: Shape, text: str) -> Shape:
     seconds, target = parse_warmup(text)
     if seconds == 0:
         return replace(shape, warmup=None)
-    if target is not None and target[0] != shape.kind:
-        raise ShapeError(
-            f"the warm-up's target is a {target[0]}, the stages' a {shape.kind}: give one kind"
-        )
+    if target is not None and target[0] != shape.loop:
+        mine, theirs = pace_name(target[0]), pace_name(shape.loop)
+        raise ShapeError(f"the warm-up's target is a {mine}, the stages' a {theirs}: give one kind")
     pace = target[1] if target is not None else shape.stages[0].target
     if pace <= 0:
         raise ShapeError("the warm-up needs a pace above 0: give it one, e.g. --warmup 10s:5/s")
@@ -367,5 +374,5 @@ def parse_shape(stages: str, warmup: str = "0") -> Shape:
         ShapeError: The text does not read, or describes no load.
 
     """
-    kind, read = parse_stages(stages)
-    return with_warmup(Shape(kind, read), warmup)
+    loop, read = parse_stages(stages)
+    return with_warmup(Shape(loop, read), warmup)

@@ -25,7 +25,7 @@ from rich.table import Table
 
 from services.green_agent.evaluation.report import LatencyStats
 from services.green_agent.load.histogram import LatencyHistogram
-from services.green_agent.load.shape import Kind, Phase
+from services.green_agent.load.shape import Loop, Phase
 from services.green_agent.load.timeline import histogram_stats
 
 
@@ -42,7 +42,7 @@ class StageFigures(BaseModel):
 
     stage: int
     kind: Literal["step", "ramp"]
-    pace: Kind
+    loop: Loop
     duration_s: float
     ran_s: float
     start_target: float
@@ -115,7 +115,7 @@ class StageTally:
         self.busy_s += other.busy_s
         self.latencies = self.latencies.merged(other.latencies)
 
-    def figures(self, pace: Kind, ended_s: float) -> StageFigures:
+    def figures(self, loop: Loop, ended_s: float) -> StageFigures:
         """Its figures, the run having stopped starting requests ``ended_s`` after its origin."""
         phase = self.phase
         ran = min(max(ended_s - phase.start_s, 0.0), phase.duration_s)
@@ -124,19 +124,19 @@ class StageTally:
         return StageFigures(
             stage=phase.index + 1,
             kind="ramp" if phase.ramp else "step",
-            pace=pace,
+            loop=loop,
             duration_s=phase.duration_s,
             ran_s=ran,
             start_target=phase.begin,
             target=phase.end,
-            asked_rate=phase.mean if pace == "rate" else None,
-            asked_concurrency=phase.mean if pace == "concurrency" else None,
+            asked_rate=phase.mean if loop == "open" else None,
+            asked_concurrency=phase.mean if loop == "closed" else None,
             started=self.started,
             dropped=self.dropped,
             completed=self.completed,
             started_rate=started_rate,
             completed_rate=completed_rate,
-            achieved_rate=started_rate if pace == "rate" else completed_rate,
+            achieved_rate=started_rate if loop == "open" else completed_rate,
             mean_concurrency=_rate(self.busy_s, ran),
             ok=self.latencies.count,
             errors=self.errors,
@@ -145,30 +145,30 @@ class StageTally:
         )
 
 
-def target_label(value: float, pace: Kind) -> str:
+def target_label(value: float, loop: Loop) -> str:
     """A target as a reader reads it: ``20/s`` or ``8 in flight``."""
-    return f"{value:g}/s" if pace == "rate" else f"{value:g} in flight"
+    return f"{value:g}/s" if loop == "open" else f"{value:g} in flight"
 
 
 def stage_label(stage: StageFigures) -> str:
     """What a stage asked: ``step 20/s`` or ``ramp 20/s → 100/s``."""
     if stage.kind == "ramp":
-        begin = target_label(stage.start_target, stage.pace).removesuffix(" in flight")
-        return f"ramp {begin} → {target_label(stage.target, stage.pace)}"
-    return f"step {target_label(stage.target, stage.pace)}"
+        begin = target_label(stage.start_target, stage.loop).removesuffix(" in flight")
+        return f"ramp {begin} → {target_label(stage.target, stage.loop)}"
+    return f"step {target_label(stage.target, stage.loop)}"
 
 
-def warmup_line(warmup: WarmupFigures, pace: Kind) -> str:
+def warmup_line(warmup: WarmupFigures, loop: Loop) -> str:
     """The warm-up in one line: its pace, time and outcomes, said to be left out."""
     return (
-        f"warm-up {warmup.ran_s:g} s at {target_label(warmup.target, pace)}: "
+        f"warm-up {warmup.ran_s:g} s at {target_label(warmup.target, loop)}: "
         f"{warmup.requests:,} requests ({warmup.ok:,} ok, {warmup.errors:,} errors, "
         f"{warmup.dropped:,} dropped), left out of every figure"
     )
 
 
 def _short_target(stage: StageFigures) -> str:
-    unit = "/s" if stage.pace == "rate" else ""
+    unit = "/s" if stage.loop == "open" else ""
     if stage.kind == "ramp":
         return f"{stage.start_target:g}→{stage.target:g}{unit}"
     return f"{stage.target:g}{unit}"
@@ -176,7 +176,7 @@ def _short_target(stage: StageFigures) -> str:
 
 def stages_table(stages: Sequence[StageFigures], warmup: WarmupFigures | None) -> Table:
     """The stages as one rich table (narrow enough for 80 columns), the warm-up in its caption."""
-    open_loop = bool(stages) and stages[0].pace == "rate"
+    open_loop = bool(stages) and stages[0].loop == "open"
     unit = (
         "open loop: asked and achieved are requests started per second"
         if open_loop
@@ -200,5 +200,5 @@ def stages_table(stages: Sequence[StageFigures], warmup: WarmupFigures | None) -
             f"{s.latency.p99_s * 1000:.1f}" if s.ok else "-",
         )
     if warmup is not None and stages:
-        table.caption = warmup_line(warmup, stages[0].pace)
+        table.caption = warmup_line(warmup, stages[0].loop)
     return table

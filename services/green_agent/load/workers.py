@@ -62,7 +62,7 @@ class Share:
         A rate is divided evenly; a concurrency spread as :meth:`concurrency` spreads it (a
         target of 0, a pause, stays 0).
         """
-        if total.kind == "rate":
+        if total.loop == "open":
             return total.scaled(self.rate)
         return total.scaled(lambda target: float(self.concurrency(int(target)) if target else 0))
 

@@ -89,10 +89,10 @@ def refuse(message: str) -> NoReturn:
 def _stages(text: str) -> str:
     """``--stages``: the text once it reads as a closed loop; argparse's error (exit 2) if not."""
     try:
-        kind, _ = parse_stages(text)
+        loop, _ = parse_stages(text)
     except ShapeError as e:
         raise argparse.ArgumentTypeError(str(e)) from None
-    if kind == "rate":
+    if loop == "open":
         raise argparse.ArgumentTypeError(
             f"{text!r} is a rate (open loop), and Locust's users are requests in flight: give "
             "concurrencies (e.g. 10s:4,ramp:20s:8), or run an open loop with "
