@@ -1,9 +1,10 @@
 """A real Prometheus (Debian's ``prometheus``) scraping our servers on loopback.
 
 What the chart's ServiceMonitor and PrometheusRule do in a cluster, on one machine: scrape every
-server each second with the labels a cluster scrape adds (``namespace``, ``service``, and a
-``job`` named like the chart's Services, which the alert rules match), evaluate the chart's rule
-file, and keep exemplars. The dashboard test (``tests/e2e/test_dashboard.py``) and
+server each second with the labels a cluster scrape adds (``namespace``, ``service``, and the
+``job`` the Prometheus Operator gives a ServiceMonitor's targets, the name of the Service it
+selects: :func:`job_name`, which the alert rules match), evaluate the chart's rule file, and
+keep exemplars. The dashboard test (``tests/e2e/test_dashboard.py``) and
 ``make observe`` (``devtools/observe.py``) query it the way Grafana would. Servers run with
 authentication on answer ``/metrics`` only to their scrape token: give it as ``scrape_token``,
 and every scrape sends it from a file, as the ServiceMonitor sends the Secret item.
@@ -25,6 +26,15 @@ from harness.processes import REPO, ServerProcess, free_port
 RULES = REPO / "helm/nfcorpus-retrieval/rules/nfcorpus-retrieval.rules.yaml"
 #: The ``job`` prefix of the chart's Services (``<release>-nfcorpus-retrieval-<component>``).
 JOB_PREFIX = "local-nfcorpus-retrieval-"
+#: The components whose ServiceMonitor selects a Service of their own metrics port: the
+#: Prometheus Operator names the job after that Service, ``<prefix><component>-metrics``.
+METRICS_SERVICES = ("purple-agent", "mcp-server", "load-collector")
+
+
+def job_name(component: str) -> str:
+    """The ``job`` the Prometheus Operator gives the chart's ServiceMonitor of ``component``."""
+    suffix = "-metrics" if component in METRICS_SERVICES else ""
+    return JOB_PREFIX + component + suffix
 
 
 class LocalPrometheus:
@@ -67,7 +77,7 @@ class LocalPrometheus:
         rules.write_text(RULES.read_text().replace("RUNBOOKS", str(REPO / "docs/runbooks.md")))
         jobs: list[dict[str, Any]] = [
             {
-                "job_name": JOB_PREFIX + component,
+                "job_name": job_name(component),
                 "static_configs": [
                     {
                         "targets": list(addresses),

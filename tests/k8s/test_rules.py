@@ -79,3 +79,48 @@ def test_the_chart_embeds_the_rule_file() -> None:
     (rule,) = rendered
     expected = yaml.safe_load(RULE_FILE.read_text().replace("RUNBOOKS", base))
     assert rule["spec"] == expected
+
+
+def _operator_jobs() -> set[str]:
+    """The ``job`` the Prometheus Operator gives each rendered ServiceMonitor's targets.
+
+    Without ``jobLabel`` it is the name of the Service whose port the endpoint names: a
+    ServiceMonitor selects by labels, and only the Service with that port yields targets.
+    """
+    rendered = render(
+        serviceMonitor__enabled=True, qdrant__scrapeApiPort=True, loadTest__enabled=True
+    )
+    jobs = set()
+    for monitor in rendered.of_kind("ServiceMonitor"):
+        assert "jobLabel" not in monitor["spec"]
+        selector = monitor["spec"]["selector"]
+        absent = {e["key"] for e in selector.get("matchExpressions", [])}
+        assert all(e["operator"] == "DoesNotExist" for e in selector.get("matchExpressions", []))
+        ports = {e["port"] for e in monitor["spec"]["endpoints"]}
+        for service in rendered.of_kind("Service"):
+            service_labels = service["metadata"].get("labels") or {}
+            named = {p.get("name") for p in service["spec"]["ports"]}
+            chosen = all(service_labels.get(k) == v for k, v in selector["matchLabels"].items())
+            if chosen and not absent & set(service_labels) and named & ports:
+                jobs.add(service["metadata"]["name"])
+    return jobs
+
+
+def test_the_target_alerts_match_the_jobs_the_operator_names() -> None:
+    # The rules must find the scraped servers under the job a cluster gives them, not under
+    # a name of our own (the harness's Prometheus names its jobs the same way); each
+    # component is scraped through one Service, so under one job.
+    jobs = _operator_jobs()
+    assert len(jobs) == 4 and not any(j.endswith("-headless") for j in jobs), jobs
+    down = next(a for a in _alerts() if a["alert"] == "NfcorpusTargetDown")
+    target_regex = re.search(r'job=~"([^"]+)"', str(down["expr"]))
+    assert target_regex is not None
+    watched = {j for j in jobs if re.fullmatch(target_regex[1], j)}
+    for component in ("purple-agent", "mcp-server", "qdrant"):
+        assert any(component in j for j in watched), (component, jobs)
+    no_mcp = next(a for a in _alerts() if a["alert"] == "NfcorpusNoMcpServer")
+    mcp_regex = re.search(r'job=~"([^"]+)"', str(no_mcp["expr"]))
+    assert mcp_regex is not None
+    assert [j for j in jobs if re.fullmatch(mcp_regex[1], j)] == [
+        j for j in jobs if "mcp-server" in j
+    ]
