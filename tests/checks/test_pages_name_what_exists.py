@@ -75,3 +75,76 @@ def test_every_repository_path_a_page_names_exists(top: str) -> None:
         if not any(c in path for c in "*{") and not (REPO / path).exists()
     }
     assert not missing, sorted(missing)
+
+
+#: Where the README's tree starts its descriptions: the entries are the columns before it.
+TREE_COLUMN = 29
+#: A file a description names: a name with one of the repository's extensions, maybe a path.
+_FILE = re.compile(r"(?<![\w/.-])((?:[\w-]+/)*[\w.-]+\.(?:py|sh|json5?|ya?ml|md|txt|toml))\b")
+
+
+def tree_names(readme: str) -> Iterator[tuple[str, str]]:
+    """(folder, name) for every entry of the README's tree and every file its lines name.
+
+    An entry is a name of the first columns, in the folder its indentation puts it in; a file a
+    description names (``card.py``, ``common/http_pool.py``) is in the folder of its entry or
+    one above it.
+    """
+    block = readme.split("The tree is the architecture", 1)[1].split("```", 2)[1]
+    folders: list[tuple[int, str]] = []  # the open folders, by indentation
+    here = ""
+    for line in block.splitlines():
+        names, text = line[:TREE_COLUMN], line[TREE_COLUMN:]
+        if names.strip():
+            indent = len(names) - len(names.lstrip())
+            while folders and folders[-1][0] >= indent:
+                folders.pop()
+            parent = folders[-1][1] if folders else ""
+            here = parent
+            for name in names.split():
+                if name == "...":
+                    continue
+                yield parent, name.rstrip("/")
+                if name.endswith("/"):
+                    folders.append((indent, parent + name))
+                    here = parent + name
+        for named in _FILE.findall(text):
+            yield here, named
+
+
+def _resolves(folder: str, name: str) -> bool:
+    """Whether ``name`` is in ``folder`` or in a folder above it."""
+    where = Path(folder)
+    return any((REPO / up / name).exists() for up in (where, *where.parents))
+
+
+def test_every_file_the_readme_tree_names_is_where_it_says() -> None:
+    missing = [
+        f"{folder or '.'}: {name}"
+        for folder, name in tree_names((REPO / "README.md").read_text())
+        if not _resolves(folder, name)
+    ]
+    assert not missing, missing
+
+
+def test_a_tree_name_resolves_in_its_folder_or_above() -> None:
+    readme = (
+        "The tree is the architecture:\n\n```\n"
+        "services/                    servers\n"
+        "  purple_agent/              the agent: agent.py, common/http_pool.py\n"
+        "    a2a/                     card.py and handler.py, task_store.py\n"
+        "  mcp_server/                search\n```\n"
+    )
+    assert list(tree_names(readme)) == [
+        ("", "services"),
+        ("services/", "purple_agent"),
+        ("services/purple_agent/", "agent.py"),
+        ("services/purple_agent/", "common/http_pool.py"),
+        ("services/purple_agent/", "a2a"),
+        ("services/purple_agent/a2a/", "card.py"),
+        ("services/purple_agent/a2a/", "handler.py"),
+        ("services/purple_agent/a2a/", "task_store.py"),
+        ("services/", "mcp_server"),
+    ]
+    assert _resolves("services/purple_agent/", "common/http_pool.py")  # services/common/
+    assert not _resolves("services/purple_agent/a2a/", "task_store.py")  # moved to common/
