@@ -74,6 +74,13 @@ class GreenSettings(BaseSettings, AuthFields, HostFields):
     agent_token_file: Path | None = Field(
         default=None, description="File holding the evaluated agent's token (a mounted Secret)."
     )
+    mcp_metrics_token: str | None = Field(
+        default=None,
+        description="The MCP server's scrape token, sent on GET /metrics to read its counters.",
+    )
+    mcp_metrics_token_file: Path | None = Field(
+        default=None, description="File holding the MCP server's scrape token (a mounted Secret)."
+    )
     load_collector_token: str | None = Field(
         default=None,
         description="Token a load collector requires on POST /reports, and workers send it.",
@@ -157,6 +164,10 @@ class GreenSettings(BaseSettings, AuthFields, HostFields):
     def agent_token_source(self) -> ClientToken:
         """The evaluated agent's ``Authorization``, for a server: its file read on change."""
         return ClientToken(self.agent_token, self.agent_token_file)
+
+    def mcp_metrics_authorization(self) -> str | None:
+        """The ``Authorization`` header value for the MCP server's ``/metrics``, if a token is set."""
+        return authorization(self.mcp_metrics_token, self.mcp_metrics_token_file)
 
     def load_collector_tokens(self) -> TokenSet:
         """The token a load collector requires (token -> caller name); empty: none required."""

@@ -18,8 +18,10 @@ from harness.processes import ServerProcess
 from harness.prometheus import LocalPrometheus
 from services.common.auth import UNAUTHENTICATED
 from services.green_agent.evaluation.client import A2AVersion, TransportFailure, connect
+from services.green_agent.load.report import LoadReport
 from services.green_agent.settings import GreenSettings
 from services.purple_agent.settings import PurpleSettings
+from tests.support.green import run_green
 from tests.support.purple import ThreadedServer, v03_body, v10_body
 from tests.support.raw_http import post_as_written
 from tests.support.small_index import SmallIndex
@@ -268,3 +270,29 @@ def test_header_values_are_read_without_surrounding_whitespace(
     headers["authorization"] = f"Bearer {ALICE}x "
     status, answer = post_as_written(secured_purple.url + "/", body, headers)
     assert status == 401, answer
+
+
+@pytest.mark.parametrize("given", [True, False])
+def test_a_load_run_reads_the_mcp_server_s_counters_with_its_scrape_token(
+    secured_purple: ThreadedServer, secured_mcp: ServerProcess, tmp_path: Path, given: bool
+) -> None:
+    out = tmp_path / "load.json"
+    args = ["load", "--agent", secured_purple.url, "--concurrency", "2", "--duration", "2"]
+    args += ["--queries", "test", "--mcp-url", secured_mcp.base_url + "/mcp", "--out", str(out)]
+    env = {"GREEN_AGENT_TOKEN": ALICE}
+    if given:
+        env["GREEN_MCP_METRICS_TOKEN"] = SCRAPE
+    run = run_green(*args, env=env)
+    assert run.returncode == 0, run.stdout + run.stderr
+    report = LoadReport.model_validate_json(out.read_text())
+    assert report.ok > 0 and report.errors == 0
+    if given:
+        assert report.result_cache is not None and report.result_cache_unread is None
+        assert report.result_cache.lookups >= report.ok  # every query looked the cache up
+    else:
+        # Without it the figure is missing, and the report says why and what to set.
+        assert report.result_cache is None and report.result_cache_unread is not None
+        assert report.result_cache_unread.startswith("HTTP 401 from ")
+        assert "GREEN_MCP_METRICS_TOKEN" in report.result_cache_unread
+        assert SCRAPE not in out.read_text()
+        assert "result cache: not read (HTTP 401" in " ".join(run.stdout.split())  # wrapped

@@ -18,9 +18,9 @@ from harness.processes import REPO
 CLI_TIMEOUT_S = 120
 
 
-def run_green(*args: str) -> subprocess.CompletedProcess[str]:
-    """``python -m services.green_agent *args``, its output captured as text."""
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
+def run_green(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """``python -m services.green_agent *args``, its output captured as text (``env`` added)."""
+    env = {**os.environ, "PYTHONPATH": str(REPO), **(env or {})}
     command = [sys.executable, "-m", "services.green_agent", *args]
     return subprocess.run(
         command, cwd=REPO, env=env, capture_output=True, text=True, timeout=CLI_TIMEOUT_S

@@ -17,10 +17,16 @@ import tempfile
 import time
 import uuid
 from pathlib import Path
+from typing import Any
 
 from services.green_agent.evaluation.client import wait_for_agent
 from services.green_agent.evaluation.dataset import fetch_test_set
-from services.green_agent.evaluation.mcp_counters import cache_effect, cache_lookups
+from services.green_agent.evaluation.mcp_counters import (
+    CacheEffect,
+    Unread,
+    cache_effect,
+    cache_lookups,
+)
 from services.green_agent.load.client import connect_lean
 from services.green_agent.load.outputs import budgets, judge_merged_run, show, with_thresholds
 from services.green_agent.load.recorder import Recorder, RunSetup, merge_load_reports
@@ -43,6 +49,13 @@ def worker_arguments(shape: Shape, progress_s: float) -> list[str]:
         *("--stages", shape.text(), "--warmup", shape.warmup_text()),
         *("--progress", str(progress_s)),
     ]
+
+
+def cache_fields(effect: CacheEffect | Unread | None) -> dict[str, Any]:
+    """The report's result-cache figure, or why it is missing (None: no server named)."""
+    if isinstance(effect, Unread):
+        return {"result_cache": None, "result_cache_unread": effect.reason}
+    return {"result_cache": effect, "result_cache_unread": None}
 
 
 class _Snapshots:
@@ -84,7 +97,7 @@ class _Snapshots:
 async def load(args: argparse.Namespace, settings: GreenSettings) -> int:
     """``load``: one generator (or, with ``--workers N`` alone, a run of N processes here)."""
     if args.workers > 1 and args.worker is None:
-        return await load_split(args)
+        return await load_split(args, settings)
     share = Share(args.worker or 0, args.workers)
     shape = share.shape(args.shape)
     closed = shape.loop == "closed"
@@ -103,7 +116,7 @@ async def load(args: argparse.Namespace, settings: GreenSettings) -> int:
     connections = int(shape.peak) if closed else args.max_in_flight
     if args.wait_agent:
         await wait_for_agent(args.agent, args.wait_agent)
-    lookups_before = await cache_lookups(args.mcp_url)
+    lookups_before = await cache_lookups(args.mcp_url, settings.mcp_metrics_authorization())
     client = await connect_lean(
         args.agent,
         args.protocol,
@@ -136,10 +149,9 @@ async def load(args: argparse.Namespace, settings: GreenSettings) -> int:
             cpu_s = time.process_time() - cpu_before
     finally:
         await client.aclose()
-    report = run.report(
-        cpu_s=cpu_s,
-        result_cache=cache_effect(lookups_before, await cache_lookups(args.mcp_url)),
-        stopped_early=stop.is_set(),
+    lookups_after = await cache_lookups(args.mcp_url, settings.mcp_metrics_authorization())
+    report = run.report(cpu_s=cpu_s, stopped_early=stop.is_set()).model_copy(
+        update=cache_fields(cache_effect(lookups_before, lookups_after))
     )
     # A worker's share is not the run: its budgets are judged once the reports are merged.
     report = with_thresholds(report, given, judged=share.count == 1)
@@ -153,7 +165,7 @@ async def load(args: argparse.Namespace, settings: GreenSettings) -> int:
     return exit_status(report.thresholds)
 
 
-async def load_split(args: argparse.Namespace) -> int:
+async def load_split(args: argparse.Namespace, settings: GreenSettings) -> int:
     """``load --workers N``: N worker processes at once, their reports merged into one."""
     shape: Shape = args.shape
     for index in range(args.workers):
@@ -167,11 +179,13 @@ async def load_split(args: argparse.Namespace) -> int:
         # The workers list the budgets in their reports; the merge judges them.
         *(a for b in budgets(args) for a in ("--threshold", b.text)),
     ]
-    lookups_before = await cache_lookups(args.mcp_url)
+    token = settings.mcp_metrics_authorization()
+    lookups_before = await cache_lookups(args.mcp_url, token)
     with stopped_by_signals() as stop, tempfile.TemporaryDirectory() as folder:
         reports = await run_workers(argv, args.workers, Path(folder), stop)
+    lookups_after = await cache_lookups(args.mcp_url, token)
     report = merge_load_reports(reports).model_copy(
-        update={"result_cache": cache_effect(lookups_before, await cache_lookups(args.mcp_url))}
+        update=cache_fields(cache_effect(lookups_before, lookups_after))
     )
     show(report, args)
     return exit_status(report.thresholds)

@@ -6,7 +6,9 @@ Two counters, each read twice and differenced: the server's vector searches
 result-cache lookups by result (``mcp_result_cache_lookups_total`` of ``GET /metrics``), whose
 hit ratio a load run reports (:mod:`services.green_agent.load.run`). A server that is not named,
 not reachable or silent on a counter gives None, never an error: the run goes on without that
-figure.
+figure. A server with authentication on answers ``/metrics`` only to its scrape token: the
+evaluator sends it when given one (``GREEN_MCP_METRICS_TOKEN[_FILE]``), and a read that fails
+says why (:class:`Unread`), so the report that lacks the figure says it too.
 Both URLs are derived from the named one's parts (:mod:`services.green_agent.evaluation.urls`):
 a named URL with a query, a fragment or user information counts nothing and is never called.
 """
@@ -82,24 +84,54 @@ class CacheEffect(BaseModel):
     hit_ratio: float | None  # None when nothing was looked up (cache off)
 
 
-async def cache_lookups(mcp_url: str | None) -> dict[str, float] | None:
-    """The server's cache lookups by result now; None when unnamed or unreachable."""
+class Unread(BaseModel):
+    """Why the server's counters could not be read."""
+
+    reason: str
+
+
+#: Bytes of an answer's text a reason quotes.
+_QUOTED = 200
+
+
+async def cache_lookups(
+    mcp_url: str | None, authorization: str | None = None
+) -> dict[str, float] | Unread | None:
+    """The server's cache lookups by result now; None when unnamed, or why they are unread.
+
+    ``authorization`` is sent on ``GET /metrics`` (the server's scrape token, as a bearer).
+    """
     if not mcp_url:
         return None
+    headers = {"authorization": authorization} if authorization else {}
     try:
+        url = below(server_base(mcp_url), "metrics")
         async with httpx.AsyncClient(timeout=10) as client:
-            answer = await client.get(below(server_base(mcp_url), "metrics"))
-            answer.raise_for_status()
-    except (httpx.HTTPError, httpx.InvalidURL, ValueError):
-        return None
+            answer = await client.get(url, headers=headers)
+    except (httpx.HTTPError, httpx.InvalidURL, ValueError) as e:
+        return Unread(reason=f"{type(e).__name__}: {e}"[:_QUOTED])
+    if answer.status_code in (401, 403):
+        given = "was refused" if authorization else "is needed"
+        return Unread(
+            reason=f"HTTP {answer.status_code} from {url}: its scrape token {given} "
+            "(GREEN_MCP_METRICS_TOKEN or GREEN_MCP_METRICS_TOKEN_FILE)"
+        )
+    if not answer.is_success:
+        return Unread(reason=f"HTTP {answer.status_code} from {url}")
     found = {result: float(value) for result, value in _LOOKUP.findall(answer.text)}
-    return found if found else None
+    if not found:
+        return Unread(reason=f"{url} has no mcp_result_cache_lookups_total")
+    return found
 
 
 def cache_effect(
-    before: dict[str, float] | None, after: dict[str, float] | None
-) -> CacheEffect | None:
-    """The lookups between two readings (None when either is missing)."""
+    before: dict[str, float] | Unread | None, after: dict[str, float] | Unread | None
+) -> CacheEffect | Unread | None:
+    """The lookups between two readings (None when unread: no server named), or why not."""
+    if isinstance(before, Unread):
+        return before
+    if isinstance(after, Unread):
+        return after
     if before is None or after is None:
         return None
     hits = int(after.get("hit", 0) - before.get("hit", 0))

@@ -121,6 +121,9 @@ class LoadReport(BaseModel):
     distinct_queries: int = 0
     repeats: int = 0
     result_cache: CacheEffect | None = None
+    # Why the result cache's figure is missing when the server was named but not read (its
+    # /metrics refused, unreachable, silent on the counter); None when it was read or not named.
+    result_cache_unread: str | None = Field(default=None, max_length=500)
     # Ended by a signal before ``duration_s`` had passed (``wall_s`` is how long it ran).
     stopped_early: bool = False
     # A running generator's snapshot of its figures so far (handed to a collector every
@@ -217,6 +220,8 @@ def workload_line(report: LoadReport) -> str:
         f"{report.repeats:,} asked again"
     )
     cache = report.result_cache
+    if cache is None and report.result_cache_unread:
+        return line + f"; result cache: not read ({report.result_cache_unread})"
     if cache is None:
         return line + "; result cache: not read (give --mcp-url)"
     if cache.hit_ratio is None:
