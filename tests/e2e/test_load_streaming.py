@@ -10,13 +10,11 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import httpx
 
 from harness.processes import REPO, ServerProcess
-from services.green_agent.load.collector import MIN_SILENCE_S
 from services.green_agent.load.report import LoadReport
 from tests.support.green import CLI_TIMEOUT_S
 from tests.support.load_collector import RUN, TOKEN, WORKERS
@@ -88,14 +86,12 @@ def test_the_run_is_live_and_a_killed_generator_keeps_its_share(
         )
         before_kill = _worker_requests(_live(server), 1)
         generators[1].send_signal(signal.SIGKILL)
-        killed_at = time.monotonic()
         generators[1].wait(timeout=10)
         # The survivor runs to its end and gets the run's verdict, judged on the merge.
         assert generators[0].wait(timeout=DURATION_S + CLI_TIMEOUT_S) == 0, logs[0].read_text()
     finally:
         for generator in generators:
             generator.kill()
-    assert time.monotonic() - killed_at >= MIN_SILENCE_S  # it was waited for, then cut short
     merged = _live(server)
     assert merged is not None and merged.complete and merged.cut_short == [1]
     statuses = {w.worker: w.status for w in merged.workers}
