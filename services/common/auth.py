@@ -5,7 +5,10 @@ with 401 and ``WWW-Authenticate: Bearer`` (on a JSON-RPC path, a JSON-RPC error 
 :data:`UNAUTHENTICATED`, is no other error's), except probes (the kubelet probes without
 credentials) and the agent card (A2A clients read it to learn that a token is needed). Each token
 names its caller (``name:token`` lines; a bare token gets a name derived from its hash); the name
-becomes the request's user, which is what scopes A2A tasks to the caller that created them.
+becomes the request's user, which is what scopes A2A tasks to the caller that created them, and
+labels the request's metrics and log line (``services.telemetry.http``), as does the scrape token's
+name on ``/metrics``. A refusal is marked with its reason: no token, a token no one was given, or
+a known token at the wrong door (it is named then); the token itself is never written anywhere.
 
 ``/metrics`` takes a token of its own, the scrape token (``<PREFIX>_METRICS_TOKEN[_FILE]``: what
 the chart's ServiceMonitor sends), and nothing else: one token per purpose, so a caller's token
@@ -37,6 +40,7 @@ from services.common import jsonrpc
 from services.common.header_values import header
 from services.common.paths import METRICS, PROBES
 from services.common.tokens import TokenError, TokenSet, distinct_purposes, one_token_per_purpose
+from services.telemetry.http import ANONYMOUS, AUTH_FAILURE, CALLER, UNKNOWN
 
 __all__ = ["UNAUTHENTICATED", "AuthFields", "BearerAuth", "bearer_token", "one_token_per_purpose"]
 
@@ -170,29 +174,49 @@ class BearerAuth:
         path, method = scope["path"], scope["method"]
         if path == METRICS:
             public = not self._tokens or METRICS in self._public_get
-            open_metrics = public and not self._metrics_tokens
-            if open_metrics or _match(bearer_token(scope), self._metrics_tokens) is not None:
+            if public and not self._metrics_tokens:
                 await self._app(scope, receive, send)
-            else:
-                await self._unauthorized(scope, send)
+                return
+            token = bearer_token(scope)
+            scraper = _match(token, self._metrics_tokens)
+            if scraper is None:
+                await self._unauthorized(scope, send, token, self._tokens)
+                return
+            scope[CALLER] = scraper
+            await self._app(scope, receive, send)
             return
         public = path in PROBES or (method in ("GET", "HEAD") and path in self._public_get)
         if public or not self._tokens:  # no tokens: only a scrape token was set
             await self._app(scope, receive, send)
             return
-        caller = _match(bearer_token(scope), self._tokens)
+        token = bearer_token(scope)
+        caller = _match(token, self._tokens)
         if caller is None:
-            await self._unauthorized(scope, send)
+            await self._unauthorized(scope, send, token, self._metrics_tokens)
             return
         scope["user"] = SimpleUser(caller)
         scope["auth"] = AuthCredentials(["authenticated"])
+        scope[CALLER] = caller
         await self._app(scope, receive, send)
 
-    async def _unauthorized(self, scope: Scope, send: Send) -> None:
+    async def _unauthorized(
+        self, scope: Scope, send: Send, token: str | None, other_purpose: list[tuple[bytes, str]]
+    ) -> None:
+        """Answer 401, and mark why for the request's metrics and log line.
+
+        ``other_purpose``: the tokens of the purpose this path does not take, so a token sent to
+        the wrong door is told apart (by its name) from one no one was given.
+        """
+        if token is None:
+            scope[AUTH_FAILURE], scope[CALLER] = "missing", ANONYMOUS
+        elif (name := _match(token, other_purpose)) is not None:
+            scope[AUTH_FAILURE], scope[CALLER] = "wrong_purpose", name
+        else:
+            scope[AUTH_FAILURE], scope[CALLER] = "invalid", UNKNOWN
         if scope["path"] == METRICS:
             # One answer whatever was sent: it tells nobody whether a token is a caller's.
             message = "authentication required: /metrics takes Authorization: Bearer <scrape token>"
-        elif bearer_token(scope) is not None:
+        elif token is not None:
             message = "authentication failed: the bearer token is not valid"
         else:
             message = "authentication required: send Authorization: Bearer <token>"

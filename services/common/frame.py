@@ -3,7 +3,8 @@
 A server hands over its own routes; the frame adds ``GET /healthz`` (the process is alive),
 ``GET /readyz`` (when the server has a readiness check; 503 with the reason otherwise),
 ``GET /metrics`` (Prometheus; with authentication on, only for the scrape token) and, around
-every request, a latency sample by route and outcome (``<prefix>_http_request_duration_seconds``),
+every request, a latency sample by route, outcome and caller
+(``<prefix>_http_request_duration_seconds``; refusals also in ``<prefix>_http_auth_failures_total``),
 a server span parented on the caller's W3C trace context, bearer-token authentication when the
 server has tokens (:mod:`services.common.auth`), the guards (:mod:`services.common.guard`: Host and
 Origin, methods, content type, body size and time, JSON nesting and text, the JSON-RPC envelope,
@@ -44,7 +45,7 @@ from services.common.metrics_port import MetricsPort
 from services.common.paths import FRAME_PATHS, HEALTHZ, METRICS, READYZ
 from services.common.server import CloseWhileDraining, draining
 from services.telemetry.http import RequestTelemetry
-from services.telemetry.metrics import http_request_histogram, metrics_endpoint
+from services.telemetry.metrics import http_auth_failures, http_request_histogram, metrics_endpoint
 from services.telemetry.tracing import setup_tracing
 
 Lifespan = Callable[[Starlette], AbstractAsyncContextManager[None]]
@@ -191,6 +192,7 @@ def service_app(
     app.add_middleware(
         RequestTelemetry,
         histogram=http_request_histogram(service.metric_prefix),
+        auth_failures=http_auth_failures(service.metric_prefix),
         routes=route_paths(every_route),
         quiet_paths=FRAME_PATHS,
     )

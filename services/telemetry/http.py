@@ -1,7 +1,11 @@
 """ASGI middleware shared by the services: one latency sample and one server span per request.
 
 Routes are labelled by their path when it is one of the service's known routes and ``other``
-otherwise, so a scanner probing random URLs cannot blow up the metric's cardinality.
+otherwise, so a scanner probing random URLs cannot blow up the metric's cardinality. Requests are
+also labelled by their caller: the name authentication (``services.common.auth``) gave the token
+the request proved to hold, never the token, and ``anonymous`` without one. Names come from the
+server's own token settings, not from the request, and a process labels at most
+:data:`MAX_CALLERS` of them (``other`` past that), so a caller cannot mint series either.
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ from typing import Any
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace
-from prometheus_client import Histogram
+from prometheus_client import Counter, Histogram
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from services.telemetry import exemplars
@@ -49,15 +53,33 @@ def query_prefix(query: str) -> str:
 OUTCOMES = ("ok", "failed", "client_error", "server_error", "abandoned")
 #: Scope key set on a request cancelled because its client went away (``services.common.disconnect``).
 ABANDONED = "nfcorpus.abandoned"
+#: Scope keys authentication sets: the caller's name, and why it refused a request (one of
+#: :data:`AUTH_FAILURES`).
+CALLER = "nfcorpus.caller"
+AUTH_FAILURE = "nfcorpus.auth_failure"
+#: The caller of a request without a token (authentication off, a public path, or refused), of
+#: one with a token no one was given, and of callers past :data:`MAX_CALLERS`.
+ANONYMOUS, UNKNOWN, OTHER_CALLERS = "anonymous", "unknown", "other"
+#: Why authentication refused: no token; a token no one was given; a known token of another
+#: purpose (a caller's at ``/metrics``, the scrape token elsewhere).
+AUTH_FAILURES = ("missing", "invalid", "wrong_purpose")
+#: Caller names one process labels. A server's callers are the few its token settings name; the
+#: bound holds a token file of thousands of names (or one rewritten again and again) to a fixed
+#: number of series.
+MAX_CALLERS = 64
 
 
 class RequestTelemetry:
-    """Times each HTTP request into ``histogram{route, outcome}`` and traces it."""
+    """Times each request into ``histogram{route, outcome, caller}``, counts refusals, traces it.
+
+    ``auth_failures{route, reason, caller}`` counts the requests authentication refused.
+    """
 
     def __init__(
         self,
         app: ASGIApp,
         histogram: Histogram,
+        auth_failures: Counter,
         routes: Collection[str],
         quiet_paths: Collection[str] = (),
     ) -> None:
@@ -68,12 +90,17 @@ class RequestTelemetry:
         self._app = app
         self._quiet = frozenset(quiet_paths)
         self._histogram = histogram
+        self._auth_failures = auth_failures
         self._routes = frozenset(routes)
+        self._callers = {ANONYMOUS}
         # Every series at 0 from the start, failures included: rate() misses a first failure
-        # that creates its series.
+        # that creates its series. Callers are known only as they come, so only the anonymous
+        # ones (every request of a server without authentication, every refusal) are.
         for route in [*self._routes, "other"]:
             for outcome in OUTCOMES:
-                histogram.labels(route, outcome)
+                histogram.labels(route, outcome, ANONYMOUS)
+            auth_failures.labels(route, "missing", ANONYMOUS)
+            auth_failures.labels(route, "invalid", UNKNOWN)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Observe one request."""
@@ -110,20 +137,28 @@ class RequestTelemetry:
                     _describe(span, fields)
                     elapsed = time.perf_counter() - started
                     outcome = _outcome(status, scope, fields)
-                    exemplars.observe(self._histogram, elapsed, route=route, outcome=outcome)
+                    caller = self._caller(scope)
+                    exemplars.observe(
+                        self._histogram, elapsed, route=route, outcome=outcome, caller=caller
+                    )
+                    failure = scope.get(AUTH_FAILURE)
+                    if failure is not None:
+                        self._auth_failures.labels(route, failure, caller).inc()
                     if path not in self._quiet:
                         log.log(
                             logging.INFO if outcome == "ok" else logging.WARNING,
-                            "%s %s %d %s",
+                            "%s %s %d %s %s",
                             scope["method"],
                             route,
                             status,
                             outcome,
+                            caller,
                             extra={
                                 "route": route,
                                 "method": scope["method"],
                                 "status": status,
                                 "outcome": outcome,
+                                "caller": caller,
                                 "duration_ms": round(elapsed * 1000, 1),
                                 **fields,
                             },
@@ -131,6 +166,16 @@ class RequestTelemetry:
         finally:
             _FIELDS.reset(fields_token)
             otel_context.detach(token)
+
+    def _caller(self, scope: Scope) -> str:
+        """The request's caller label: its name while fewer than MAX_CALLERS were seen."""
+        caller = str(scope.get(CALLER, ANONYMOUS))
+        if caller in self._callers:
+            return caller
+        if len(self._callers) < MAX_CALLERS:
+            self._callers.add(caller)
+            return caller
+        return OTHER_CALLERS
 
 
 def _outcome(status: int, scope: Scope, fields: dict[str, Any]) -> str:

@@ -15,7 +15,7 @@ import os
 from functools import cache
 from pathlib import Path
 
-from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, CollectorRegistry, Histogram
+from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, CollectorRegistry, Counter, Histogram
 from prometheus_client import generate_latest as text_exposition
 from prometheus_client.openmetrics import exposition as openmetrics
 from starlette.requests import Request
@@ -24,21 +24,31 @@ from starlette.responses import Response
 from services.telemetry.exemplars import LATENCY_BUCKETS
 from services.telemetry.multiprocess import pod_registry
 
-__all__ = ["LATENCY_BUCKETS", "http_request_histogram", "metrics_endpoint"]
+__all__ = ["LATENCY_BUCKETS", "http_auth_failures", "http_request_histogram", "metrics_endpoint"]
 
 
 @cache
 def http_request_histogram(prefix: str) -> Histogram:
-    """``<prefix>_http_request_duration_seconds{route, outcome}``, registered once per process.
+    """``<prefix>_http_request_duration_seconds{route, outcome, caller}``, registered once.
 
     Cached because a metric registered twice is an error, and an app factory may run several
     times in one process (tests).
     """
     return Histogram(
         f"{prefix}_http_request_duration_seconds",
-        "HTTP request latency by route and outcome.",
-        ["route", "outcome"],
+        "HTTP request latency by route, outcome and caller (a token's name, never the token).",
+        ["route", "outcome", "caller"],
         buckets=LATENCY_BUCKETS,
+    )
+
+
+@cache
+def http_auth_failures(prefix: str) -> Counter:
+    """``<prefix>_http_auth_failures_total{route, reason, caller}``, registered once per process."""
+    return Counter(
+        f"{prefix}_http_auth_failures",
+        "Requests authentication refused (401), by route, reason and caller.",
+        ["route", "reason", "caller"],
     )
 
 

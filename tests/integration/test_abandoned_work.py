@@ -80,14 +80,14 @@ async def _burst(server: ServerProcess, via: str) -> None:
 
 def _requests(server: ServerProcess, route: str, outcome: str) -> float:
     text = httpx.get(server.base_url + "/metrics").text
-    line = f'mcp_http_request_duration_seconds_count{{outcome="{outcome}",route="{route}"}} '
+    line = f'mcp_http_request_duration_seconds_count{{caller="anonymous",outcome="{outcome}",route="{route}"}} '
     return float(next(m for m in text.splitlines() if m.startswith(line)).split()[-1])
 
 
 def _recorded(server: ServerProcess, route: str) -> float:
     """Requests to ``route`` the server has finished with, whatever their outcome."""
     text = httpx.get(server.base_url + "/metrics").text
-    pattern = rf'mcp_http_request_duration_seconds_count\{{outcome="\w+",route="{route}"\}} (\S+)'
+    pattern = rf'mcp_http_request_duration_seconds_count\{{caller="[^"]*",outcome="\w+",route="{route}"\}} (\S+)'
     return sum(float(n) for n in re.findall(pattern, text))
 
 
@@ -149,7 +149,7 @@ async def test_searches_of_callers_that_hung_up_are_not_run(
     async with httpx.AsyncClient() as client:
         metrics = (await client.get(one_thread_mcp.base_url + "/metrics")).text
     server_errors = re.findall(
-        r'mcp_http_request_duration_seconds_count\{outcome="server_error",route="[^"]*"\} (\S+)',
+        r'mcp_http_request_duration_seconds_count\{caller="[^"]*",outcome="server_error",route="[^"]*"\} (\S+)',
         metrics,
     )
     assert server_errors and all(float(n) == 0 for n in server_errors)

@@ -135,7 +135,7 @@ def test_health_readiness_and_metrics(mcp_server: McpServer) -> None:
     httpx.post(f"{base}/search_nfcorpus", json={"query": "soy", "top_k": 2})
     metrics = httpx.get(f"{base}/metrics").text
     for name in (
-        'mcp_http_request_duration_seconds_bucket{le="0.025",outcome="ok",route="/search_nfcorpus"}',
+        'mcp_http_request_duration_seconds_bucket{caller="anonymous",le="0.025",outcome="ok",route="/search_nfcorpus"}',
         "mcp_encode_duration_seconds_count",
         "mcp_store_query_duration_seconds_count",
         "mcp_ranking_duration_seconds_count",
@@ -147,7 +147,7 @@ def test_health_readiness_and_metrics(mcp_server: McpServer) -> None:
     for zero in (
         'mcp_searches_total{outcome="store_error",via="tool"} 0.0',
         'mcp_searches_total{outcome="abandoned",via="rest"} 0.0',
-        'mcp_http_request_duration_seconds_count{outcome="server_error",route="/mcp"} 0.0',
+        'mcp_http_request_duration_seconds_count{caller="anonymous",outcome="server_error",route="/mcp"} 0.0',
     ):
         assert zero in metrics
 

@@ -150,7 +150,7 @@ async def test_health_readiness_and_metrics(
     assert "purple_requests_in_flight" in text
     # Per-route latency from the service frame, like the MCP server's.
     for route in ("/", "/healthz", "/readyz"):
-        sample = f'purple_http_request_duration_seconds_count{{outcome="ok",route="{route}"}}'
+        sample = f'purple_http_request_duration_seconds_count{{caller="anonymous",outcome="ok",route="{route}"}}'
         assert sample in text, route
 
 

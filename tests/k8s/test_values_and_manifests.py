@@ -56,8 +56,12 @@ def test_dashboard_queries_only_metrics_the_services_export() -> None:
         for m in re.findall(r"(?<![:\w])(?:purple|mcp|loadtest)_[a-z_]+", e)  # not recording rules
     }
     source = "\n".join(p.read_text() for p in (ROOT / "services").rglob("*.py"))
-    # The service frame names each server's request histogram after its metric prefix.
-    framed = {f"{s.metric_prefix}_http_request_duration_seconds" for s in (MCP, PURPLE)}
+    # The service frame names each server's request metrics after its metric prefix.
+    framed = {
+        f"{s.metric_prefix}_http_{name}"
+        for s in (MCP, PURPLE)
+        for name in ("request_duration_seconds", "auth_failures_total")
+    }
     missing = sorted(m for m in used if f'"{m}"' not in source and m not in framed)
     assert missing == [], "dashboard uses metrics no service declares"
     assert dashboard["uid"] == "nfcorpus-retrieval"

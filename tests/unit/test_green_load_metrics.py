@@ -111,7 +111,7 @@ def test_a_worker_s_snapshot_is_its_cumulative_figures_in_the_servers_buckets() 
 
 def test_the_bounds_read_as_the_servers_histograms_write_them() -> None:
     histogram = http_request_histogram("load_metrics_test")
-    histogram.labels("/x", "ok").observe(0.01)
+    histogram.labels("/x", "ok", "anonymous").observe(0.01)
     served = {
         s.labels["le"]
         for family in histogram.collect()

@@ -24,7 +24,8 @@ async def _hello(_: Request) -> Response:
 
 def _count(route: str, outcome: str) -> float:
     value = REGISTRY.get_sample_value(
-        "frametest_http_request_duration_seconds_count", {"route": route, "outcome": outcome}
+        "frametest_http_request_duration_seconds_count",
+        {"route": route, "outcome": outcome, "caller": "anonymous"},
     )
     return value or 0.0
 
@@ -53,7 +54,10 @@ async def test_health_readiness_metrics_and_route_labels() -> None:
     # Not ready, with the reason, and the answer is reused within the cache period.
     assert first.status_code == 503 and first.json() == {"status": "not ready", "why": "check 1"}
     assert again.json() == first.json() and len(checks) == 1
-    assert 'frametest_http_request_duration_seconds_count{outcome="ok",route="/hello"}' in metrics
+    assert (
+        'frametest_http_request_duration_seconds_count{caller="anonymous",outcome="ok",route="/hello"}'
+        in metrics
+    )
     # A scanner's random paths share one label instead of one series each.
     assert _count("other", "client_error") == before + 1
 
