@@ -49,6 +49,8 @@ __all__ = ["UNAUTHENTICATED", "AuthFields", "BearerAuth", "bearer_token", "one_t
 #: spec's from -32020 up, keeping -32000..-32019 for implementations. The far end of that band is
 #: no error of either protocol now and the last A2A would reach.
 UNAUTHENTICATED = -32019
+#: The caller name of a scrape token given without one (``name:token`` names it otherwise).
+SCRAPER = "scraper"
 _log = logging.getLogger(__name__)
 
 
@@ -80,7 +82,9 @@ class AuthFields(BaseModel):
 
     def metrics_tokens(self) -> TokenSet:
         """The scrape tokens ``/metrics`` accepts (token -> name); empty: none set."""
-        return TokenSet(self.metrics_token, self.metrics_token_file)
+        # A scrape token is one caller's, the scraper's, however many are set to rotate: named
+        # so on the request metrics unless its line names it.
+        return TokenSet(self.metrics_token, self.metrics_token_file, unnamed=SCRAPER)
 
     def token_purposes(self) -> dict[str, Iterable[str]]:
         """The tokens of each purpose, by the settings that give them (see a server's own)."""

@@ -36,7 +36,7 @@ class TokenError(ValueError):
     """A configured token is unusable; the message never shows the token."""
 
 
-def _caller(line: str, where: str) -> tuple[str, str]:
+def _caller(line: str, where: str, unnamed: str | None) -> tuple[str, str]:
     name, _, token = line.rpartition(":")
     token = token.strip()
     if len(token) < MIN_TOKEN_CHARS:
@@ -44,11 +44,16 @@ def _caller(line: str, where: str) -> tuple[str, str]:
     if token.lower() in PLACEHOLDERS or token.lower().startswith(("changeme", "changethis")):
         raise TokenError(f"a token in {where} is a placeholder: generate a random one")
     digest = hashlib.sha256(token.encode()).hexdigest()[:12]
-    return token, name.strip() or f"client-{digest}"
+    return token, name.strip() or unnamed or f"client-{digest}"
 
 
-def load_tokens(inline: str | None, path: Path | None) -> dict[str, str]:
-    """Token -> caller name, from ``inline`` (comma-separated) and the lines of ``path``."""
+def load_tokens(
+    inline: str | None, path: Path | None, unnamed: str | None = None
+) -> dict[str, str]:
+    """Token -> caller name, from ``inline`` (comma-separated) and the lines of ``path``.
+
+    A token given without a name is named ``unnamed``, or from its hash when that is None.
+    """
     tokens: dict[str, str] = {}
     sources: list[tuple[str, list[str]]] = []
     if inline:
@@ -62,7 +67,7 @@ def load_tokens(inline: str | None, path: Path | None) -> dict[str, str]:
     for where, lines in sources:
         for line in lines:
             if line.strip() and not line.lstrip().startswith("#"):
-                token, name = _caller(line.strip(), where)
+                token, name = _caller(line.strip(), where, unnamed)
                 tokens[token] = name
     return tokens
 
@@ -135,18 +140,20 @@ class TokenSet(Mapping[str, str]):
         inline: str | None,
         path: Path | None,
         *,
+        unnamed: str | None = None,
         clock: Callable[[], float] = time.monotonic,
         interval_s: float = RELOAD_CHECK_S,
     ) -> None:
-        """Read the tokens; :class:`TokenError` if one is unusable."""
+        """Read the tokens (``unnamed``: see :func:`load_tokens`); :class:`TokenError` if unusable."""
         self._inline = inline
         self._file = path
+        self._unnamed = unnamed
         self._started = False  # at start, no token at all is authentication off
         self._watched = _Watched(path, self._load, clock=clock, interval_s=interval_s)
         self._started = True
 
     def _load(self) -> dict[str, str]:
-        tokens = load_tokens(self._inline, self._file)
+        tokens = load_tokens(self._inline, self._file, self._unnamed)
         if not tokens and self._started:
             raise TokenError(f"the token file {self._file} holds no token")
         return tokens

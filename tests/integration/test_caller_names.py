@@ -42,7 +42,7 @@ def stack(small_index: SmallIndex, tmp_path_factory: pytest.TempPathFactory) -> 
         **small_index.env(private_copy=True),
         "LOG_FORMAT": "json",
         "MCP_AUTH_TOKENS_FILE": str(tokens),
-        "MCP_METRICS_TOKEN": f"prometheus:{SCRAPE}",
+        "MCP_METRICS_TOKEN": SCRAPE,  # bare, as the chart's Secret item holds it: "scraper"
     }
     with ServerProcess.module("services.mcp_server", env=mcp_env, log_path=mcp_log) as mcp:
         purple_env = {
@@ -110,18 +110,18 @@ def test_log_lines_and_metrics_name_the_caller_and_no_token(stack: Stack) -> Non
     assert set(by_route["/mcp"]) == {("purple-agent", 200)}  # the agent's session and its call
     (bare_name, _), *refused = by_route["/search_nfcorpus"]
     assert bare_name.startswith("client-")
-    assert refused == [("anonymous", 401), ("unknown", 401), ("prometheus", 401)]
+    assert refused == [("anonymous", 401), ("unknown", 401), ("scraper", 401)]
     assert "/metrics" not in by_route  # scrapes are quiet: counted, not logged
 
     requests = _series(figures.text, "mcp_http_request_duration_seconds_count")
     assert requests['{caller="purple-agent",outcome="ok",route="/mcp"}'] >= 1
     assert requests[f'{{caller="{bare_name}",outcome="ok",route="/search_nfcorpus"}}'] == 1
-    assert requests['{caller="prometheus",outcome="ok",route="/metrics"}'] >= 1
+    assert requests['{caller="scraper",outcome="ok",route="/metrics"}'] >= 1
     failures = _series(figures.text, "mcp_http_auth_failures_total")
     assert {labels for labels, n in failures.items() if n} == {
         '{caller="anonymous",reason="missing",route="/search_nfcorpus"}',
         '{caller="unknown",reason="invalid",route="/search_nfcorpus"}',
-        '{caller="prometheus",reason="wrong_purpose",route="/search_nfcorpus"}',
+        '{caller="scraper",reason="wrong_purpose",route="/search_nfcorpus"}',
         '{caller="purple-agent",reason="wrong_purpose",route="/metrics"}',
     }
     agent_requests = _series(agent_figures, "purple_http_request_duration_seconds_count")

@@ -14,8 +14,10 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 from starlette.routing import Route
 
+from services.common.auth import SCRAPER
 from services.common.frame import ServiceId, service_app
 from services.common.tokens import load_tokens
+from services.mcp_server.settings import McpServerSettings
 from services.telemetry.http import MAX_CALLERS, OTHER_CALLERS
 
 ALICE = "alice-0123456789abcdef"
@@ -93,3 +95,12 @@ async def test_a_process_labels_a_bounded_number_of_callers() -> None:
     # The first names keep their own label (anonymous is one of the bound), the rest share one.
     assert len(callers) == MAX_CALLERS and OTHER_CALLERS in callers
     assert "caller0" in callers and f"caller{MAX_CALLERS + 4}" not in callers
+
+
+def test_a_scrape_token_without_a_name_is_the_scraper_s() -> None:
+    # As the chart's Secret item holds it (the ServiceMonitor sends the item as it is); two
+    # tokens while one is rotated out are still the one scraper.
+    settings = McpServerSettings(metrics_token=f"{SCRAPE},{ALICE}")
+    assert dict(settings.metrics_tokens()) == {SCRAPE: SCRAPER, ALICE: SCRAPER}
+    named = McpServerSettings(metrics_token=f"prometheus:{SCRAPE}")
+    assert dict(named.metrics_tokens()) == {SCRAPE: "prometheus"}
