@@ -149,15 +149,21 @@ def render(*values_files: str, **sets: object) -> Rendered:
     return _render(tuple(values_files), pairs)
 
 
-@functools.cache
-def notes(*sets: str) -> str:
-    """The NOTES `helm install` prints (a client-side dry run), with --set pairs `key=value`."""
-    cmd = [str(tool("helm")), "install", RELEASE, str(CHART), "--namespace", NAMESPACE]
-    cmd += ["--dry-run=client", *(f"--set={s}" for s in sets)]
+def install_notes(chart: Path, *args: str) -> str:
+    """The NOTES `helm install` of a chart folder prints (a client-side dry run), with helm's
+    arguments."""
+    cmd = [str(tool("helm")), "install", RELEASE, str(chart), "--namespace", NAMESPACE]
+    cmd += ["--dry-run=client", *args]
     result = subprocess.run(cmd, capture_output=True, text=True, check=False)
     if result.returncode != 0:
         raise RenderError(result.stderr.strip())
     return result.stdout.split("\nNOTES:\n", 1)[1]
+
+
+@functools.cache
+def notes(*sets: str) -> str:
+    """The NOTES `helm install` prints (a client-side dry run), with --set pairs `key=value`."""
+    return install_notes(CHART, *(f"--set={s}" for s in sets))
 
 
 def secret_items(workload: Doc) -> set[tuple[str, str]]:

@@ -33,6 +33,7 @@ from tests.k8s.rendering import (
     Rendered,
     RenderError,
     containers,
+    install_notes,
     template,
     token_source,
 )
@@ -122,21 +123,32 @@ Render = Callable[[OldValues, Mapping[str, str]], Rendered]
 
 
 @pytest.fixture(scope="module")
-def reuse(tmp_path_factory: pytest.TempPathFactory) -> Render:
-    """Render the current templates over an old values.yaml as --reuse-values does: a copy of the
-    chart with the old values.yaml in place of its own, the release's settings given as --set."""
+def chart_of(tmp_path_factory: pytest.TempPathFactory) -> Callable[[OldValues], Path]:
+    """The chart as --reuse-values renders it from an old version: a copy of the current chart
+    with that version's values.yaml in place of its own."""
     charts: dict[OldValues, Path] = {}
+
+    def copy_for(old: OldValues) -> Path:
+        if old not in charts:
+            chart = tmp_path_factory.mktemp("reuse") / CHART.name
+            shutil.copytree(CHART, chart)
+            (chart / "values.yaml").write_text(old.text)
+            charts[old] = chart
+        return charts[old]
+
+    return copy_for
+
+
+@pytest.fixture(scope="module")
+def reuse(chart_of: Callable[[OldValues], Path]) -> Render:
+    """Render the current templates over an old version's values, the release's own settings
+    given as --set (as --reuse-values passes them)."""
     done: dict[tuple[OldValues, tuple[tuple[str, str], ...]], Rendered] = {}
 
     def render_over(old: OldValues, sets: Mapping[str, str]) -> Rendered:
         key = (old, tuple(sorted(sets.items())))
         if key not in done:
-            if old not in charts:
-                chart = tmp_path_factory.mktemp("reuse") / CHART.name
-                shutil.copytree(CHART, chart)
-                (chart / "values.yaml").write_text(old.text)
-                charts[old] = chart
-            done[key] = template(charts[old], *_set_args(sets))
+            done[key] = template(chart_of(old), *_set_args(sets))
         return done[key]
 
     return render_over
@@ -217,6 +229,17 @@ def test_the_upgrade_renders_what_a_fresh_install_with_the_same_settings_renders
         assert not differs, (
             f"from chart {old.name}, {key[0]} {key[1]} (upgrade != fresh): {differs}"
         )
+
+
+@pytest.mark.parametrize("old", OLD)
+def test_the_install_notes_are_what_a_fresh_install_with_the_same_settings_prints(
+    old: OldValues, chart_of: Callable[[OldValues], Path], tmp_path: Path
+) -> None:
+    # NOTES.txt reads added values too, and `helm template` leaves it out.
+    given = tmp_path / "old-values.yaml"
+    given.write_text(old.text)
+    fresh = install_notes(CHART, "--values", str(given), *_set_args(EVERYTHING))
+    assert install_notes(chart_of(old), *_set_args(EVERYTHING)) == fresh, f"from chart {old.name}"
 
 
 @pytest.mark.parametrize("old", OLD)
