@@ -115,21 +115,27 @@ def _parse(text: str) -> Rendered:
     return Rendered(tuple(d for d in yaml.safe_load_all(text) if d))
 
 
-@functools.cache
-def _render(values_files: tuple[str, ...], sets: tuple[tuple[str, str], ...]) -> Rendered:
-    cmd = [str(tool("helm")), "template", RELEASE, str(CHART), "--namespace", NAMESPACE]
-    for f in values_files:
-        cmd += ["--values", str(CHART / f)]
-    for key, value in sets:
-        cmd += ["--set", f"{key}={value}"]
+class RenderError(RuntimeError):
+    """helm template refused the values."""
+
+
+def template(chart: Path, *args: str) -> Rendered:
+    """`helm template` of a chart folder (the project's, or a copy of it) with helm's arguments."""
+    cmd = [str(tool("helm")), "template", RELEASE, str(chart), "--namespace", NAMESPACE, *args]
     result = subprocess.run(cmd, capture_output=True, text=True, check=False)
     if result.returncode != 0:
         raise RenderError(result.stderr.strip())
     return _parse(result.stdout)
 
 
-class RenderError(RuntimeError):
-    """helm template refused the values."""
+@functools.cache
+def _render(values_files: tuple[str, ...], sets: tuple[tuple[str, str], ...]) -> Rendered:
+    args: list[str] = []
+    for f in values_files:
+        args += ["--values", str(CHART / f)]
+    for key, value in sets:
+        args += ["--set", f"{key}={value}"]
+    return template(CHART, *args)
 
 
 def render(*values_files: str, **sets: object) -> Rendered:
@@ -143,15 +149,21 @@ def render(*values_files: str, **sets: object) -> Rendered:
     return _render(tuple(values_files), pairs)
 
 
-@functools.cache
-def notes(*sets: str) -> str:
-    """The NOTES `helm install` prints (a client-side dry run), with --set pairs `key=value`."""
-    cmd = [str(tool("helm")), "install", RELEASE, str(CHART), "--namespace", NAMESPACE]
-    cmd += ["--dry-run=client", *(f"--set={s}" for s in sets)]
+def install_notes(chart: Path, *args: str) -> str:
+    """The NOTES `helm install` of a chart folder prints (a client-side dry run), with helm's
+    arguments."""
+    cmd = [str(tool("helm")), "install", RELEASE, str(chart), "--namespace", NAMESPACE]
+    cmd += ["--dry-run=client", *args]
     result = subprocess.run(cmd, capture_output=True, text=True, check=False)
     if result.returncode != 0:
         raise RenderError(result.stderr.strip())
     return result.stdout.split("\nNOTES:\n", 1)[1]
+
+
+@functools.cache
+def notes(*sets: str) -> str:
+    """The NOTES `helm install` prints (a client-side dry run), with --set pairs `key=value`."""
+    return install_notes(CHART, *(f"--set={s}" for s in sets))
 
 
 def secret_items(workload: Doc) -> set[tuple[str, str]]:
