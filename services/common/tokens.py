@@ -22,11 +22,17 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Generic, TypeVar
 
+from services.telemetry.http import ANONYMOUS, OTHER_CALLERS, UNKNOWN
+
 MIN_TOKEN_CHARS = 16
 PLACEHOLDERS = ("changeme", "changethis", "secret", "token", "password", "example")
 #: How often, at most, a token file is looked at for a change: a stat per second is nothing on
 #: the request path, and a revoked token stops working within about that.
 RELOAD_CHECK_S = 1.0
+
+#: Caller names the request telemetry gives itself (no token, an unknown token, callers past
+#: its bound): a token named so would read as one of them on a dashboard.
+RESERVED_NAMES = (ANONYMOUS, UNKNOWN, OTHER_CALLERS)
 
 _log = logging.getLogger(__name__)
 _T = TypeVar("_T")
@@ -43,8 +49,14 @@ def _caller(line: str, where: str, unnamed: str | None) -> tuple[str, str]:
         raise TokenError(f"a token in {where} is shorter than {MIN_TOKEN_CHARS} characters")
     if token.lower() in PLACEHOLDERS or token.lower().startswith(("changeme", "changethis")):
         raise TokenError(f"a token in {where} is a placeholder: generate a random one")
+    name = name.strip()
+    if name in RESERVED_NAMES:
+        raise TokenError(
+            f"a token in {where} is named {name!r}, which the request metrics and logs give to "
+            f"callers without a known token or past their bound: choose another name"
+        )
     digest = hashlib.sha256(token.encode()).hexdigest()[:12]
-    return token, name.strip() or unnamed or f"client-{digest}"
+    return token, name or unnamed or f"client-{digest}"
 
 
 def load_tokens(

@@ -163,6 +163,8 @@ def test_tokens_come_from_the_variable_and_a_file(tmp_path: Path) -> None:
     [
         ("x7-tiny", "shorter than 16 characters"),
         ("changethis-please-now", "is a placeholder"),
+        ("anonymous:a-named-token-0123456789", "named 'anonymous', which the request metrics"),
+        ("other:a-named-token-0123456789", "named 'other'"),
     ],
 )
 def test_unusable_tokens_are_refused_without_showing_them(inline: str, message: str) -> None:
