@@ -31,6 +31,7 @@ import json
 import logging
 from collections.abc import Collection, Iterable, Mapping
 from pathlib import Path
+from typing import ClassVar
 
 from pydantic import BaseModel, Field
 from starlette.authentication import AuthCredentials, SimpleUser
@@ -39,8 +40,14 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from services.common import jsonrpc
 from services.common.header_values import header
 from services.common.paths import METRICS, PROBES
-from services.common.tokens import TokenError, TokenSet, distinct_purposes, one_token_per_purpose
-from services.telemetry.http import ANONYMOUS, AUTH_FAILURE, CALLER, UNKNOWN
+from services.common.tokens import (
+    TokenError,
+    TokenSet,
+    caller_label,
+    distinct_purposes,
+    one_token_per_purpose,
+)
+from services.telemetry.http import ANONYMOUS, AUTH_FAILURE, CALLER, SCRAPER, UNKNOWN
 
 __all__ = ["UNAUTHENTICATED", "AuthFields", "BearerAuth", "bearer_token", "one_token_per_purpose"]
 
@@ -49,8 +56,6 @@ __all__ = ["UNAUTHENTICATED", "AuthFields", "BearerAuth", "bearer_token", "one_t
 #: spec's from -32020 up, keeping -32000..-32019 for implementations. The far end of that band is
 #: no error of either protocol now and the last A2A would reach.
 UNAUTHENTICATED = -32019
-#: The caller name of a scrape token given without one (``name:token`` names it otherwise).
-SCRAPER = "scraper"
 _log = logging.getLogger(__name__)
 
 
@@ -76,9 +81,13 @@ class AuthFields(BaseModel):
         default=None, description="File of the scrape token, one per line (a mounted Secret)."
     )
 
+    #: The name of a caller's token given without one; None: a name from its hash, each bare
+    #: token a caller of its own (what scopes A2A tasks).
+    unnamed_caller: ClassVar[str | None] = None
+
     def tokens(self) -> TokenSet:
         """Token -> caller name (its file read again on change); empty: authentication is off."""
-        return TokenSet(self.auth_tokens, self.auth_tokens_file)
+        return TokenSet(self.auth_tokens, self.auth_tokens_file, unnamed=self.unnamed_caller)
 
     def metrics_tokens(self) -> TokenSet:
         """The scrape tokens ``/metrics`` accepts (token -> name); empty: none set."""
@@ -186,7 +195,7 @@ class BearerAuth:
             if scraper is None:
                 await self._unauthorized(scope, send, token, self._tokens)
                 return
-            scope[CALLER] = scraper
+            scope[CALLER] = caller_label(scraper)
             await self._app(scope, receive, send)
             return
         public = path in PROBES or (method in ("GET", "HEAD") and path in self._public_get)
@@ -200,7 +209,7 @@ class BearerAuth:
             return
         scope["user"] = SimpleUser(caller)
         scope["auth"] = AuthCredentials(["authenticated"])
-        scope[CALLER] = caller
+        scope[CALLER] = caller_label(caller)
         await self._app(scope, receive, send)
 
     async def _unauthorized(
@@ -214,7 +223,7 @@ class BearerAuth:
         if token is None:
             scope[AUTH_FAILURE], scope[CALLER] = "missing", ANONYMOUS
         elif (name := _match(token, other_purpose)) is not None:
-            scope[AUTH_FAILURE], scope[CALLER] = "wrong_purpose", name
+            scope[AUTH_FAILURE], scope[CALLER] = "wrong_purpose", caller_label(name)
         else:
             scope[AUTH_FAILURE], scope[CALLER] = "invalid", UNKNOWN
         if scope["path"] == METRICS:

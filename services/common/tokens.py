@@ -2,8 +2,11 @@
 
 A server's tokens (:class:`TokenSet`: token -> caller name) and the one a client sends
 (:class:`ClientToken`) come from a file (one per line, ``#`` comments; the chart mounts a Secret
-there) and/or an environment variable (comma-separated). Short tokens and placeholders are
-refused at start, and so is one value given to two purposes (:func:`distinct_purposes`).
+there) and/or an environment variable (comma-separated). A line ``name:token`` names its caller
+(:data:`NAME` says what a name may be); a bare token is named from its hash. Short tokens,
+placeholders, names that are no name and the names the request telemetry gives of its own
+(:data:`RESERVED_NAMES`) are refused at start, and so is one value given to two purposes
+(:func:`distinct_purposes`).
 
 A token file is read again when it changes: its identity, size and modification time are looked
 at, at most once per :data:`RELOAD_CHECK_S`, so a revoked token stops working, and a new one
@@ -17,12 +20,13 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+import re
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Generic, TypeVar
 
-from services.telemetry.http import ANONYMOUS, OTHER_CALLERS, UNKNOWN
+from services.telemetry.http import OWN_LABELS, UNNAMED
 
 MIN_TOKEN_CHARS = 16
 PLACEHOLDERS = ("changeme", "changethis", "secret", "token", "password", "example")
@@ -30,9 +34,14 @@ PLACEHOLDERS = ("changeme", "changethis", "secret", "token", "password", "exampl
 #: the request path, and a revoked token stops working within about that.
 RELOAD_CHECK_S = 1.0
 
-#: Caller names the request telemetry gives itself (no token, an unknown token, callers past
-#: its bound): a token named so would read as one of them on a dashboard.
-RESERVED_NAMES = (ANONYMOUS, UNKNOWN, OTHER_CALLERS)
+#: What a caller's name may be. A name is in every request's log line and metrics: a bare
+#: token holding ":" would otherwise have the part before it taken for a name and written there.
+NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,62}")
+#: The name a bare token gets: ``client-`` and 12 hex digits of its SHA-256.
+HASHED_NAME = re.compile(r"client-[0-9a-f]{12}")
+#: Names the request telemetry gives of its own (no token, an unknown token, past its bound, the
+#: scraper, a bare token): a token named so would read as one of them on a dashboard.
+RESERVED_NAMES = OWN_LABELS
 
 _log = logging.getLogger(__name__)
 _T = TypeVar("_T")
@@ -50,13 +59,24 @@ def _caller(line: str, where: str, unnamed: str | None) -> tuple[str, str]:
     if token.lower() in PLACEHOLDERS or token.lower().startswith(("changeme", "changethis")):
         raise TokenError(f"a token in {where} is a placeholder: generate a random one")
     name = name.strip()
-    if name in RESERVED_NAMES:
+    if name and not NAME.fullmatch(name):
+        # Not shown: it may be the start of a token that holds ":".
         raise TokenError(
-            f"a token in {where} is named {name!r}, which the request metrics and logs give to "
-            f"callers without a known token or past their bound: choose another name"
+            f"a token's name in {where} is not letters, digits, '.', '_' and '-' (63 at most): "
+            "a line is name:token, and a token holds no ':'"
+        )
+    if (name in RESERVED_NAMES and name != unnamed) or HASHED_NAME.fullmatch(name):
+        raise TokenError(
+            f"a token in {where} is named {name!r}, a name the request metrics and logs give of "
+            "their own: choose another name"
         )
     digest = hashlib.sha256(token.encode()).hexdigest()[:12]
     return token, name or unnamed or f"client-{digest}"
+
+
+def caller_label(name: str) -> str:
+    """What the request metrics and logs call the caller ``name``: a hashed name is unnamed."""
+    return UNNAMED if HASHED_NAME.fullmatch(name) else name
 
 
 def load_tokens(

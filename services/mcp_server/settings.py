@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
@@ -16,6 +18,9 @@ class McpServerSettings(BaseSettings, AuthFields, HostFields):
     """
 
     model_config = SettingsConfigDict(env_prefix="MCP_", extra="ignore")
+    #: The server's callers are purple agents (the chart gives them one bare token); other
+    #: callers' tokens are given a name. The server scopes nothing by caller.
+    unnamed_caller: ClassVar[str | None] = "purple-agent"
 
     host: str = Field(default="127.0.0.1", description="Interface to bind.")
     port: int = Field(default=8000, ge=1, le=65535, description="TCP port.")

@@ -60,12 +60,21 @@ AUTH_FAILURE = "nfcorpus.auth_failure"
 #: The caller of a request without a token (authentication off, a public path, or refused), of
 #: one with a token no one was given, and of callers past :data:`MAX_CALLERS`.
 ANONYMOUS, UNKNOWN, OTHER_CALLERS = "anonymous", "unknown", "other"
+#: The name of a scrape token given without one (one caller, however many tokens rotate).
+SCRAPER = "scraper"
+#: The label of a caller's token given without a name. The server knows it by a name derived
+#: from its hash (what scopes its A2A tasks); that name stays out of metrics and logs, where it
+#: would let a reader check guesses of the token, and a new one with each rotation would take
+#: a place of the bound.
+UNNAMED = "unnamed"
+#: Labels the telemetry gives of its own: always labelled, never counted against the bound.
+OWN_LABELS = frozenset({ANONYMOUS, UNKNOWN, OTHER_CALLERS, SCRAPER, UNNAMED})
 #: Why authentication refused: no token; a token no one was given; a known token of another
 #: purpose (a caller's at ``/metrics``, the scrape token elsewhere).
 AUTH_FAILURES = ("missing", "invalid", "wrong_purpose")
-#: Caller names one process labels. A server's callers are the few its token settings name; the
-#: bound holds a token file of thousands of names (or one rewritten again and again) to a fixed
-#: number of series.
+#: Token names one process labels, besides :data:`OWN_LABELS`. A server's callers are the few its
+#: token settings name; the bound holds a token file of thousands of names (or one renamed again
+#: and again) to a fixed number of series.
 MAX_CALLERS = 64
 
 
@@ -92,7 +101,7 @@ class RequestTelemetry:
         self._histogram = histogram
         self._auth_failures = auth_failures
         self._routes = frozenset(routes)
-        self._callers = {ANONYMOUS}
+        self._callers: set[str] = set()
         # Every series at 0 from the start, failures included: rate() misses a first failure
         # that creates its series. Callers are known only as they come, so only the anonymous
         # ones (every request of a server without authentication, every refusal) are.
@@ -170,7 +179,7 @@ class RequestTelemetry:
     def _caller(self, scope: Scope) -> str:
         """The request's caller label: its name while fewer than MAX_CALLERS were seen."""
         caller = str(scope.get(CALLER, ANONYMOUS))
-        if caller in self._callers:
+        if caller in OWN_LABELS or caller in self._callers:
             return caller
         if len(self._callers) < MAX_CALLERS:
             self._callers.add(caller)

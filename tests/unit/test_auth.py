@@ -163,8 +163,12 @@ def test_tokens_come_from_the_variable_and_a_file(tmp_path: Path) -> None:
     [
         ("x7-tiny", "shorter than 16 characters"),
         ("changethis-please-now", "is a placeholder"),
-        ("anonymous:a-named-token-0123456789", "named 'anonymous', which the request metrics"),
+        ("anonymous:a-named-token-0123456789", "named 'anonymous', a name the request metrics"),
         ("other:a-named-token-0123456789", "named 'other'"),
+        ("scraper:a-named-token-0123456789", "named 'scraper'"),
+        ("client-0123456789ab:a-named-token-0123456789", "named 'client-0123456789ab'"),
+        # A bare token holding ":": the part before it must not become a name (a log field).
+        ("s3cr3t Pref!x:0123456789abcdefXYZ", "a line is name:token, and a token holds no ':'"),
     ],
 )
 def test_unusable_tokens_are_refused_without_showing_them(inline: str, message: str) -> None:

@@ -14,11 +14,10 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 from starlette.routing import Route
 
-from services.common.auth import SCRAPER
 from services.common.frame import ServiceId, service_app
 from services.common.tokens import load_tokens
 from services.mcp_server.settings import McpServerSettings
-from services.telemetry.http import MAX_CALLERS, OTHER_CALLERS
+from services.telemetry.http import MAX_CALLERS, OTHER_CALLERS, SCRAPER, UNKNOWN, UNNAMED
 
 ALICE = "alice-0123456789abcdef"
 SCRAPE = "scrape-0123456789abcdef"
@@ -29,12 +28,12 @@ async def _hello(_: Request) -> Response:
     return PlainTextResponse("hello")
 
 
-def _client(prefix: str, tokens: str) -> httpx.AsyncClient:
+def _client(prefix: str, tokens: str, scrape: str = f"prometheus:{SCRAPE}") -> httpx.AsyncClient:
     app = service_app(
         ServiceId(metric_prefix=prefix, trace_name=prefix),
         [Route("/hello", _hello, methods=["GET"])],
         tokens=load_tokens(tokens, None),
-        metrics_tokens=load_tokens(f"prometheus:{SCRAPE}", None),
+        metrics_tokens=load_tokens(scrape, None, unnamed=SCRAPER),  # as AuthFields reads them
     )
     return httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://127.0.0.1")
 
@@ -83,18 +82,28 @@ async def test_requests_and_refusals_are_labelled_by_caller_and_reason() -> None
 
 async def test_a_process_labels_a_bounded_number_of_callers() -> None:
     tokens = {f"caller{i}": f"token-{i:04d}-0123456789abcdef" for i in range(MAX_CALLERS + 5)}
-    async with _client("boundtest", ",".join(f"{n}:{t}" for n, t in tokens.items())) as client:
+    listed = ",".join(f"{n}:{t}" for n, t in tokens.items())
+    async with _client("boundtest", listed, scrape=SCRAPE) as client:
         for token in tokens.values():
             assert (await client.get("/hello", headers=_bearer(token))).status_code == 200
 
-    callers = {
-        dict(labels)["caller"]
-        for labels, value in _samples("boundtest_http_request_duration_seconds_count").items()
-        if value
-    }
-    # The first names keep their own label (anonymous is one of the bound), the rest share one.
-    assert len(callers) == MAX_CALLERS and OTHER_CALLERS in callers
-    assert "caller0" in callers and f"caller{MAX_CALLERS + 4}" not in callers
+        # The telemetry's own labels stay theirs with the bound full.
+        assert (await client.get("/hello", headers=_bearer(UNKNOWN_TOKEN))).status_code == 401
+        assert (await client.get("/metrics", headers=_bearer(SCRAPE))).status_code == 200
+        assert (await client.get("/metrics", headers=_bearer(SCRAPE))).status_code == 200
+
+    requests = _samples("boundtest_http_request_duration_seconds_count")
+    callers = {dict(labels)["caller"] for labels, value in requests.items() if value}
+    # The first names keep their own label, the rest share one.
+    named = {c for c in callers if c.startswith("caller")}
+    assert len(named) == MAX_CALLERS and "caller0" in named
+    assert callers - named == {OTHER_CALLERS, UNKNOWN, SCRAPER}
+    assert (
+        _samples("boundtest_http_auth_failures_total")[
+            (("caller", UNKNOWN), ("reason", "invalid"), ("route", "/hello"))
+        ]
+        == 1
+    )
 
 
 def test_a_scrape_token_without_a_name_is_the_scraper_s() -> None:
@@ -104,3 +113,23 @@ def test_a_scrape_token_without_a_name_is_the_scraper_s() -> None:
     assert dict(settings.metrics_tokens()) == {SCRAPE: SCRAPER, ALICE: SCRAPER}
     named = McpServerSettings(metrics_token=f"prometheus:{SCRAPE}")
     assert dict(named.metrics_tokens()) == {SCRAPE: "prometheus"}
+
+
+async def test_a_bare_token_is_unnamed_in_metrics_and_its_hash_stays_out() -> None:
+    # The server knows a bare token by a name from its hash (its A2A tasks are scoped by it);
+    # the hash would let a reader of the figures check guesses of the token, and each rotation
+    # would take a place of the bound.
+    bare = "bare-0123456789abcdefgh"
+    (hashed,) = load_tokens(bare, None).values()
+    async with _client("unnamedtest", f"{bare},alice:{ALICE}") as client:
+        assert (await client.get("/hello", headers=_bearer(bare))).status_code == 200
+    requests = _samples("unnamedtest_http_request_duration_seconds_count")
+    assert requests[(("caller", UNNAMED), ("outcome", "ok"), ("route", "/hello"))] == 1
+    assert all(hashed not in f"{labels}" for labels in requests)
+
+
+def test_the_mcp_server_s_bare_token_is_the_purple_agent_s() -> None:
+    # The chart gives the purple agents one bare token for the MCP server; other callers' tokens
+    # are named.
+    settings = McpServerSettings(auth_tokens=f"{ALICE},bench:{SCRAPE}")
+    assert dict(settings.tokens()) == {ALICE: "purple-agent", SCRAPE: "bench"}
