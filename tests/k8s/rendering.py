@@ -119,13 +119,18 @@ class RenderError(RuntimeError):
     """helm template refused the values."""
 
 
-def template(chart: Path, *args: str) -> Rendered:
-    """`helm template` of a chart folder (the project's, or a copy of it) with helm's arguments."""
-    cmd = [str(tool("helm")), "template", RELEASE, str(chart), "--namespace", NAMESPACE, *args]
+def _helm(command: str, chart: Path, *args: str) -> str:
+    """What ``helm <command>`` of the release from a chart folder prints; RenderError if refused."""
+    cmd = [str(tool("helm")), command, RELEASE, str(chart), "--namespace", NAMESPACE, *args]
     result = subprocess.run(cmd, capture_output=True, text=True, check=False)
     if result.returncode != 0:
         raise RenderError(result.stderr.strip())
-    return _parse(result.stdout)
+    return result.stdout
+
+
+def template(chart: Path, *args: str) -> Rendered:
+    """`helm template` of a chart folder (the project's, or a copy of it) with helm's arguments."""
+    return _parse(_helm("template", chart, *args))
 
 
 @functools.cache
@@ -152,12 +157,7 @@ def render(*values_files: str, **sets: object) -> Rendered:
 def install_notes(chart: Path, *args: str) -> str:
     """The NOTES `helm install` of a chart folder prints (a client-side dry run), with helm's
     arguments."""
-    cmd = [str(tool("helm")), "install", RELEASE, str(chart), "--namespace", NAMESPACE]
-    cmd += ["--dry-run=client", *args]
-    result = subprocess.run(cmd, capture_output=True, text=True, check=False)
-    if result.returncode != 0:
-        raise RenderError(result.stderr.strip())
-    return result.stdout.split("\nNOTES:\n", 1)[1]
+    return _helm("install", chart, "--dry-run=client", *args).split("\nNOTES:\n", 1)[1]
 
 
 @functools.cache
