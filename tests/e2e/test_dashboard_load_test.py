@@ -109,14 +109,21 @@ def test_the_dashboard_draws_the_client_side_while_the_load_test_runs(
     assert p99.needs_load_test
     logs = [tmp_path / f"generator-{i}.log" for i in range(WORKERS)]
     generators = [_generator(i, purple_agent.base_url, collector.base_url, logs[i]) for i in (0, 1)]
+    running_now = f'loadtest_workers{{run="{RUN}",status="running"}}'
     try:
+        # A generator is running once it has handed in its first snapshot: one slower to start
+        # may still be waiting when the other's figures are already on the row.
         wait_for(
-            lambda: _instant(prometheus, p99.expr) is not None and not _missing(prometheus),
+            lambda: (
+                _instant(prometheus, running_now) == WORKERS
+                and _instant(prometheus, p99.expr) is not None
+                and not _missing(prometheus)
+            ),
             timeout_s=DURATION_S + CLI_TIMEOUT_S,
-            what="a value of every query of the load-test row",
+            what="both generators running and a value of every query of the load-test row",
         )
         client_p99 = _instant(prometheus, p99.expr)
-        running = _instant(prometheus, f'loadtest_workers{{run="{RUN}",status="running"}}')
+        running = _instant(prometheus, running_now)
         # Seen during the run, not after it: both generators still run, the run is incomplete.
         still_running = [g.poll() is None for g in generators]
         complete = _instant(prometheus, f'loadtest_run_complete{{run="{RUN}"}}')
