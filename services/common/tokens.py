@@ -5,7 +5,7 @@ A server's tokens (:class:`TokenSet`: token -> caller name) and the one a client
 there) and/or an environment variable (comma-separated). A line ``name:token`` names its caller
 (:data:`NAME` says what a name may be); a bare token is named from its hash. Short tokens,
 placeholders, names that are no name and the names the request telemetry gives of its own
-(:data:`RESERVED_NAMES`) are refused at start, and so is one value given to two purposes
+(``OWN_LABELS`` of :mod:`services.telemetry.http`) are refused at start, and so is one value given to two purposes
 (:func:`distinct_purposes`).
 
 A token file is read again when it changes: its identity, size and modification time are looked
@@ -39,9 +39,6 @@ RELOAD_CHECK_S = 1.0
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,62}")
 #: The name a bare token gets: ``client-`` and 12 hex digits of its SHA-256.
 HASHED_NAME = re.compile(r"client-[0-9a-f]{12}")
-#: Names the request telemetry gives of its own (no token, an unknown token, past its bound, the
-#: scraper, a bare token): a token named so would read as one of them on a dashboard.
-RESERVED_NAMES = OWN_LABELS
 
 _log = logging.getLogger(__name__)
 _T = TypeVar("_T")
@@ -65,7 +62,9 @@ def _caller(line: str, where: str, unnamed: str | None) -> tuple[str, str]:
             f"a token's name in {where} is not letters, digits, '.', '_' and '-' (63 at most): "
             "a line is name:token, and a token holds no ':'"
         )
-    if (name in RESERVED_NAMES and name != unnamed) or HASHED_NAME.fullmatch(name):
+    # The telemetry's own labels (no token, an unknown one, past the bound, the scraper, a bare
+    # token): a token named so would read as one of them on a dashboard.
+    if (name in OWN_LABELS and name != unnamed) or HASHED_NAME.fullmatch(name):
         raise TokenError(
             f"a token in {where} is named {name!r}, a name the request metrics and logs give of "
             "their own: choose another name"

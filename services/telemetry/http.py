@@ -53,8 +53,9 @@ def query_prefix(query: str) -> str:
 OUTCOMES = ("ok", "failed", "client_error", "server_error", "abandoned")
 #: Scope key set on a request cancelled because its client went away (``services.common.disconnect``).
 ABANDONED = "nfcorpus.abandoned"
-#: Scope keys authentication sets: the caller's name, and why it refused a request (one of
-#: :data:`AUTH_FAILURES`).
+#: Scope keys authentication sets: the caller's name, and why it refused a request: ``missing``
+#: (no token), ``invalid`` (a token no one was given) or ``wrong_purpose`` (a known token of
+#: another purpose: a caller's at ``/metrics``, the scrape token elsewhere).
 CALLER = "nfcorpus.caller"
 AUTH_FAILURE = "nfcorpus.auth_failure"
 #: The caller of a request without a token (authentication off, a public path, or refused), of
@@ -69,9 +70,6 @@ SCRAPER = "scraper"
 UNNAMED = "unnamed"
 #: Labels the telemetry gives of its own: always labelled, never counted against the bound.
 OWN_LABELS = frozenset({ANONYMOUS, UNKNOWN, OTHER_CALLERS, SCRAPER, UNNAMED})
-#: Why authentication refused: no token; a token no one was given; a known token of another
-#: purpose (a caller's at ``/metrics``, the scrape token elsewhere).
-AUTH_FAILURES = ("missing", "invalid", "wrong_purpose")
 #: Token names one process labels, besides :data:`OWN_LABELS`. A server's callers are the few its
 #: token settings name; the bound holds a token file of thousands of names (or one renamed again
 #: and again) to a fixed number of series.

@@ -10,8 +10,7 @@ refusals are counted by reason; no token's text appears in any log line or any f
 from __future__ import annotations
 
 import json
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +18,7 @@ import httpx
 import pytest
 
 from harness.processes import ServerProcess
+from tests.support.polling import wait_for
 from tests.support.purple import v03_body
 from tests.support.small_index import SmallIndex
 
@@ -69,13 +69,6 @@ def _request_lines(path: Path) -> list[dict[str, Any]]:
     return [line for line in lines if line["logger"] == "nfcorpus.request"]
 
 
-def _wait_for(condition: Callable[[], object], timeout_s: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        assert time.monotonic() < deadline, "the request lines were not written"
-        time.sleep(0.02)
-
-
 def _series(text: str, name: str) -> dict[str, float]:
     """``name``'s samples by their label text (``{caller="…",…}``)."""
     prefix = name + "{"
@@ -103,7 +96,11 @@ def test_log_lines_and_metrics_name_the_caller_and_no_token(stack: Stack) -> Non
     figures = httpx.get(metrics, headers=_bearer(SCRAPE))  # a scrape is counted as it ends
     agent_figures = httpx.get(purple.base_url + "/metrics", headers=_bearer(SCRAPE)).text
 
-    _wait_for(lambda: len(_request_lines(mcp_log)) >= 6 and len(_request_lines(purple_log)) >= 2)
+    wait_for(
+        lambda: len(_request_lines(mcp_log)) >= 6 and len(_request_lines(purple_log)) >= 2,
+        timeout_s=30,
+        what="request lines of both servers",
+    )
     asked = [(r["caller"], r["outcome"]) for r in _request_lines(purple_log) if r["route"] == "/"]
     assert asked == [("evaluator", "ok"), ("unnamed", "ok")]
     by_route: dict[str, list[tuple[str, int]]] = {}
